@@ -1,0 +1,74 @@
+import pg from 'pg';
+
+/** PostgreSQL did not answer; the message is one line a person can act on. */
+export class DatabaseUnreachableError extends Error {
+  readonly code = 'database_unreachable';
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'DatabaseUnreachableError';
+  }
+}
+
+/** The URL without its password, for messages and logs. */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return '(unparseable DATABASE_URL)';
+  }
+}
+
+/** The database name a URL points at. */
+export function databaseName(url: string): string {
+  return decodeURIComponent(new URL(url).pathname.replace(/^\//, '')) || 'postgres';
+}
+
+/** The same server, another database. */
+export function withDatabase(url: string, name: string): string {
+  const u = new URL(url);
+  u.pathname = `/${encodeURIComponent(name)}`;
+  return u.toString();
+}
+
+async function connect(url: string, timeoutMs: number): Promise<pg.Client> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: timeoutMs });
+  client.on('error', () => {});
+  try {
+    await client.connect();
+    return client;
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    if (e.code === '3D000') throw err; // database does not exist: the caller handles it
+    throw new DatabaseUnreachableError(
+      `cannot reach PostgreSQL at ${redactUrl(url)} (${e.code ?? e.message}); start it or set DATABASE_URL`,
+      { cause: err },
+    );
+  }
+}
+
+/**
+ * Makes sure the database in `url` exists, creating it (through the server's `postgres`
+ * database) when it does not. Throws `DatabaseUnreachableError` when no server answers.
+ */
+export async function ensureDatabase(url: string, { timeoutMs = 5_000 } = {}): Promise<{ created: boolean }> {
+  try {
+    const client = await connect(url, timeoutMs);
+    await client.end();
+    return { created: false };
+  } catch (err) {
+    if ((err as { code?: string }).code !== '3D000') throw err;
+  }
+  const admin = await connect(withDatabase(url, 'postgres'), timeoutMs);
+  try {
+    const name = databaseName(url);
+    await admin.query(`CREATE DATABASE ${pg.escapeIdentifier(name)}`);
+    return { created: true };
+  } catch (err) {
+    if ((err as { code?: string }).code === '42P04') return { created: false }; // created concurrently
+    throw err;
+  } finally {
+    await admin.end();
+  }
+}

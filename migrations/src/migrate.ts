@@ -1,0 +1,37 @@
+import { readdir, readFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import { type Kysely, type Migration, type MigrationProvider, type MigrationResultSet, Migrator, sql } from 'kysely';
+
+const SQL_DIR = fileURLToPath(new URL('../sql/', import.meta.url));
+
+/**
+ * Reads `migrations/sql/NNNN_name.sql`, in name order. Each file runs as one multi-statement
+ * query (simple protocol), inside the transaction Kysely's Migrator opens on PostgreSQL.
+ */
+export class SqlFileMigrationProvider implements MigrationProvider {
+  constructor(private readonly dir: string = SQL_DIR) {}
+  async getMigrations(): Promise<Record<string, Migration>> {
+    const files = (await readdir(this.dir)).filter((f) => /^\d{4}_[a-z0-9_]+\.sql$/.test(f)).sort();
+    const migrations: Record<string, Migration> = {};
+    for (const file of files) {
+      const text = await readFile(`${this.dir}/${file}`, 'utf8');
+      migrations[file.replace(/\.sql$/, '')] = {
+        up: async (db) => {
+          await sql.raw(text).execute(db);
+        },
+      };
+    }
+    return migrations;
+  }
+}
+
+/** Applies every pending migration. Idempotent: a second run applies nothing. Throws on the first failure. */
+export async function migrateToLatest(db: Kysely<any>): Promise<MigrationResultSet['results']> {
+  const migrator = new Migrator({ db, provider: new SqlFileMigrationProvider() });
+  const { error, results } = await migrator.migrateToLatest();
+  if (error) {
+    const failed = results?.find((r) => r.status === 'Error');
+    throw new Error(`migration ${failed?.migrationName ?? '(unknown)'} failed: ${(error as Error).message}`, { cause: error });
+  }
+  return results ?? [];
+}

@@ -1,0 +1,54 @@
+import type { Channel } from '@notify/outbox';
+
+/**
+ * What a provider is asked to deliver: the notification with its content already rendered
+ * (templates are rendered by the dispatcher before the call).
+ */
+export interface Delivery {
+  /** The notification id: stable across attempts, so receivers can dedupe (webhook-id, Message-ID). */
+  readonly id: string;
+  readonly tenantId: string;
+  readonly channel: Channel;
+  /** Email address, E.164 number or webhook URL. */
+  readonly to: string;
+  readonly subject: string | null;
+  readonly body: string;
+  /** The template variables / webhook data, as given at enqueue. */
+  readonly data: Record<string, unknown> | null;
+  readonly metadata: Record<string, string>;
+  /** 1 for the first attempt. */
+  readonly attempt: number;
+  readonly createdAt: Date;
+}
+
+/**
+ * The outcome of one attempt, as data. Providers classify: only they know whether an answer
+ * is permanent. Unknown errors are transient.
+ */
+export type SendResult =
+  | { readonly kind: 'sent'; readonly providerStatus?: string }
+  | { readonly kind: 'permanent'; readonly error: string; readonly providerStatus?: string }
+  | {
+      readonly kind: 'transient';
+      readonly error: string;
+      readonly providerStatus?: string;
+      /** Not before this instant (Retry-After); raises the backoff delay, capped by the max delay. */
+      readonly notBefore?: Date;
+    };
+
+/**
+ * One port per outside effect: delivers a notification over one channel.
+ *
+ * - `send` never throws for a provider's answer: it returns a `SendResult`. A throw is treated
+ *   by the dispatcher as a transient failure with the error's message.
+ * - `send` must stop and return (transient, "timeout") when `signal` aborts: the dispatcher
+ *   aborts at the per-attempt timeout (NOTIFY_SEND_TIMEOUT_MS).
+ * - `send` may be called concurrently, up to the dispatcher's in-flight limit.
+ * - Implementations never log bodies or secrets; ids and provider response codes only.
+ */
+export interface Provider {
+  readonly channel: Channel;
+  send(delivery: Delivery, signal: AbortSignal): Promise<SendResult>;
+  /** Releases pooled connections. */
+  close?(): Promise<void>;
+}

@@ -1,0 +1,34 @@
+import { describe, expect, it } from 'vitest';
+import { loadConfig } from './config.js';
+import { ConfigError } from './errors.js';
+
+describe('loadConfig', () => {
+  it('has the documented defaults', () => {
+    const c = loadConfig({});
+    expect(c.retry).toEqual({ maxAttempts: 8, baseDelayMs: 1000, maxDelayMs: 3_600_000, jitter: 0.2, defaultTtlMs: 86_400_000 });
+    expect(c.dispatcher.sendTimeoutMs).toBe(2000);
+    expect(c.kafkaBrokers).toEqual(['127.0.0.1:19092']);
+    expect(c.topicPrefix).toBe('notify');
+  });
+  it.each([
+    ['NOTIFY_MAX_ATTEMPTS', 'many', /NOTIFY_MAX_ATTEMPTS: expected a whole number/],
+    ['NOTIFY_MAX_ATTEMPTS', '0', /NOTIFY_MAX_ATTEMPTS: expected a number from 1/],
+    ['NOTIFY_JITTER', '1.5', /NOTIFY_JITTER: expected a fraction/],
+    ['DATABASE_URL', 'mysql://x', /DATABASE_URL: expected a postgres: or postgresql: URL/],
+    ['KAFKA_BROKERS', 'localhost', /KAFKA_BROKERS: expected host:port/],
+    ['NOTIFY_API_KEYS', 'nokey', /NOTIFY_API_KEYS/],
+    ['LOG_LEVEL', 'loud', /LOG_LEVEL/],
+  ])('%s=%s is rejected with a message naming it', (name, value, message) => {
+    expect(() => loadConfig({ [name]: value })).toThrow(message);
+    expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
+  });
+  it('rejects a max delay below the base delay', () => {
+    expect(() => loadConfig({ NOTIFY_BASE_DELAY_MS: '5000', NOTIFY_MAX_DELAY_MS: '1000' })).toThrow(/NOTIFY_MAX_DELAY_MS/);
+  });
+  it('parses seeded API keys', () => {
+    expect(loadConfig({ NOTIFY_API_KEYS: 'acme:k1, globex:k:2' }).seedApiKeys).toEqual([
+      { tenantId: 'acme', key: 'k1' },
+      { tenantId: 'globex', key: 'k:2' },
+    ]);
+  });
+});

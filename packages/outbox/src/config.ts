@@ -1,0 +1,178 @@
+import { ConfigError } from './errors.js';
+
+/** Retry policy: the article's rules. `jitter` 0 gives the exact schedule of the article's lab. */
+export interface RetryConfig {
+  readonly maxAttempts: number;
+  readonly baseDelayMs: number;
+  readonly maxDelayMs: number;
+  /** Fraction in [0, 1]: the delay is drawn uniformly from delay × [1 − jitter, 1 + jitter], then capped. */
+  readonly jitter: number;
+  /** Expiry applied when an intent names none. */
+  readonly defaultTtlMs: number;
+}
+
+/** Every setting of the service. Built once by `loadConfig` at the entry point; components take what they need. */
+export interface Config {
+  readonly databaseUrl: string;
+  readonly kafkaBrokers: readonly string[];
+  readonly port: number;
+  readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  readonly topicPrefix: string;
+  readonly topicPartitions: number;
+  readonly retry: RetryConfig;
+  readonly dispatcher: {
+    readonly sendTimeoutMs: number;
+    readonly maxInFlight: number;
+    /** A queued notification overdue by more than this is re-published by the repair sweep. */
+    readonly repairAfterMs: number;
+  };
+  readonly relay: {
+    readonly batchSize: number;
+    readonly pollIntervalMs: number;
+    /** Published outbox rows are kept this long, then purged. */
+    readonly retentionMs: number;
+  };
+  readonly webhook: {
+    /** CIDRs that webhook targets may resolve to even though they are private (tests, internal receivers). */
+    readonly allowCidrs: readonly string[];
+    /** Global Standard Webhooks signing secret (`whsec_…` or raw); per-tenant secrets override it. */
+    readonly signingSecret: string | undefined;
+  };
+  readonly smtp: {
+    /** `smtp://user:pass@host:port` or `smtps://…`; unset disables the email channel. */
+    readonly url: string | undefined;
+    readonly from: string;
+  };
+  readonly sms: {
+    /** Base URL of a Twilio-style gateway; unset disables the SMS channel. */
+    readonly url: string | undefined;
+    readonly accountId: string | undefined;
+    readonly authToken: string | undefined;
+    readonly from: string | undefined;
+  };
+  /** `tenant:key,…` seeded at start, for development and tests. */
+  readonly seedApiKeys: readonly { readonly tenantId: string; readonly key: string }[];
+}
+
+/** The environment as a plain record (process.env fits). */
+export type Env = Readonly<Record<string, string | undefined>>;
+
+export const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/notify';
+export const DEFAULT_KAFKA_BROKERS = '127.0.0.1:19092';
+
+function str(env: Env, name: string): string | undefined {
+  const v = env[name];
+  return v === undefined || v.trim() === '' ? undefined : v.trim();
+}
+
+function int(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = str(env, name);
+  if (raw === undefined) return fallback;
+  if (!/^-?\d+$/.test(raw)) throw new ConfigError(name, `expected a whole number, got "${raw}"`);
+  const n = Number(raw);
+  if (n < min || n > max) throw new ConfigError(name, `expected a number from ${min} to ${max}, got ${n}`);
+  return n;
+}
+
+function fraction(env: Env, name: string, fallback: number): number {
+  const raw = str(env, name);
+  if (raw === undefined) return fallback;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n < 0 || n > 1) throw new ConfigError(name, `expected a fraction from 0 to 1, got "${raw}"`);
+  return n;
+}
+
+function list(env: Env, name: string, fallback: string): string[] {
+  return (str(env, name) ?? fallback)
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+}
+
+function url(env: Env, name: string, protocols: readonly string[]): string | undefined {
+  const raw = str(env, name);
+  if (raw === undefined) return undefined;
+  let parsed: URL;
+  try {
+    parsed = new URL(raw);
+  } catch {
+    throw new ConfigError(name, 'expected a URL');
+  }
+  if (!protocols.includes(parsed.protocol)) {
+    throw new ConfigError(name, `expected a ${protocols.join(' or ')} URL, got ${parsed.protocol}`);
+  }
+  return raw;
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+/**
+ * Reads and validates the whole configuration. Pure: it takes the environment as an argument,
+ * applies defaults, and throws a `ConfigError` naming the first bad variable.
+ */
+export function loadConfig(env: Env): Config {
+  const logLevel = str(env, 'LOG_LEVEL') ?? 'info';
+  if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
+    throw new ConfigError('LOG_LEVEL', `expected one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
+  }
+  const topicPrefix = str(env, 'NOTIFY_TOPIC_PREFIX') ?? 'notify';
+  if (!/^[a-zA-Z0-9._-]{1,100}$/.test(topicPrefix)) {
+    throw new ConfigError('NOTIFY_TOPIC_PREFIX', 'expected 1–100 letters, digits, ".", "_" or "-"');
+  }
+  const baseDelayMs = int(env, 'NOTIFY_BASE_DELAY_MS', 1_000, 1, 86_400_000);
+  const maxDelayMs = int(env, 'NOTIFY_MAX_DELAY_MS', 3_600_000, 1, 7 * 86_400_000);
+  if (maxDelayMs < baseDelayMs) {
+    throw new ConfigError('NOTIFY_MAX_DELAY_MS', `must be at least NOTIFY_BASE_DELAY_MS (${baseDelayMs})`);
+  }
+  const kafkaBrokers = list(env, 'KAFKA_BROKERS', DEFAULT_KAFKA_BROKERS);
+  for (const b of kafkaBrokers) {
+    if (!/^[^\s:]+:\d{1,5}$/.test(b)) throw new ConfigError('KAFKA_BROKERS', `expected host:port[,host:port], got "${b}"`);
+  }
+  const seedApiKeys = list(env, 'NOTIFY_API_KEYS', '').map((pair) => {
+    const i = pair.indexOf(':');
+    if (i <= 0 || i === pair.length - 1) {
+      throw new ConfigError('NOTIFY_API_KEYS', 'expected tenant:key[,tenant:key]');
+    }
+    return { tenantId: pair.slice(0, i), key: pair.slice(i + 1) };
+  });
+  return {
+    databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']) ?? DEFAULT_DATABASE_URL,
+    kafkaBrokers,
+    port: int(env, 'PORT', 3000, 0, 65_535),
+    logLevel: logLevel as Config['logLevel'],
+    topicPrefix,
+    topicPartitions: int(env, 'NOTIFY_TOPIC_PARTITIONS', 6, 1, 1_000),
+    retry: {
+      maxAttempts: int(env, 'NOTIFY_MAX_ATTEMPTS', 8, 1, 100),
+      baseDelayMs,
+      maxDelayMs,
+      jitter: fraction(env, 'NOTIFY_JITTER', 0.2),
+      defaultTtlMs: int(env, 'NOTIFY_DEFAULT_TTL_MS', 86_400_000, 1_000, 30 * 86_400_000),
+    },
+    dispatcher: {
+      sendTimeoutMs: int(env, 'NOTIFY_SEND_TIMEOUT_MS', 2_000, 1, 600_000),
+      maxInFlight: int(env, 'NOTIFY_MAX_IN_FLIGHT', 32, 1, 10_000),
+      repairAfterMs: int(env, 'NOTIFY_REPAIR_AFTER_MS', 60_000, 1_000, 86_400_000),
+    },
+    relay: {
+      batchSize: int(env, 'NOTIFY_RELAY_BATCH_SIZE', 500, 1, 10_000),
+      pollIntervalMs: int(env, 'NOTIFY_RELAY_POLL_MS', 1_000, 10, 600_000),
+      retentionMs: int(env, 'NOTIFY_OUTBOX_RETENTION_MS', 3_600_000, 0, 30 * 86_400_000),
+    },
+    webhook: {
+      allowCidrs: list(env, 'NOTIFY_WEBHOOK_ALLOW_CIDRS', ''),
+      signingSecret: str(env, 'NOTIFY_WEBHOOK_SECRET'),
+    },
+    smtp: {
+      url: url(env, 'NOTIFY_SMTP_URL', ['smtp:', 'smtps:']),
+      from: str(env, 'NOTIFY_SMTP_FROM') ?? 'notify@localhost',
+    },
+    sms: {
+      url: url(env, 'NOTIFY_SMS_URL', ['http:', 'https:']),
+      accountId: str(env, 'NOTIFY_SMS_ACCOUNT_ID'),
+      authToken: str(env, 'NOTIFY_SMS_AUTH_TOKEN'),
+      from: str(env, 'NOTIFY_SMS_FROM'),
+    },
+    seedApiKeys,
+  };
+}

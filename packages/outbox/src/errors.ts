@@ -1,0 +1,77 @@
+/** Stable machine-readable error codes. They are part of the API's problem+json `type`. */
+export const ERROR_CODES = [
+  'validation_failed',
+  'unknown_channel',
+  'payload_too_large',
+  'bad_expiry',
+  'idempotency_conflict',
+  'idempotency_in_progress',
+  'config_invalid',
+  'database_unreachable',
+  'invalid_transition',
+] as const;
+export type ErrorCode = (typeof ERROR_CODES)[number];
+
+/** One problem with one field of an input, as shown to the caller. */
+export interface FieldIssue {
+  readonly path: string;
+  readonly message: string;
+}
+
+/** Base class of every error this project throws on purpose: a stable `code` and a message a person can act on. */
+export class NotifyError extends Error {
+  readonly code: ErrorCode;
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+    this.code = code;
+  }
+}
+
+/** The intent (or request) is malformed; `issues` lists every field that is wrong. */
+export class ValidationError extends NotifyError {
+  readonly issues: readonly FieldIssue[];
+  constructor(
+    code: Extract<ErrorCode, 'validation_failed' | 'unknown_channel' | 'payload_too_large' | 'bad_expiry'>,
+    message: string,
+    issues: readonly FieldIssue[] = [],
+  ) {
+    super(code, message);
+    this.issues = issues;
+  }
+}
+
+/** The idempotency key was used before with a different request. */
+export class IdempotencyConflictError extends NotifyError {
+  readonly existingId: string;
+  constructor(existingId: string) {
+    super(
+      'idempotency_conflict',
+      `this Idempotency-Key was already used for a different request (notification ${existingId}); use a new key for a new request`,
+    );
+    this.existingId = existingId;
+  }
+}
+
+/** The row holding this idempotency key is not visible to the caller's snapshot yet (REPEATABLE READ caller); retry the transaction. */
+export class IdempotencyInProgressError extends NotifyError {
+  constructor() {
+    super('idempotency_in_progress', 'a concurrent request with the same Idempotency-Key has not finished; retry shortly');
+  }
+}
+
+/** A configuration value is missing or invalid; the message names the variable. */
+export class ConfigError extends NotifyError {
+  readonly variable: string;
+  constructor(variable: string, message: string) {
+    super('config_invalid', `${variable}: ${message}`);
+    this.variable = variable;
+  }
+}
+
+/** A state change that the state machine does not allow. */
+export class InvalidTransitionError extends NotifyError {
+  constructor(from: string, to: string) {
+    super('invalid_transition', `a notification cannot go from ${from} to ${to}`);
+  }
+}

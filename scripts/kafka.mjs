@@ -1,0 +1,768 @@
+#!/usr/bin/env node
+// Local single-node Apache Kafka broker (KRaft, combined broker+controller) for tests and CI.
+// No Docker: jars come from Maven Central through `mvn` (scripts/kafka/pom.xml) into
+// .cache/kafka/libs, and the broker runs on the machine's Java 17+.
+//
+// CLI:    node scripts/kafka.mjs start|ensure|status|stop
+//         (start/ensure print `KAFKA_BROKERS=127.0.0.1:<port>` as their last stdout line;
+//          progress goes to stderr, so `eval "$(node scripts/kafka.mjs ensure)"` works)
+// Module: import { ensureKafka, stopKafka } from './scripts/kafka.mjs'
+//
+// Env: KAFKA_BROKERS (use that cluster, start nothing), KAFKA_PORT, KAFKA_HEAP_OPTS,
+//      KAFKA_JVM_PERFORMANCE_OPTS, KAFKA_START_TIMEOUT_MS, JAVA_HOME.
+// See scripts/kafka/README.md.
+
+import { spawn, spawnSync } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import { createRequire } from 'node:module';
+import net from 'node:net';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+export const KAFKA_VERSION = '4.1.1';
+
+const SCRIPT_DIR = path.dirname(fileURLToPath(import.meta.url));
+const ROOT = path.resolve(SCRIPT_DIR, '..');
+const POM = path.join(SCRIPT_DIR, 'kafka', 'pom.xml');
+const LOG4J_CONF = path.join(SCRIPT_DIR, 'kafka', 'log4j2.xml');
+const CACHE = path.join(ROOT, '.cache', 'kafka');
+const LIBS = path.join(CACHE, 'libs');
+const LIBS_MARKER = path.join(LIBS, '.fetched');
+const DATA = path.join(CACHE, 'data');
+const PROPS = path.join(CACHE, 'server.properties');
+const PID_FILE = path.join(CACHE, 'broker.pid');
+const STATE_FILE = path.join(CACHE, 'broker.json');
+const LOG_FILE = path.join(CACHE, 'broker.log');
+const OUT_FILE = path.join(CACHE, 'broker.stdout.log');
+const LOCK_DIR = path.join(CACHE, 'lock');
+
+const DEFAULT_PORT = 19092;
+const STOP_GRACE_MS = 20_000;
+const EXTERNAL_CHECK_MS = 15_000;
+const DEFAULT_START_TIMEOUT_MS = 60_000;
+// Measured on the 2-core CI machine (see README): these start the broker faster than
+// Kafka's own G1 defaults and are plenty for a test broker.
+const DEFAULT_JVM_PERF_OPTS = ['-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1', '-Xshare:auto', '-Djava.awt.headless=true'];
+const DEFAULT_HEAP_OPTS = ['-Xms256m', '-Xmx512m'];
+
+class KafkaScriptError extends Error {}
+const fail = (msg) => {
+  throw new KafkaScriptError(msg);
+};
+
+const defaultLog = (msg) => process.stderr.write(`[kafka] ${msg}\n`);
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const secs = (ms) => `${(ms / 1000).toFixed(1)} s`;
+const splitOpts = (s) => s.split(/\s+/).filter(Boolean);
+
+// ---------------------------------------------------------------------------------------------
+// Public API
+
+/**
+ * Make sure a Kafka broker answers and return its bootstrap address.
+ * - KAFKA_BROKERS set: start nothing, check it answers (error within ~15 s) and return it.
+ * - a broker started earlier by this script is running and answers: reuse it.
+ * - otherwise: fetch the jars if needed, format a fresh data dir and start a detached broker.
+ * @param {{ log?: (msg: string) => void, timeoutMs?: number }} [opts]
+ * @returns {Promise<{ brokers: string, startedHere: boolean }>}
+ */
+export async function ensureKafka({ log = defaultLog, timeoutMs } = {}) {
+  const external = process.env.KAFKA_BROKERS?.trim();
+  if (external) return { brokers: await checkExternal(external, log), startedHere: false };
+
+  return withLock(log, async () => {
+    const running = await runningBroker(log);
+    if (running) {
+      log(`reusing broker pid ${running.pid} at ${running.brokers}`);
+      return { brokers: running.brokers, startedHere: false };
+    }
+    const brokers = await startBroker({ log, timeoutMs });
+    return { brokers, startedHere: true };
+  });
+}
+
+/**
+ * Stop the broker started by this script (SIGTERM, up to 20 s, then SIGKILL) and remove its
+ * pid/state files. Never touches a cluster given through KAFKA_BROKERS.
+ * @param {{ log?: (msg: string) => void }} [opts]
+ * @returns {Promise<{ stopped: boolean, pid?: number }>}
+ */
+export async function stopKafka({ log = defaultLog } = {}) {
+  return withLock(log, () => stopBroker(log));
+}
+
+/**
+ * Fresh start: stops a broker this script started earlier (if any), then starts a new one.
+ * @returns {Promise<{ brokers: string, startedHere: boolean }>}
+ */
+export async function startKafka({ log = defaultLog, timeoutMs } = {}) {
+  const external = process.env.KAFKA_BROKERS?.trim();
+  if (external) return { brokers: await checkExternal(external, log), startedHere: false };
+  return withLock(log, async () => {
+    await stopBroker(log);
+    return { brokers: await startBroker({ log, timeoutMs }), startedHere: true };
+  });
+}
+
+/**
+ * @returns {Promise<{ running: boolean, answering?: boolean, pid?: number, port?: number,
+ *   brokers?: string, version?: string, external?: boolean }>}
+ */
+export async function kafkaStatus() {
+  const external = process.env.KAFKA_BROKERS?.trim();
+  if (external) {
+    const answering = await probe(external, 3000).then(
+      () => true,
+      () => false,
+    );
+    return { running: answering, answering, brokers: external, external: true };
+  }
+  const state = readState();
+  const pid = state?.pid ?? readPid();
+  if (!pid || !isOurBroker(pid)) return { running: false };
+  const answering = state?.brokers
+    ? await probe(state.brokers, 3000).then(
+        () => true,
+        () => false,
+      )
+    : false;
+  return { running: true, answering, ...state, pid };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Start
+
+async function startBroker({ log, timeoutMs }) {
+  const deadlineMs = timeoutMs ?? (Number(process.env.KAFKA_START_TIMEOUT_MS) || DEFAULT_START_TIMEOUT_MS);
+  const java = findJava();
+  await fetchLibs(log);
+
+  fs.mkdirSync(CACHE, { recursive: true });
+  const port = await choosePort();
+  const controllerPort = await freePort(port);
+  const brokers = `127.0.0.1:${port}`;
+
+  fs.rmSync(DATA, { recursive: true, force: true });
+  fs.mkdirSync(DATA, { recursive: true });
+  fs.writeFileSync(PROPS, serverProperties({ port, controllerPort }));
+  for (const f of [LOG_FILE, OUT_FILE]) if (fs.existsSync(f)) fs.renameSync(f, `${f}.1`);
+
+  const t0 = Date.now();
+  const jvm = jvmArgs();
+  const clusterId = randomClusterId();
+  const fmt = spawnSync(java, [...jvm, 'kafka.tools.StorageTool', 'format', '-t', clusterId, '-c', PROPS], {
+    cwd: CACHE,
+    encoding: 'utf8',
+  });
+  if (fmt.error || fmt.status !== 0) {
+    fail(
+      `kafka storage format failed (exit ${fmt.status ?? fmt.error?.message}):\n` +
+        `${(fmt.stdout ?? '') + (fmt.stderr ?? '')}`.trim() +
+        tailOf(LOG_FILE),
+    );
+  }
+
+  const out = fs.openSync(OUT_FILE, 'a');
+  const child = spawn(java, [...jvm, 'kafka.Kafka', PROPS], {
+    cwd: CACHE,
+    detached: true,
+    stdio: ['ignore', out, out],
+  });
+  fs.closeSync(out);
+  let exited = null;
+  child.on('exit', (code, signal) => {
+    exited = { code, signal };
+  });
+  child.on('error', (err) => {
+    exited = { error: err };
+  });
+  child.unref();
+  if (!child.pid) {
+    await sleep(50);
+    fail(`could not start java: ${exited?.error?.message ?? 'unknown error'}`);
+  }
+  const state = { pid: child.pid, port, brokers, version: KAFKA_VERSION, controllerPort, clusterId };
+  fs.writeFileSync(PID_FILE, `${child.pid}\n`);
+  fs.writeFileSync(STATE_FILE, `${JSON.stringify(state, null, 2)}\n`);
+  log(`starting Kafka ${KAFKA_VERSION} (pid ${child.pid}) on ${brokers}, logs in ${path.relative(ROOT, LOG_FILE)}`);
+
+  const deadline = t0 + deadlineMs;
+  let lastErr;
+  while (Date.now() < deadline) {
+    if (exited || !isAlive(child.pid)) {
+      cleanupFiles();
+      const how = exited?.error
+        ? exited.error.message
+        : exited
+          ? `exit code ${exited.code ?? '-'}${exited.signal ? `, signal ${exited.signal}` : ''}`
+          : 'exited';
+      fail(`kafka broker exited during start-up (${how})${tailOf(LOG_FILE)}${tailOf(OUT_FILE)}`);
+    }
+    try {
+      await probe(brokers, Math.min(3000, Math.max(500, deadline - Date.now())));
+      log(`broker ready in ${secs(Date.now() - t0)} (format + start)`);
+      return brokers;
+    } catch (err) {
+      lastErr = err;
+    }
+    await sleep(200);
+  }
+  await stopBroker(() => {});
+  fail(
+    `kafka broker did not answer on ${brokers} within ${secs(deadlineMs)} (last error: ${lastErr?.message})` +
+      `${tailOf(LOG_FILE)}${tailOf(OUT_FILE)}`,
+  );
+}
+
+function serverProperties({ port, controllerPort }) {
+  const props = {
+    'process.roles': 'broker,controller',
+    'node.id': 1,
+    'controller.quorum.voters': `1@127.0.0.1:${controllerPort}`,
+    listeners: `PLAINTEXT://127.0.0.1:${port},CONTROLLER://127.0.0.1:${controllerPort}`,
+    'advertised.listeners': `PLAINTEXT://127.0.0.1:${port}`,
+    'listener.security.protocol.map': 'PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT',
+    'controller.listener.names': 'CONTROLLER',
+    'inter.broker.listener.name': 'PLAINTEXT',
+    'log.dirs': DATA,
+    // one node: every internal topic must fit on one replica
+    'offsets.topic.replication.factor': 1,
+    'offsets.topic.num.partitions': 1,
+    'transaction.state.log.replication.factor': 1,
+    'transaction.state.log.min.isr': 1,
+    'transaction.state.log.num.partitions': 1,
+    'share.coordinator.state.topic.replication.factor': 1,
+    'share.coordinator.state.topic.min.isr': 1,
+    'default.replication.factor': 1,
+    'min.insync.replicas': 1,
+    'num.partitions': 1,
+    // tests: fast joins, explicit topics, fast create/delete, small memory
+    'group.initial.rebalance.delay.ms': 0,
+    'group.min.session.timeout.ms': 1000,
+    'auto.create.topics.enable': false,
+    'delete.topic.enable': true,
+    'log.cleaner.dedupe.buffer.size': 16777216,
+    'num.network.threads': 2,
+    'num.io.threads': 4,
+    'num.recovery.threads.per.data.dir': 1,
+    'auto.leader.rebalance.enable': false,
+  };
+  return `# written by scripts/kafka.mjs at each start\n${Object.entries(props)
+    .map(([k, v]) => `${k}=${v}`)
+    .join('\n')}\n`;
+}
+
+function jvmArgs() {
+  const heap = process.env.KAFKA_HEAP_OPTS ? splitOpts(process.env.KAFKA_HEAP_OPTS) : DEFAULT_HEAP_OPTS;
+  const perf = process.env.KAFKA_JVM_PERFORMANCE_OPTS
+    ? splitOpts(process.env.KAFKA_JVM_PERFORMANCE_OPTS)
+    : DEFAULT_JVM_PERF_OPTS;
+  return [
+    ...heap,
+    ...perf,
+    `-Dlog4j2.configurationFile=${LOG4J_CONF}`,
+    `-Dkafka.logs.dir=${CACHE}`,
+    '-cp',
+    `${LIBS}${path.sep}*`,
+  ];
+}
+
+// Same form as `kafka-storage.sh random-uuid`: a v4 UUID, base64url without padding (22 chars),
+// never starting with '-'.
+function randomClusterId() {
+  for (;;) {
+    const id = Buffer.from(crypto.randomUUID().replaceAll('-', ''), 'hex').toString('base64url');
+    if (!id.startsWith('-')) return id;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Jars
+
+function libsKey() {
+  const pom = fs.readFileSync(POM);
+  return `kafka_2.13 ${KAFKA_VERSION}\npom-sha256 ${crypto.createHash('sha256').update(pom).digest('hex')}\n`;
+}
+
+function libsReady() {
+  try {
+    return fs.readFileSync(LIBS_MARKER, 'utf8') === libsKey();
+  } catch {
+    return false;
+  }
+}
+
+async function fetchLibs(log) {
+  if (libsReady()) return;
+  const mvn = process.platform === 'win32' ? 'mvn.cmd' : 'mvn';
+  if (!onPath(mvn)) {
+    fail(`'mvn' not found on PATH: Maven is needed once to fetch Kafka ${KAFKA_VERSION} from Maven Central (e.g. apt-get install maven)`);
+  }
+  fs.mkdirSync(CACHE, { recursive: true });
+  const tmp = `${LIBS}.tmp-${process.pid}`;
+  fs.rmSync(tmp, { recursive: true, force: true });
+  log(`fetching Kafka ${KAFKA_VERSION} jars with mvn into ${path.relative(ROOT, LIBS)} ...`);
+  const t0 = Date.now();
+  const res = await run(mvn, [
+    '-B',
+    '-q',
+    '-Dstyle.color=never',
+    '-f',
+    POM,
+    'dependency:copy-dependencies',
+    '-DincludeScope=runtime',
+    `-DoutputDirectory=${tmp}`,
+  ]);
+  if (res.code !== 0) {
+    fs.rmSync(tmp, { recursive: true, force: true });
+    fail(`mvn failed to fetch Kafka jars (exit ${res.code}):\n${lastLines(res.output, 30)}`);
+  }
+  if (!fs.existsSync(path.join(tmp, `kafka_2.13-${KAFKA_VERSION}.jar`))) {
+    fail(`mvn finished but ${tmp} holds no kafka_2.13-${KAFKA_VERSION}.jar:\n${lastLines(res.output, 30)}`);
+  }
+  fs.writeFileSync(path.join(tmp, '.fetched'), libsKey());
+  fs.rmSync(LIBS, { recursive: true, force: true });
+  fs.renameSync(tmp, LIBS);
+  log(`fetched ${fs.readdirSync(LIBS).filter((f) => f.endsWith('.jar')).length} jars in ${secs(Date.now() - t0)}`);
+}
+
+function run(cmd, args) {
+  return new Promise((resolve) => {
+    const p = spawn(cmd, args, { cwd: path.dirname(POM), stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    p.stdout.on('data', (d) => (output += d));
+    p.stderr.on('data', (d) => (output += d));
+    p.on('error', (err) => resolve({ code: -1, output: `${output}\n${err.message}` }));
+    p.on('close', (code) => resolve({ code, output }));
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Java
+
+let javaChecked;
+function findJava() {
+  if (javaChecked) return javaChecked;
+  const exe = process.platform === 'win32' ? 'java.exe' : 'java';
+  const fromHome = process.env.JAVA_HOME ? path.join(process.env.JAVA_HOME, 'bin', exe) : null;
+  const java = fromHome && fs.existsSync(fromHome) ? fromHome : exe;
+  const res = spawnSync(java, ['-version'], { encoding: 'utf8' });
+  if (res.error?.code === 'ENOENT') {
+    fail(`'java' not found (PATH or JAVA_HOME): Kafka ${KAFKA_VERSION} needs Java 17+ (e.g. apt-get install openjdk-17-jre-headless)`);
+  }
+  if (res.error || res.status !== 0) fail(`'${java} -version' failed: ${res.error?.message ?? res.stderr}`);
+  const m = /version "(\d+)(?:\.(\d+))?/.exec(res.stderr + res.stdout);
+  const major = m ? (m[1] === '1' ? Number(m[2]) : Number(m[1])) : NaN;
+  if (!(major >= 17)) {
+    fail(`Kafka ${KAFKA_VERSION} needs Java 17+, but '${java}' is version ${m ? major : 'unknown'} (set JAVA_HOME or PATH)`);
+  }
+  javaChecked = java;
+  return java;
+}
+
+function onPath(cmd) {
+  return (process.env.PATH ?? '')
+    .split(path.delimiter)
+    .filter(Boolean)
+    .some((dir) => {
+      try {
+        fs.accessSync(path.join(dir, cmd), fs.constants.X_OK);
+        return true;
+      } catch {
+        return false;
+      }
+    });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Running broker: pid/state, liveness, stop
+
+function readState() {
+  try {
+    const s = JSON.parse(fs.readFileSync(STATE_FILE, 'utf8'));
+    return Number.isInteger(s?.pid) && typeof s.brokers === 'string' ? s : null;
+  } catch {
+    return null;
+  }
+}
+
+function readPid() {
+  try {
+    const pid = Number.parseInt(fs.readFileSync(PID_FILE, 'utf8'), 10);
+    return pid > 0 ? pid : null;
+  } catch {
+    return null;
+  }
+}
+
+function cleanupFiles() {
+  for (const f of [PID_FILE, STATE_FILE]) fs.rmSync(f, { force: true });
+}
+
+function isAlive(pid) {
+  try {
+    process.kill(pid, 0);
+  } catch (err) {
+    if (err.code !== 'EPERM') return false;
+  }
+  try {
+    // a zombie (exited, not yet reaped) answers kill(0) but is dead
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  } catch {
+    return !fs.existsSync('/proc/self/stat'); // no procfs (macOS): trust kill(0)
+  }
+}
+
+// The pid is alive and (where /proc exists) is the java process we started for this checkout,
+// not an unrelated process that reused the pid.
+function isOurBroker(pid) {
+  if (!isAlive(pid)) return false;
+  try {
+    const cmdline = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+    return cmdline.includes('kafka.Kafka') && cmdline.includes(PROPS);
+  } catch {
+    return true;
+  }
+}
+
+async function runningBroker(log) {
+  const state = readState();
+  const pid = state?.pid ?? readPid();
+  if (!pid) return null;
+  if (!isOurBroker(pid)) {
+    cleanupFiles();
+    return null;
+  }
+  if (state?.version === KAFKA_VERSION && libsReady()) {
+    try {
+      await probe(state.brokers, 5000);
+      return state;
+    } catch (err) {
+      log(`broker pid ${pid} does not answer (${err.message}); restarting it`);
+    }
+  } else {
+    log(`broker pid ${pid} runs another version/jar set (${state?.version ?? 'unknown'}); restarting it`);
+  }
+  await stopBroker(log);
+  return null;
+}
+
+async function stopBroker(log) {
+  const pid = readState()?.pid ?? readPid();
+  if (!pid) {
+    cleanupFiles();
+    return { stopped: false };
+  }
+  if (!isOurBroker(pid)) {
+    cleanupFiles();
+    return { stopped: false };
+  }
+  log(`stopping broker pid ${pid} ...`);
+  const t0 = Date.now();
+  signal(pid, 'SIGTERM');
+  while (isAlive(pid) && Date.now() - t0 < STOP_GRACE_MS) await sleep(100);
+  if (isAlive(pid)) {
+    log(`broker pid ${pid} still alive after ${secs(STOP_GRACE_MS)}; sending SIGKILL`);
+    signal(pid, 'SIGKILL');
+    const t1 = Date.now();
+    while (isAlive(pid) && Date.now() - t1 < 5000) await sleep(50);
+    if (isAlive(pid)) fail(`broker pid ${pid} survived SIGKILL`);
+  }
+  cleanupFiles();
+  log(`stopped broker pid ${pid} in ${secs(Date.now() - t0)}`);
+  return { stopped: true, pid };
+}
+
+// The broker is started detached (its own process group, led by the java pid): signal the
+// group, so nothing it might have spawned is left behind; fall back to the pid alone.
+function signal(pid, sig) {
+  try {
+    process.kill(-pid, sig);
+  } catch {
+    try {
+      process.kill(pid, sig);
+    } catch {
+      /* already gone */
+    }
+  }
+}
+
+// A lock directory serialises start/stop between processes (e.g. two test runners).
+async function withLock(log, fn) {
+  fs.mkdirSync(CACHE, { recursive: true });
+  const t0 = Date.now();
+  let warned = false;
+  for (;;) {
+    try {
+      fs.mkdirSync(LOCK_DIR);
+      fs.writeFileSync(path.join(LOCK_DIR, 'pid'), `${process.pid}\n`);
+      break;
+    } catch (err) {
+      if (err.code !== 'EEXIST') throw err;
+      let owner = NaN;
+      try {
+        owner = Number.parseInt(fs.readFileSync(path.join(LOCK_DIR, 'pid'), 'utf8'), 10);
+      } catch {
+        /* being written or removed */
+      }
+      const ageMs = (() => {
+        try {
+          return Date.now() - fs.statSync(LOCK_DIR).mtimeMs;
+        } catch {
+          return 0;
+        }
+      })();
+      if ((Number.isInteger(owner) && !isAlive(owner)) || (!Number.isInteger(owner) && ageMs > 5000)) {
+        fs.rmSync(LOCK_DIR, { recursive: true, force: true });
+        continue;
+      }
+      if (Date.now() - t0 > 10 * 60_000) fail(`timed out waiting for ${LOCK_DIR} (held by pid ${owner})`);
+      if (!warned) {
+        log(`waiting for another kafka.mjs (pid ${owner}) to finish ...`);
+        warned = true;
+      }
+      await sleep(250);
+    }
+  }
+  try {
+    return await fn();
+  } finally {
+    fs.rmSync(LOCK_DIR, { recursive: true, force: true });
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Ports
+
+function tryListen(port) {
+  return new Promise((resolve) => {
+    const srv = net.createServer();
+    srv.unref();
+    srv.once('error', () => resolve(null));
+    srv.listen({ host: '127.0.0.1', port, exclusive: true }, () => {
+      const got = srv.address().port;
+      srv.close(() => resolve(got));
+    });
+  });
+}
+
+async function choosePort() {
+  const env = process.env.KAFKA_PORT?.trim();
+  if (env) {
+    const port = Number(env);
+    if (!Number.isInteger(port) || port <= 0 || port > 65535) fail(`KAFKA_PORT=${env} is not a port number`);
+    if ((await tryListen(port)) === null) fail(`KAFKA_PORT=${port} is already in use on 127.0.0.1`);
+    return port;
+  }
+  return (await tryListen(DEFAULT_PORT)) ?? freePort();
+}
+
+async function freePort(not) {
+  for (let i = 0; i < 20; i++) {
+    const port = await tryListen(0);
+    if (port && port !== not) return port;
+  }
+  fail('could not find a free TCP port on 127.0.0.1');
+}
+
+// ---------------------------------------------------------------------------------------------
+// Readiness: kafkajs admin.describeCluster() if kafkajs is installed, else a raw Metadata
+// request over TCP. Both succeed only once the broker lists itself (i.e. it is unfenced).
+
+let kafkajsModule;
+async function loadKafkajs() {
+  if (kafkajsModule !== undefined) return kafkajsModule;
+  try {
+    kafkajsModule = await import('kafkajs');
+  } catch {
+    try {
+      // not resolvable from scripts/: try from the current directory (e.g. a package using us)
+      const req = createRequire(path.join(process.cwd(), 'noop.js'));
+      kafkajsModule = await import(pathToFileURL(req.resolve('kafkajs')).href);
+    } catch {
+      kafkajsModule = null;
+    }
+  }
+  kafkajsModule = kafkajsModule?.Kafka ? kafkajsModule : (kafkajsModule?.default ?? null);
+  return kafkajsModule;
+}
+
+async function probe(brokers, timeoutMs) {
+  const kafkajs = await loadKafkajs();
+  const list = brokers
+    .split(',')
+    .map((b) => b.trim())
+    .filter(Boolean);
+  if (!list.length) fail(`no broker address in '${brokers}'`);
+  return kafkajs ? probeKafkajs(kafkajs, list, timeoutMs) : probeTcp(list, timeoutMs);
+}
+
+async function probeKafkajs({ Kafka, logLevel }, list, timeoutMs) {
+  const kafka = new Kafka({
+    clientId: 'kafka-mjs-probe',
+    brokers: list,
+    logLevel: logLevel.NOTHING,
+    connectionTimeout: Math.min(timeoutMs, 1000),
+    requestTimeout: timeoutMs,
+    retry: { retries: 0 },
+  });
+  const admin = kafka.admin({ retry: { retries: 0 } });
+  let timer;
+  const timeout = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+  });
+  try {
+    const cluster = await Promise.race([
+      (async () => {
+        await admin.connect();
+        return admin.describeCluster();
+      })(),
+      timeout,
+    ]);
+    if (!cluster.brokers?.length) throw new Error('cluster lists no brokers yet');
+    return cluster;
+  } finally {
+    clearTimeout(timer);
+    await admin.disconnect().catch(() => {});
+  }
+}
+
+// Metadata v4 (no topics) over a raw socket; ok once the response lists at least one broker.
+function probeTcp(list, timeoutMs) {
+  const attempt = (addr) =>
+    new Promise((resolve, reject) => {
+      const i = addr.lastIndexOf(':');
+      const host = addr.slice(0, i).replace(/^\[|\]$/g, '');
+      const port = Number(addr.slice(i + 1));
+      const clientId = Buffer.from('kafka-mjs-probe');
+      const body = Buffer.alloc(2 + 2 + 4 + 2 + clientId.length + 4 + 1);
+      let o = 0;
+      o = body.writeInt16BE(3, o); // api key: Metadata
+      o = body.writeInt16BE(4, o); // api version 4 (Kafka 4.x supports >= 4 )
+      o = body.writeInt32BE(42, o); // correlation id
+      o = body.writeInt16BE(clientId.length, o);
+      o += clientId.copy(body, o);
+      o = body.writeInt32BE(0, o); // topics: empty array = none
+      body.writeInt8(0, o); // allow_auto_topic_creation
+      const req = Buffer.concat([Buffer.alloc(4), body]);
+      req.writeInt32BE(body.length, 0);
+
+      let buf = Buffer.alloc(0);
+      const sock = net.connect({ host, port });
+      const done = (err, v) => {
+        sock.destroy();
+        err ? reject(err) : resolve(v);
+      };
+      sock.setTimeout(timeoutMs, () => done(new Error(`no answer from ${addr} within ${timeoutMs} ms`)));
+      sock.on('error', (err) => done(new Error(`${addr}: ${err.code ?? err.message}`)));
+      sock.on('connect', () => sock.write(req));
+      sock.on('data', (d) => {
+        buf = Buffer.concat([buf, d]);
+        if (buf.length < 4 || buf.length < 4 + buf.readInt32BE(0)) return;
+        if (buf.readInt32BE(4) !== 42) return done(new Error(`${addr}: bad correlation id`));
+        const nBrokers = buf.readInt32BE(12); // after size, correlation id, throttle_time_ms
+        if (nBrokers > 0) done(null, { brokers: nBrokers });
+        else done(new Error(`${addr}: cluster lists no brokers yet`));
+      });
+      sock.on('close', () => done(new Error(`${addr}: connection closed`)));
+    });
+  return Promise.any(list.map(attempt)).catch((e) => {
+    throw e.errors?.[0] ?? e;
+  });
+}
+
+async function checkExternal(brokers, log) {
+  const t0 = Date.now();
+  let lastErr;
+  while (Date.now() - t0 < EXTERNAL_CHECK_MS) {
+    try {
+      await probe(brokers, Math.max(500, Math.min(3000, EXTERNAL_CHECK_MS - (Date.now() - t0))));
+      log(`using KAFKA_BROKERS=${brokers} (not starting a local broker)`);
+      return brokers;
+    } catch (err) {
+      lastErr = err;
+    }
+    await sleep(500);
+  }
+  fail(
+    `KAFKA_BROKERS=${brokers} does not answer within ${secs(EXTERNAL_CHECK_MS)} (${lastErr?.message}); ` +
+      'unset KAFKA_BROKERS to start a local broker',
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Misc
+
+function lastLines(text, n) {
+  return text.trimEnd().split('\n').slice(-n).join('\n');
+}
+
+function tailOf(file, n = 40) {
+  try {
+    const text = fs.readFileSync(file, 'utf8');
+    if (!text.trim()) return '';
+    return `\n--- last lines of ${path.relative(ROOT, file)} ---\n${lastLines(text, n)}`;
+  } catch {
+    return '';
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// CLI
+
+async function main(argv) {
+  const cmd = argv[0];
+  const quiet = argv.includes('-q') || argv.includes('--quiet');
+  const log = quiet ? () => {} : defaultLog;
+  switch (cmd) {
+    case 'start': {
+      const { brokers } = await startKafka({ log });
+      process.stdout.write(`KAFKA_BROKERS=${brokers}\n`);
+      return 0;
+    }
+    case 'ensure': {
+      const { brokers } = await ensureKafka({ log });
+      process.stdout.write(`KAFKA_BROKERS=${brokers}\n`);
+      return 0;
+    }
+    case 'stop': {
+      const { stopped } = await stopKafka({ log });
+      if (!stopped) log('no broker running');
+      return 0;
+    }
+    case 'status': {
+      const s = await kafkaStatus();
+      if (!s.running) {
+        process.stdout.write('kafka: not running\n');
+        return 3;
+      }
+      const who = s.external ? 'external (KAFKA_BROKERS)' : `pid ${s.pid}, Kafka ${s.version}`;
+      process.stdout.write(`kafka: running, ${who}, ${s.answering ? 'answering' : 'NOT answering'}\n`);
+      process.stdout.write(`KAFKA_BROKERS=${s.brokers}\n`);
+      return s.answering ? 0 : 1;
+    }
+    default:
+      process.stderr.write(
+        'usage: node scripts/kafka.mjs start|ensure|status|stop [-q]\n' +
+          '  start   (re)start a fresh local broker; last stdout line: KAFKA_BROKERS=127.0.0.1:<port>\n' +
+          '  ensure  reuse the running broker if it answers, else start one\n' +
+          '  status  exit 0 if running and answering, 1 if not answering, 3 if not running\n' +
+          '  stop    SIGTERM (SIGKILL after 20 s) and remove pid/state files\n',
+      );
+      return cmd ? 2 : 0;
+  }
+}
+
+const invokedDirectly = process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url);
+if (invokedDirectly) {
+  main(process.argv.slice(2)).then(
+    (code) => process.exit(code),
+    (err) => {
+      if (err instanceof KafkaScriptError) process.stderr.write(`kafka: ${err.message}\n`);
+      else process.stderr.write(`kafka: ${err?.stack ?? err}\n`);
+      process.exit(1);
+    },
+  );
+}

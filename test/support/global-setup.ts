@@ -1,0 +1,44 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import type { TestProject } from 'vitest/node';
+import { DEFAULT_DATABASE_URL, createDb } from '@notify/outbox';
+import { ensureDatabase, migrateToLatest, withDatabase } from '@notify/migrations';
+import { ensureKafka, stopKafka } from '../../scripts/kafka.mjs';
+
+/**
+ * Once per `vitest run` of the integration project: a migrated template database (each test
+ * file copies it, so files never see each other's rows) and a Kafka broker (started here
+ * unless one runs or KAFKA_BROKERS names one). Everything made here is dropped or stopped at the end.
+ */
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  const serverUrl = process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL;
+  const runId = `nt${Date.now().toString(36)}${randomBytes(3).toString('hex')}`;
+  const template = `${runId}_tpl`;
+  const templateUrl = withDatabase(serverUrl, template);
+  await ensureDatabase(templateUrl);
+  const db = createDb({ connectionString: templateUrl, max: 1 });
+  try {
+    await migrateToLatest(db);
+  } finally {
+    await db.destroy();
+  }
+  const kafka = await ensureKafka({ log: (line) => process.stderr.write(`[kafka] ${line}\n`) });
+  project.provide('databaseUrl', serverUrl);
+  project.provide('databaseTemplate', template);
+  project.provide('kafkaBrokers', kafka.brokers);
+  project.provide('runId', runId);
+
+  return async () => {
+    const admin = new pg.Client({ connectionString: withDatabase(serverUrl, 'postgres') });
+    await admin.connect();
+    try {
+      const { rows } = await admin.query<{ datname: string }>('SELECT datname FROM pg_database WHERE datname LIKE $1', [`${runId}%`]);
+      for (const { datname } of rows) {
+        await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(datname)} WITH (FORCE)`);
+      }
+    } finally {
+      await admin.end();
+    }
+    if (kafka.startedHere) await stopKafka();
+  };
+}
