@@ -3,12 +3,12 @@ import pg from 'pg';
 import type { TestProject } from 'vitest/node';
 import { DEFAULT_DATABASE_URL, createDb } from '@notify/outbox';
 import { ensureDatabase, migrateToLatest, withDatabase } from '@notify/migrations';
-import { ensureKafka, stopKafka } from '../../scripts/kafka.mjs';
+import { ensureKafka } from '../../scripts/kafka.mjs';
 
 /**
  * Once per `vitest run` of the integration project: a migrated template database (each test
  * file copies it, so files never see each other's rows) and a Kafka broker (started here
- * unless one runs or KAFKA_BROKERS names one). Everything made here is dropped or stopped at the end.
+ * unless one runs or KAFKA_BROKERS names one). The databases made here are dropped at the end.
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const serverUrl = process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL;
@@ -28,6 +28,8 @@ export default async function setup(project: TestProject): Promise<() => Promise
   project.provide('kafkaBrokers', kafka.brokers);
   project.provide('runId', runId);
 
+  // The broker is left running on purpose: the next run reuses it warm (a cold start costs
+  // seconds), and several runs may share it. `.ci/run` and `pnpm kafka stop` stop it.
   return async () => {
     const admin = new pg.Client({ connectionString: withDatabase(serverUrl, 'postgres') });
     await admin.connect();
@@ -39,6 +41,5 @@ export default async function setup(project: TestProject): Promise<() => Promise
     } finally {
       await admin.end();
     }
-    if (kafka.startedHere) await stopKafka();
   };
 }

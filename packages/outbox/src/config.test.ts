@@ -25,6 +25,15 @@ describe('loadConfig', () => {
   it('rejects a max delay below the base delay', () => {
     expect(() => loadConfig({ NOTIFY_BASE_DELAY_MS: '5000', NOTIFY_MAX_DELAY_MS: '1000' })).toThrow(/NOTIFY_MAX_DELAY_MS/);
   });
+  it('parses provider rate limits (NOTIFY_RATE_LIMIT_<CHANNEL>) and rejects malformed ones by name', () => {
+    const c = loadConfig({ NOTIFY_RATE_LIMIT_EMAIL: '50/s', NOTIFY_RATE_LIMIT_SMS: '600/m,burst=20' });
+    expect(c.rateLimits).toEqual({ email: { perSecond: 50, burst: 50 }, sms: { perSecond: 10, burst: 20 }, webhook: undefined });
+    expect(loadConfig({ NOTIFY_RATE_LIMIT_WEBHOOK: '1/h' }).rateLimits.webhook).toEqual({ perSecond: 1 / 3600, burst: 1 });
+    expect(loadConfig({}).smtp.poolSize).toBe(5);
+    expect(() => loadConfig({ NOTIFY_RATE_LIMIT_EMAIL: 'fast' })).toThrow(/NOTIFY_RATE_LIMIT_EMAIL: expected <count>\/<s\|m\|h>/);
+    expect(() => loadConfig({ NOTIFY_RATE_LIMIT_SMS: '0/s' })).toThrow(/NOTIFY_RATE_LIMIT_SMS: the rate must be above 0/);
+    expect(() => loadConfig({ NOTIFY_SMTP_POOL_SIZE: '0' })).toThrow(/NOTIFY_SMTP_POOL_SIZE/);
+  });
   it('parses seeded API keys', () => {
     expect(loadConfig({ NOTIFY_API_KEYS: 'acme:k1, globex:k:2' }).seedApiKeys).toEqual([
       { tenantId: 'acme', key: 'k1' },

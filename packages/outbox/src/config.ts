@@ -11,6 +11,12 @@ export interface RetryConfig {
   readonly defaultTtlMs: number;
 }
 
+/** A provider's send budget (NOTIFY_RATE_LIMIT_<CHANNEL>): `perSecond` on average, `burst` at once. */
+export interface RateLimitConfig {
+  readonly perSecond: number;
+  readonly burst: number;
+}
+
 /** Every setting of the service. Built once by `loadConfig` at the entry point; components take what they need. */
 export interface Config {
   readonly databaseUrl: string;
@@ -42,6 +48,8 @@ export interface Config {
     /** `smtp://user:pass@host:port` or `smtps://…`; unset disables the email channel. */
     readonly url: string | undefined;
     readonly from: string;
+    /** Pooled SMTP connections at most (NOTIFY_SMTP_POOL_SIZE). */
+    readonly poolSize: number;
   };
   readonly sms: {
     /** Base URL of a Twilio-style gateway; unset disables the SMS channel. */
@@ -49,6 +57,12 @@ export interface Config {
     readonly accountId: string | undefined;
     readonly authToken: string | undefined;
     readonly from: string | undefined;
+  };
+  /** Token-bucket limits per channel provider; undefined = unlimited. */
+  readonly rateLimits: {
+    readonly email: RateLimitConfig | undefined;
+    readonly sms: RateLimitConfig | undefined;
+    readonly webhook: RateLimitConfig | undefined;
   };
   /** `tenant:key,…` seeded at start, for development and tests. */
   readonly seedApiKeys: readonly { readonly tenantId: string; readonly key: string }[];
@@ -102,6 +116,21 @@ function url(env: Env, name: string, protocols: readonly string[]): string | und
     throw new ConfigError(name, `expected a ${protocols.join(' or ')} URL, got ${parsed.protocol}`);
   }
   return raw;
+}
+
+const RATE_UNITS: Readonly<Record<string, number>> = { s: 1, m: 60, h: 3600 };
+
+/** `50/s`, `600/m`, `1000/h`, optionally `,burst=100`; the burst defaults to one second's worth (at least 1). */
+function rateLimit(env: Env, name: string): RateLimitConfig | undefined {
+  const raw = str(env, name);
+  if (raw === undefined) return undefined;
+  const m = /^(\d+(?:\.\d+)?)\s*\/\s*([smh])(?:\s*,\s*burst\s*=\s*(\d+))?$/.exec(raw);
+  if (!m) throw new ConfigError(name, `expected <count>/<s|m|h>[,burst=<n>], e.g. 50/s,burst=100, got "${raw}"`);
+  const perSecond = Number(m[1]) / RATE_UNITS[m[2]!]!;
+  if (!(perSecond > 0)) throw new ConfigError(name, 'the rate must be above 0');
+  const burst = m[3] !== undefined ? Number(m[3]) : Math.max(1, Math.ceil(perSecond));
+  if (burst < 1 || burst > 1_000_000) throw new ConfigError(name, `burst must be from 1 to 1000000, got ${burst}`);
+  return { perSecond, burst };
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -166,12 +195,18 @@ export function loadConfig(env: Env): Config {
     smtp: {
       url: url(env, 'NOTIFY_SMTP_URL', ['smtp:', 'smtps:']),
       from: str(env, 'NOTIFY_SMTP_FROM') ?? 'notify@localhost',
+      poolSize: int(env, 'NOTIFY_SMTP_POOL_SIZE', 5, 1, 100),
     },
     sms: {
       url: url(env, 'NOTIFY_SMS_URL', ['http:', 'https:']),
       accountId: str(env, 'NOTIFY_SMS_ACCOUNT_ID'),
       authToken: str(env, 'NOTIFY_SMS_AUTH_TOKEN'),
       from: str(env, 'NOTIFY_SMS_FROM'),
+    },
+    rateLimits: {
+      email: rateLimit(env, 'NOTIFY_RATE_LIMIT_EMAIL'),
+      sms: rateLimit(env, 'NOTIFY_RATE_LIMIT_SMS'),
+      webhook: rateLimit(env, 'NOTIFY_RATE_LIMIT_WEBHOOK'),
     },
     seedApiKeys,
   };

@@ -89,3 +89,4 @@ export {
 } from './contract/messages.js';
 export { createDb, type CreateDbOptions } from './db/create-db.js';
 export { type Logger, silentLogger } from './logger.js';
+export type { RateLimitConfig } from './config.js';

@@ -12,7 +12,13 @@ export interface Delivery {
   /** Email address, E.164 number or webhook URL. */
   readonly to: string;
   readonly subject: string | null;
+  /** Plain-text body (for email: the text/plain part). */
   readonly body: string;
+  /**
+   * Email only, optional: the text/html alternative (a template's `html_body`, rendered with
+   * HTML escaping). Absent or null: the email is text only. Other channels ignore it.
+   */
+  readonly html?: string | null;
   /** The template variables / webhook data, as given at enqueue. */
   readonly data: Record<string, unknown> | null;
   readonly metadata: Record<string, string>;
@@ -49,6 +55,15 @@ export type SendResult =
 export interface Provider {
   readonly channel: Channel;
   send(delivery: Delivery, signal: AbortSignal): Promise<SendResult>;
+  /**
+   * Optional, for rate-limited providers (`withRateLimit`): waits until this delivery may be
+   * sent and reserves that capacity for the next `send` of the same `delivery` object.
+   * Call it BEFORE starting the per-attempt timeout, with a signal that aborts only on shutdown,
+   * so that waiting for the rate limit does not eat the attempt's time. Resolves false when
+   * `signal` aborted first (nothing reserved). Without a prior `admit`, `send` waits itself,
+   * inside the attempt's signal.
+   */
+  admit?(delivery: Delivery, signal: AbortSignal): Promise<boolean>;
   /** Releases pooled connections. */
   close?(): Promise<void>;
 }

@@ -1,0 +1,17 @@
+import { describe, expect, it } from 'vitest';
+import { databaseName, redactUrl, withDatabase } from './database.js';
+import { SqlFileMigrationProvider } from './migrate.js';
+
+describe('migrations', () => {
+  it('are numbered, in order, and start with 0001_initial', async () => {
+    const names = Object.keys(await new SqlFileMigrationProvider().getMigrations());
+    expect(names[0]).toBe('0001_initial');
+    expect([...names].sort()).toEqual(names);
+    expect(new Set(names.map((n) => n.slice(0, 4))).size).toBe(names.length);
+  });
+  it('URL helpers redact passwords and swap databases', () => {
+    expect(redactUrl('postgres://u:secret@h:5432/db')).toBe('postgres://u:***@h:5432/db');
+    expect(databaseName('postgres://u@h:5432/notify')).toBe('notify');
+    expect(withDatabase('postgres://u@h:5432/notify?sslmode=disable', 'x')).toBe('postgres://u@h:5432/x?sslmode=disable');
+  });
+});

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh clone: installs what is missing, makes sure PostgreSQL and
+# Kafka answer, type-checks, runs every Vitest project, and prints one closing line
+# "N passed, N failed, N skipped". Extra arguments go to vitest (e.g. a file filter).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/lib.sh
+
+ensure_pnpm
+pnpm install --frozen-lockfile --reporter=silent
+ensure_postgres
+node scripts/kafka.mjs ensure >/dev/null
+pnpm -s typecheck
+mkdir -p .cache
+status=0
+pnpm -s exec vitest run --reporter=default --reporter=json --outputFile.json=.cache/vitest-report.json "$@" || status=$?
+node scripts/test-summary.mjs .cache/vitest-report.json || status=1
+exit $status
