@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Starts the whole service on this machine: installs what is missing, makes sure PostgreSQL and
+# Kafka answer (starting the bundled broker unless KAFKA_BROKERS is set), applies migrations, and
+# runs `notify start` (API + relay + dispatcher) in the foreground. Ctrl-C stops it gracefully.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/lib.sh
+
+ensure_pnpm
+pnpm install --frozen-lockfile --reporter=silent
+ensure_postgres
+KAFKA_BROKERS="$(node scripts/kafka.mjs ensure | tail -n 1 | sed 's/^KAFKA_BROKERS=//')"
+export KAFKA_BROKERS
+# A development key so the walkthrough in README.md works out of the box; set your own in production.
+export NOTIFY_API_KEYS="${NOTIFY_API_KEYS:-demo:dev-key-change-me}"
+pnpm -s notify migrate
+exec pnpm -s notify start "$@"
