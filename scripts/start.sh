@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 source scripts/lib.sh
 
 ensure_pnpm
-pnpm install --frozen-lockfile --reporter=silent
+pnpm install --frozen-lockfile
 ensure_postgres
 KAFKA_BROKERS="$(node scripts/kafka.mjs ensure | tail -n 1 | sed 's/^KAFKA_BROKERS=//')"
 export KAFKA_BROKERS

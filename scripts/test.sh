@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 source scripts/lib.sh
 
 ensure_pnpm
-pnpm install --frozen-lockfile --reporter=silent
+pnpm install --frozen-lockfile
 ensure_postgres
 node scripts/kafka.mjs ensure >/dev/null
 pnpm -s typecheck
