@@ -18,9 +18,14 @@ describe('loadConfig', () => {
     ['KAFKA_BROKERS', 'localhost', /KAFKA_BROKERS: expected host:port/],
     ['NOTIFY_API_KEYS', 'nokey', /NOTIFY_API_KEYS/],
     ['LOG_LEVEL', 'loud', /LOG_LEVEL/],
+    ['NOTIFY_SHUTDOWN_TIMEOUT_MS', '50', /NOTIFY_SHUTDOWN_TIMEOUT_MS: expected a number from 100/],
   ])('%s=%s is rejected with a message naming it', (name, value, message) => {
     expect(() => loadConfig({ [name]: value })).toThrow(message);
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
+  });
+  it('defaults the shutdown deadline to 15 s', () => {
+    expect(loadConfig({}).shutdownTimeoutMs).toBe(15_000);
+    expect(loadConfig({ NOTIFY_SHUTDOWN_TIMEOUT_MS: '2000' }).shutdownTimeoutMs).toBe(2000);
   });
   it('rejects a max delay below the base delay', () => {
     expect(() => loadConfig({ NOTIFY_BASE_DELAY_MS: '5000', NOTIFY_MAX_DELAY_MS: '1000' })).toThrow(/NOTIFY_MAX_DELAY_MS/);

@@ -66,6 +66,8 @@ export interface Config {
   };
   /** `tenant:key,…` seeded at start, for development and tests. */
   readonly seedApiKeys: readonly { readonly tenantId: string; readonly key: string }[];
+  /** `notify start`: how long a graceful shutdown (SIGTERM/SIGINT) may take before the process exits anyway. */
+  readonly shutdownTimeoutMs: number;
 }
 
 /** The environment as a plain record (process.env fits). */
@@ -209,5 +211,6 @@ export function loadConfig(env: Env): Config {
       webhook: rateLimit(env, 'NOTIFY_RATE_LIMIT_WEBHOOK'),
     },
     seedApiKeys,
+    shutdownTimeoutMs: int(env, 'NOTIFY_SHUTDOWN_TIMEOUT_MS', 15_000, 100, 600_000),
   };
 }

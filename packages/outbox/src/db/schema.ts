@@ -73,6 +73,8 @@ export interface TemplatesTable {
   channel: Channel;
   subject: string | null;
   body: string;
+  /** Email only: the HTML alternative, HTML-escaped at render time (migration 0004). */
+  html_body: string | null;
   created_at: Generated<Timestamp>;
 }
 

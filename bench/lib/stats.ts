@@ -1,0 +1,45 @@
+/** Small statistics helpers for the bench: percentiles over recorded samples, medians of rounds. */
+
+/** The q-quantile (0..1) of `samples` by the nearest-rank method; NaN for no samples. Does not modify the input. */
+export function percentile(samples: readonly number[], q: number): number {
+  if (samples.length === 0) return Number.NaN;
+  const sorted = Float64Array.from(samples).sort();
+  const rank = Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1));
+  return sorted[rank]!;
+}
+
+/** p50, p90, p99 and max of `samples` (milliseconds in, milliseconds out). */
+export function latencySummary(samples: readonly number[]): { count: number; p50: number; p90: number; p99: number; max: number } {
+  if (samples.length === 0) return { count: 0, p50: Number.NaN, p90: Number.NaN, p99: Number.NaN, max: Number.NaN };
+  const sorted = Float64Array.from(samples).sort();
+  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!;
+  return { count: sorted.length, p50: at(0.5), p90: at(0.9), p99: at(0.99), max: sorted[sorted.length - 1]! };
+}
+
+/** The median of a few round results. */
+export function median(values: readonly number[]): number {
+  return percentile(values, 0.5);
+}
+
+/** Rounds for display: 3 significant figures below 100, whole numbers above. */
+export function round(n: number): number {
+  if (!Number.isFinite(n)) return n;
+  if (Math.abs(n) >= 100) return Math.round(n);
+  return Number(n.toPrecision(3));
+}
+
+/** Waits `ms` milliseconds. Used only to pace load and sample meters, never to wait for a condition. */
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Polls `condition` every `intervalMs` until it returns true or `timeoutMs` passes (then throws with `message`). */
+export async function waitUntil(condition: () => boolean | Promise<boolean>, options: { timeoutMs: number; intervalMs?: number; message: string }): Promise<void> {
+  const deadline = performance.now() + options.timeoutMs;
+  const interval = options.intervalMs ?? 50;
+  for (;;) {
+    if (await condition()) return;
+    if (performance.now() > deadline) throw new Error(`timed out after ${options.timeoutMs} ms waiting for ${options.message}`);
+    await sleep(interval);
+  }
+}

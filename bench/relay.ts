@@ -1,0 +1,239 @@
+// Relay throughput against raw kafkajs, same run, same messages, same producer settings.
+//
+//   pnpm exec tsx bench/relay.ts [--rows 100000] [--batch 1000] [--rounds 3] [--partitions 6]
+//   (--batch takes a list, e.g. --batch 250,500,1000,2000, to compare batch sizes)
+//
+// Each round: pre-fill the outbox with `rows` realistic delivery-request rows (one INSERT …
+// generate_series), time one relay instance publishing all of them (start → last row marked),
+// then time raw kafkajs `sendBatch` of the same key/value/headers in chunks of the same batch
+// size with an identically configured idempotent producer. Prints both, the ratio, and writes
+// bench/results/relay.json. Uses its own database and topics and removes them at the end.
+// Env: DATABASE_URL (server; the database part is replaced), KAFKA_BROKERS (else the project's
+// broker is started or reused through scripts/kafka.mjs).
+import { randomBytes } from 'node:crypto';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { cpus } from 'node:os';
+import { performance } from 'node:perf_hooks';
+import { parseArgs } from 'node:util';
+import { Kafka, Partitioners, logLevel } from 'kafkajs';
+import pg from 'pg';
+import { DEFAULT_DATABASE_URL, createDb, topicName } from '@notify/outbox';
+import { migrateToLatest, withDatabase } from '@notify/migrations';
+import { createRelay } from '@notify/relay';
+import { ensureKafka } from '../scripts/kafka.mjs';
+
+const { values: args } = parseArgs({
+  options: {
+    rows: { type: 'string', default: '100000' },
+    batch: { type: 'string', default: '1000' },
+    rounds: { type: 'string', default: '3' },
+    partitions: { type: 'string', default: '6' },
+  },
+});
+const ROWS = Number(args.rows);
+const BATCHES = args.batch.split(',').map(Number);
+const ROUNDS = Number(args.rounds);
+const PARTITIONS = Number(args.partitions);
+
+// The producer settings of createKafkaPublisher, repeated here for the baseline.
+const PRODUCER = {
+  idempotent: true,
+  maxInFlightRequests: 1,
+  createPartitioner: Partitioners.DefaultPartitioner,
+  allowAutoTopicCreation: false,
+  retry: { retries: 5, initialRetryTime: 100, maxRetryTime: 2_000 },
+} as const;
+
+const serverUrl = process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL;
+const runId = `bench_relay_${randomBytes(3).toString('hex')}`;
+const dbName = runId;
+const prefix = runId.replace(/_/g, '-');
+const relayTopic = topicName(`${prefix}.relay`, 'requests');
+const rawTopic = topicName(`${prefix}.raw`, 'requests');
+
+const log = (line: string) => process.stderr.write(`${line}\n`);
+
+async function admin<T>(fn: (c: pg.Client) => Promise<T>): Promise<T> {
+  const c = new pg.Client({ connectionString: withDatabase(serverUrl, 'postgres') });
+  await c.connect();
+  try {
+    return await fn(c);
+  } finally {
+    await c.end();
+  }
+}
+
+// Realistic rows: a delivery request (~190 bytes) with its seven headers, 2,000 recipients over
+// 20 tenants, in the shape buildDeliveryRequest produces.
+const PREFILL_SQL = `
+INSERT INTO outbox (topic, key, value, headers)
+SELECT 'requests',
+       'tenant-' || (g % 20) || '/email/' || left(md5((g % 2000)::text), 22),
+       json_build_object('v', 1, 'type', 'notification.deliver', 'id', 'ntf_' || upper(left(md5(g::text), 26)),
+                         'tenant_id', 'tenant-' || (g % 20), 'channel', 'email', 'attempt', 1,
+                         'due_at', '2026-05-01T12:00:00.000Z')::text,
+       jsonb_build_object('notification-id', 'ntf_' || upper(left(md5(g::text), 26)), 'tenant-id', 'tenant-' || (g % 20),
+                          'schema-version', '1', 'message-type', 'notification.deliver', 'attempt', '1',
+                          'due-at', '2026-05-01T12:00:00.000Z',
+                          'traceparent', '00-' || md5(g::text) || '-' || left(md5((g + 1)::text), 16) || '-01')
+  FROM generate_series(1, $1::int) g`;
+
+interface Row {
+  key: string;
+  value: string;
+  headers: Record<string, string>;
+}
+
+interface Round {
+  batchSize: number;
+  round: number;
+  relayMs: number;
+  relayRowsPerSec: number;
+  rawMs: number;
+  rawRowsPerSec: number;
+  ratio: number;
+  relayPublishShare: number;
+}
+
+async function main(): Promise<void> {
+  const kafkaInfo = process.env.KAFKA_BROKERS ? { brokers: process.env.KAFKA_BROKERS } : await ensureKafka({ log });
+  const kafka = new Kafka({ clientId: 'bench-relay', brokers: kafkaInfo.brokers.split(','), logLevel: logLevel.ERROR });
+  const kadmin = kafka.admin();
+  await kadmin.connect();
+  await admin((c) => c.query(`CREATE DATABASE ${pg.escapeIdentifier(dbName)}`));
+  const url = withDatabase(serverUrl, dbName);
+  const db = createDb({ connectionString: url, max: 4, applicationName: 'bench-relay' });
+  const results: Round[] = [];
+  try {
+    await migrateToLatest(db);
+    await kadmin.createTopics({
+      topics: [relayTopic, rawTopic].map((topic) => ({ topic, numPartitions: PARTITIONS })),
+      waitForLeaders: true,
+    });
+    const pool = new pg.Pool({ connectionString: url, max: 2 });
+    try {
+      // Warm-up: JIT, connections, topic metadata.
+      await rawRun(kafka, await prefill(pool, 5_000), 500);
+      await relayRun(db, url, kafka, pool, 500);
+
+      for (const batchSize of BATCHES) {
+        for (let round = 1; round <= ROUNDS; round++) {
+          const rows = await prefill(pool, ROWS);
+          const relay = await relayRun(db, url, kafka, pool, batchSize);
+          const rawMs = await rawRun(kafka, rows, batchSize);
+          const r: Round = {
+            batchSize,
+            round,
+            relayMs: Math.round(relay.ms),
+            relayRowsPerSec: Math.round((ROWS / relay.ms) * 1000),
+            rawMs: Math.round(rawMs),
+            rawRowsPerSec: Math.round((ROWS / rawMs) * 1000),
+            ratio: Number((rawMs / relay.ms).toFixed(3)),
+            relayPublishShare: Number((relay.publishMs / relay.ms).toFixed(3)),
+          };
+          results.push(r);
+          log(
+            `batch ${batchSize} round ${round}: relay ${r.relayRowsPerSec} rows/s (${r.relayMs} ms, ${Math.round(r.relayPublishShare * 100)}% in Kafka), raw ${r.rawRowsPerSec} msgs/s (${r.rawMs} ms), ratio ${r.ratio}`,
+          );
+        }
+      }
+    } finally {
+      await pool.end();
+    }
+  } finally {
+    await db.destroy();
+    await kadmin.deleteTopics({ topics: [relayTopic, rawTopic] }).catch(() => {});
+    await kadmin.disconnect();
+    await admin((c) => c.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(dbName)} WITH (FORCE)`));
+  }
+
+  const summary = BATCHES.map((batchSize) => {
+    const rs = results.filter((r) => r.batchSize === batchSize);
+    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+    return {
+      batchSize,
+      relayRowsPerSec: median(rs.map((r) => r.relayRowsPerSec)),
+      rawRowsPerSec: median(rs.map((r) => r.rawRowsPerSec)),
+      ratio: median(rs.map((r) => r.ratio)),
+    };
+  });
+  const report = {
+    at: new Date().toISOString(),
+    rows: ROWS,
+    rounds: ROUNDS,
+    partitions: PARTITIONS,
+    machine: { cpus: cpus().length, cpu: cpus()[0]?.model, node: process.version },
+    producer: { idempotent: true, acks: -1, maxInFlightRequests: 1, partitioner: 'DefaultPartitioner (murmur2)', compression: 'none' },
+    summary,
+    rounds_detail: results,
+  };
+  await mkdir(new URL('./results/', import.meta.url), { recursive: true });
+  await writeFile(new URL('./results/relay.json', import.meta.url), `${JSON.stringify(report, null, 2)}\n`);
+  for (const s of summary) {
+    console.log(
+      `batch ${s.batchSize}: relay ${s.relayRowsPerSec} rows/s, raw kafkajs ${s.rawRowsPerSec} msgs/s, relay/raw ${s.ratio} (median of ${ROUNDS}, ${ROWS} rows)`,
+    );
+  }
+  console.log('wrote bench/results/relay.json');
+}
+
+async function prefill(pool: pg.Pool, n: number): Promise<Row[]> {
+  await pool.query('TRUNCATE outbox');
+  const t0 = performance.now();
+  await pool.query(PREFILL_SQL, [n]);
+  await pool.query('VACUUM ANALYZE outbox');
+  log(`pre-filled ${n} rows in ${Math.round(performance.now() - t0)} ms`);
+  const { rows } = await pool.query<Row>('SELECT key, value, headers FROM outbox ORDER BY txid, id');
+  return rows;
+}
+
+async function relayRun(db: ReturnType<typeof createDb>, url: string, kafka: Kafka, pool: pg.Pool, batchSize: number): Promise<{ ms: number; publishMs: number }> {
+  const { rows } = await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM outbox WHERE published_at IS NULL');
+  const total = rows[0]!.n;
+  const relay = createRelay(
+    { topicPrefix: `${prefix}.relay`, batchSize, pollIntervalMs: 1_000, retentionMs: 3_600_000, instanceId: `${runId}-${batchSize}` },
+    { db, connectionString: url, kafka },
+  );
+  let published = 0;
+  let publishMs = 0;
+  let failures = 0;
+  let done!: () => void;
+  const finished = new Promise<void>((r) => (done = r));
+  relay.on('published', (e) => {
+    published += e.count;
+    publishMs += e.publishMs;
+    if (published >= total) done();
+  });
+  relay.on('publishError', () => void failures++);
+  const t0 = performance.now();
+  await relay.start();
+  await finished;
+  const ms = performance.now() - t0;
+  await relay.stop();
+  if (failures > 0) log(`  (relay run had ${failures} failed batches, retried)`);
+  return { ms, publishMs };
+}
+
+async function rawRun(kafka: Kafka, rows: readonly Row[], batchSize: number): Promise<number> {
+  const producer = kafka.producer(PRODUCER);
+  await producer.connect();
+  try {
+    const t0 = performance.now();
+    for (let i = 0; i < rows.length; i += batchSize) {
+      const chunk = rows.slice(i, i + batchSize);
+      await producer.sendBatch({
+        acks: -1,
+        timeout: 30_000,
+        topicMessages: [{ topic: rawTopic, messages: chunk.map((r) => ({ key: r.key, value: r.value, headers: r.headers })) }],
+      });
+    }
+    return performance.now() - t0;
+  } finally {
+    await producer.disconnect();
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exitCode = 1;
+});

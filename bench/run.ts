@@ -1,0 +1,143 @@
+// `pnpm bench [--quick] [--profile] [--list] [scenario ...]`
+//
+// Runs each scenario against the real local stack (PostgreSQL at DATABASE_URL or 127.0.0.1:5432,
+// the project's Kafka broker), each in its own fresh database and topic prefix, prints one table
+// and writes bench/results/<scenario>.json (bench/results/quick/ for --quick). Every figure sits
+// next to a baseline measured in the same run; the verdict is on the ratio where a target is one.
+import { spawnSync } from 'node:child_process';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { withDatabase } from '@notify/migrations';
+import { KAFKA_VERSION } from '../scripts/kafka.mjs';
+import { ROOT, mib } from './lib/process.js';
+import { type ScenarioReport, judge, renderTable, writeReport } from './lib/report.js';
+import { createStack } from './lib/stack.js';
+import { runWorker } from './lib/worker.js';
+import { SCENARIOS } from './scenarios/index.js';
+import type { BenchContext } from './scenarios/types.js';
+
+const log = (line: string) => process.stderr.write(`[bench] ${line}\n`);
+
+function parseArgs(argv: readonly string[]) {
+  const flags = new Set(argv.filter((a) => a.startsWith('--')));
+  const names = argv.filter((a) => !a.startsWith('--'));
+  for (const f of flags) {
+    if (!['--quick', '--profile', '--list'].includes(f)) throw new Error(`unknown option ${f}; expected --quick, --profile, --list`);
+  }
+  for (const n of names) {
+    if (!SCENARIOS.some((s) => s.name === n)) throw new Error(`unknown scenario "${n}"; expected one of ${SCENARIOS.map((s) => s.name).join(', ')}`);
+  }
+  return { quick: flags.has('--quick'), profile: flags.has('--profile'), list: flags.has('--list'), names };
+}
+
+async function machine(serverUrl: string, floorRssBytes: number): Promise<Record<string, unknown>> {
+  const client = new pg.Client({ connectionString: withDatabase(serverUrl, 'postgres') });
+  await client.connect();
+  let postgres = 'unknown';
+  const settings: Record<string, string> = {};
+  try {
+    postgres = (await client.query<{ server_version: string }>('SHOW server_version')).rows[0]!.server_version;
+    for (const name of ['synchronous_commit', 'fsync', 'shared_buffers', 'max_connections', 'wal_level']) {
+      settings[name] = (await client.query<Record<string, string>>(`SHOW ${name}`)).rows[0]![name]!;
+    }
+  } finally {
+    await client.end();
+  }
+  // `java -version` prints to stderr.
+  const javaOut = spawnSync('java', ['-version'], { encoding: 'utf8' });
+  const java = (javaOut.stderr || javaOut.stdout || '').split('\n')[0]?.trim() || 'unknown';
+  return {
+    nproc: os.availableParallelism(),
+    cpu: os.cpus()[0]?.model ?? 'unknown',
+    memoryGiB: Math.round(os.totalmem() / 1024 ** 3),
+    os: `${os.type()} ${os.release()}`,
+    node: process.version,
+    postgres,
+    postgresSettings: settings,
+    kafka: KAFKA_VERSION,
+    java,
+    idleChildRssMiB: Math.round(floorRssBytes / 1024 / 1024),
+  };
+}
+
+async function main(): Promise<void> {
+  const args = parseArgs(process.argv.slice(2));
+  if (args.list) {
+    for (const s of SCENARIOS) process.stdout.write(`${s.name.padEnd(14)} ${s.description}\n`);
+    return;
+  }
+  const selected = args.names.length > 0 ? SCENARIOS.filter((s) => args.names.includes(s.name)) : SCENARIOS;
+  const mode = args.quick ? 'quick' : 'full';
+  const outDir = path.join(ROOT, 'bench', 'results', ...(args.quick ? ['quick'] : []));
+  const started = performance.now();
+  const stack = await createStack(process.env, log);
+  const onSignal = () => {
+    log('interrupted: dropping this run’s databases');
+    stack.cleanup().finally(() => process.exit(130));
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+
+  // Every bench child runs node + tsx; its idle peak RSS is the floor the scenarios' figures start from.
+  const floor = await runWorker('idle', 'bench/workers/idle.ts', {}, { timeoutMs: 30_000 });
+  const machineInfo = await machine(stack.serverUrl, floor.peakRssBytes);
+  log(`mode ${mode}, run ${stack.runId}, ${machineInfo.nproc} cores, node ${process.version}, PostgreSQL ${machineInfo.postgres}, idle child ${mib(floor.peakRssBytes)}`);
+  if (selected.some((s) => s.needsKafka)) log(`Kafka at ${(await stack.kafkaBrokers()).join(',')}`);
+
+  const ctx: BenchContext = {
+    quick: args.quick,
+    stack,
+    log,
+    ...(args.profile ? { cpuProfDir: path.join(ROOT, 'bench', 'results', 'profiles') } : {}),
+  };
+  const reports: ScenarioReport[] = [];
+  for (const scenario of selected) {
+    const t0 = performance.now();
+    const startedAt = new Date().toISOString();
+    log(`── ${scenario.name}: ${scenario.description}`);
+    let report: ScenarioReport;
+    try {
+      const outcome = await scenario.run(ctx);
+      report = {
+        scenario: scenario.name,
+        mode,
+        startedAt,
+        durationMs: Math.round(performance.now() - t0),
+        machine: machineInfo,
+        figures: outcome.figures.map(judge),
+        peakRssMiB: Object.fromEntries(Object.entries(outcome.peakRss ?? {}).map(([k, v]) => [k, Math.round((v / 1024 / 1024) * 10) / 10])),
+        details: outcome.details ?? {},
+      };
+    } catch (err) {
+      log(`${scenario.name} failed: ${(err as Error).stack ?? String(err)}`);
+      report = {
+        scenario: scenario.name,
+        mode,
+        startedAt,
+        durationMs: Math.round(performance.now() - t0),
+        machine: machineInfo,
+        figures: [],
+        peakRssMiB: {},
+        details: {},
+        error: (err as Error).message,
+      };
+    } finally {
+      await stack.deleteTopics(stack.topicPrefix(scenario.name)).catch((err) => log(`could not delete topics: ${(err as Error).message}`));
+    }
+    const file = writeReport(outDir, report);
+    log(`${scenario.name} done in ${(report.durationMs / 1000).toFixed(1)} s → ${path.relative(ROOT, file)}`);
+    reports.push(report);
+  }
+  await stack.cleanup();
+  process.stdout.write(`\n${renderTable(reports)}\n\n`);
+  process.stdout.write(
+    `mode ${mode} · ${machineInfo.nproc} cores (${machineInfo.cpu}) · ${machineInfo.memoryGiB} GiB · node ${process.version} · PostgreSQL ${machineInfo.postgres} · Kafka ${KAFKA_VERSION} · idle child RSS ${machineInfo.idleChildRssMiB} MiB · ${((performance.now() - started) / 1000).toFixed(0)} s\n`,
+  );
+  if (reports.some((r) => r.error)) process.exitCode = 1;
+}
+
+main().catch((err) => {
+  log((err as Error).stack ?? String(err));
+  process.exit(1);
+});

@@ -1,0 +1,79 @@
+import type { Figure } from '../lib/report.js';
+import { median } from '../lib/stats.js';
+import { runWorker } from '../lib/worker.js';
+import { ENQUEUE_VARIANTS, type EnqueueLoadInput, type EnqueueLoadOutput, type EnqueueVariant } from '../workers/enqueue-load.js';
+import type { Scenario } from './types.js';
+
+/**
+ * enqueue(): single-row business transactions (BEGIN; enqueue; COMMIT) on a raw pg client, at 4
+ * and 16 concurrent clients, against a plain single-row INSERT + COMMIT into a comparable table
+ * with the same transaction shape, the same pool and the same database. Rounds alternate; each
+ * figure is the median round. The load runs in a child process whose peak RSS is reported.
+ * Full mode adds diagnostic variants (prepared statement, NOTIFY trigger off) that show what the
+ * gap is made of; they carry no target.
+ */
+export const enqueueScenario: Scenario = {
+  name: 'enqueue',
+  description: 'enqueue() in single-row transactions vs a plain INSERT + COMMIT loop (4 and 16 clients)',
+  needsKafka: false,
+  async run(ctx) {
+    const db = await ctx.stack.freshDatabase('enqueue');
+    try {
+      const variants: EnqueueVariant[] = ctx.quick ? ['plain', 'enqueue', 'kysely'] : ['plain', 'enqueue', 'kysely', 'prepared', 'noTrigger'];
+      const input: EnqueueLoadInput = {
+        url: db.url,
+        concurrencies: [4, 16],
+        variants,
+        rounds: ctx.quick ? 2 : 5,
+        roundMs: ctx.quick ? 1_000 : 4_000,
+        warmupMs: ctx.quick ? 300 : 1_000,
+      };
+      ctx.log(`enqueue: ${input.rounds} rounds × ${input.roundMs} ms per variant (${variants.join(', ')}) and concurrency`);
+      const { output, peakRssBytes } = await runWorker<EnqueueLoadInput, EnqueueLoadOutput>('enqueue-load', 'bench/workers/enqueue-load.ts', input, {
+        timeoutMs: 10 * 60_000,
+      });
+      const figures: Figure[] = [];
+      for (const [c, r] of Object.entries(output)) {
+        const plain = r.plain!;
+        const base = { label: 'plain INSERT', value: median(plain.rates) };
+        const rate = (v: EnqueueVariant) => median(r[v]!.rates);
+        figures.push({
+          id: `c${c}.enqueue`,
+          label: `enqueue() tx/s, ${c} clients`,
+          value: rate('enqueue'),
+          unit: '/s',
+          baseline: base,
+          targets: [{ on: 'ratio', op: '>=', value: 0.8 }],
+        });
+        figures.push({ id: `c${c}.kysely`, label: `${ENQUEUE_VARIANTS.kysely} tx/s, ${c} clients`, value: rate('kysely'), unit: '/s', baseline: base });
+        for (const v of ['prepared', 'noTrigger'] as const) {
+          if (r[v]) figures.push({ id: `c${c}.${v}`, label: `diag: ${ENQUEUE_VARIANTS[v]} tx/s, ${c} clients`, value: rate(v), unit: '/s', baseline: base });
+        }
+        figures.push({
+          id: `c${c}.p99`,
+          label: `enqueue() tx p99, ${c} clients`,
+          value: r.enqueue!.latencyMs.p99,
+          unit: 'ms',
+          baseline: { label: 'plain INSERT', value: plain.latencyMs.p99 },
+        });
+        figures.push({
+          id: `c${c}.serverCpu`,
+          label: `PostgreSQL backend CPU per enqueue() tx, ${c} clients`,
+          value: r.enqueue!.serverCpuUsPerTx,
+          unit: 'µs',
+          baseline: { label: 'plain INSERT', value: plain.serverCpuUsPerTx },
+        });
+        figures.push({
+          id: `c${c}.clientCpu`,
+          label: `client process CPU per enqueue() tx, ${c} clients`,
+          value: r.enqueue!.clientCpuUsPerTx,
+          unit: 'µs',
+          baseline: { label: 'plain INSERT', value: plain.clientCpuUsPerTx },
+        });
+      }
+      return { figures, peakRss: { 'enqueue load process': peakRssBytes }, details: { input, results: output } };
+    } finally {
+      await db.drop();
+    }
+  },
+};

@@ -1,0 +1,51 @@
+-- 0002: what the relay needs to publish outbox rows in order from several instances.
+-- Forward-only. Design and numbers: docs/relay.md.
+
+-- The relay claims in (txid, id) order: rows of one transaction in insert order, transactions in
+-- xid order, and only below the snapshot's xmin (see docs/relay.md, "the snapshot rule"). This
+-- index serves that ORDER BY … LIMIT and the `txid < xmin` bound as one index range scan, and
+-- the "rows held back by an open transaction" check as another; outbox_unpublished_idx (id)
+-- cannot serve either without sorting every unpublished row for each batch.
+CREATE INDEX outbox_unpublished_txid_idx ON outbox (txid, id) WHERE published_at IS NULL;
+
+-- The hash slot of a message key. Every row of one key maps to one slot, and one relay at a time
+-- holds a slot, so one key is published by one relay at a time. `slots` is the number of rows in
+-- relay_leases; change it only with every relay stopped (a key would move to another slot).
+CREATE FUNCTION outbox_key_slot(key text, slots integer) RETURNS integer
+  LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+  RETURN (hashtext(key) & 2147483647) % slots;
+
+-- One row per hash slot. A relay publishes rows of a slot only while it holds the slot's lease
+-- (owner = its instance id, expires_at in the future). A claim transaction holds FOR KEY SHARE on
+-- its leases until it commits, and a takeover needs FOR UPDATE, so a slot never changes hands
+-- while a batch of it is in flight: the fence that keeps per-key order across instances.
+CREATE TABLE relay_leases (
+  slot       integer PRIMARY KEY,
+  owner      text,                                -- relay instance id; NULL: free
+  expires_at timestamptz,                         -- the owner renews it every heartbeat
+  CONSTRAINT relay_leases_slot_in_range CHECK (slot >= 0 AND slot < 4096),
+  CONSTRAINT relay_leases_owner_iff_expiry CHECK ((owner IS NULL) = (expires_at IS NULL))
+);
+INSERT INTO relay_leases (slot) SELECT generate_series(0, 63);
+
+-- Live relay instances, heartbeated; each relay takes a fair share of the slots of the live set.
+CREATE TABLE relay_instances (
+  instance_id text        PRIMARY KEY,
+  started_at  timestamptz NOT NULL,
+  expires_at  timestamptz NOT NULL,
+  CONSTRAINT relay_instances_expiry_after_start CHECK (expires_at >= started_at)
+);
+
+-- Wake-up: one notification per inserting statement (PostgreSQL also folds identical
+-- notifications of one transaction into one), delivered at commit. Polling is the fallback.
+CREATE FUNCTION outbox_notify() RETURNS trigger
+  LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM pg_notify('notify_outbox', '');
+  RETURN NULL;
+END;
+$$;
+
+CREATE TRIGGER outbox_notify_insert
+  AFTER INSERT ON outbox
+  FOR EACH STATEMENT EXECUTE FUNCTION outbox_notify();

@@ -1,0 +1,92 @@
+import { Hono } from 'hono';
+import { HTTPException } from 'hono/http-exception';
+import type { Kysely } from 'kysely';
+import { type Clock, type Config, type Database, type Logger, silentLogger, systemClock } from '@notify/outbox';
+import type { AppEnv } from './env.js';
+import { requestContext } from './middleware/request-context.js';
+import { type Metrics, createMetrics } from './observability/metrics.js';
+import { buildOpenApiDocument, renderDocsPage } from './openapi.js';
+import { type ProblemCode, problem, problemFromError, problemResponse } from './problem.js';
+import { notificationRoutes } from './routes/notifications.js';
+import { type ReadinessCheck, opsRoutes } from './routes/ops.js';
+
+/** What `createApp` needs. Only `db` and `config` are required; the rest default for tests. */
+export interface AppDeps {
+  readonly db: Kysely<Database>;
+  /** The retry budget and default expiry of new notifications. */
+  readonly config: Pick<Config, 'retry'>;
+  readonly clock?: Clock;
+  readonly logger?: Logger;
+  /** Default: a fresh registry with the SQL gauges and without process metrics. */
+  readonly metrics?: Metrics;
+  /** Checks behind /readyz. Default: the database answers `SELECT 1`. */
+  readonly readiness?: Readonly<Record<string, ReadinessCheck>>;
+  /** Serve /v1 (the api role). False leaves only the ops and docs routes, for relay or dispatcher processes. Default true. */
+  readonly serveApi?: boolean;
+}
+
+const HTTP_EXCEPTION_CODES: Record<number, ProblemCode> = {
+  400: 'malformed_json',
+  401: 'unauthorized',
+  404: 'not_found',
+  413: 'payload_too_large',
+  415: 'unsupported_media_type',
+};
+
+/**
+ * The HTTP app: resources mounted as sub-apps, one error handler that renders every failure as
+ * RFC 9457 problem+json with a stable `type`. Serve it with @hono/node-server, or call
+ * `app.request()` in tests.
+ */
+export function createApp(deps: AppDeps): Hono<AppEnv> {
+  const clock = deps.clock ?? systemClock;
+  const logger = deps.logger ?? silentLogger;
+  const metrics = deps.metrics ?? createMetrics({ db: deps.db, clock, logger, processMetrics: false });
+  const readiness = deps.readiness ?? {
+    database: async () => {
+      await deps.db.selectNoFrom((eb) => eb.lit(1).as('one')).execute();
+    },
+  };
+
+  const app = new Hono<AppEnv>();
+  app.use('*', requestContext({ logger, metrics }));
+
+  app.onError((err, c) => {
+    const instance = new URL(c.req.url).pathname;
+    if (err instanceof HTTPException) {
+      const code = HTTP_EXCEPTION_CODES[err.status] ?? 'internal_error';
+      return problemResponse(problem(code, err.message || 'request failed', {}, instance));
+    }
+    const { body, headers, expected } = problemFromError(err, instance);
+    if (!expected) {
+      logger.error({ reqId: c.get('reqId'), code: body.code, err: errorSummary(err) }, 'request failed');
+    }
+    return problemResponse(body, headers);
+  });
+  app.notFound((c) => problemResponse(problem('not_found', `no route for ${c.req.method} ${new URL(c.req.url).pathname}`)));
+
+  app.route('/', opsRoutes({ metrics, logger, readiness }));
+
+  const openapi = buildOpenApiDocument();
+  const docs = renderDocsPage(openapi);
+  app.get('/openapi.json', (c) => c.json(openapi));
+  app.get('/docs', (c) => c.html(docs));
+
+  if (deps.serveApi ?? true) {
+    app.route('/v1/notifications', notificationRoutes({ db: deps.db, clock, logger, retry: deps.config.retry }));
+  }
+  return app;
+}
+
+/** An error for a log line: its class, code and message, and the same for its cause. Never request data. */
+function errorSummary(err: unknown): Record<string, unknown> {
+  if (!(err instanceof Error)) return { message: String(err) };
+  const code = (err as { code?: unknown }).code;
+  return {
+    type: err.name,
+    message: err.message,
+    ...(code !== undefined ? { code } : {}),
+    ...(err.stack ? { stack: err.stack } : {}),
+    ...(err.cause !== undefined ? { cause: errorSummary(err.cause) } : {}),
+  };
+}

@@ -1,0 +1,64 @@
+import type { Admin, Kafka } from 'kafkajs';
+import { type Kysely, Migrator } from 'kysely';
+import pg from 'pg';
+import type { Database } from '@notify/outbox';
+import { DatabaseUnreachableError, SqlFileMigrationProvider, databaseName, redactUrl } from '@notify/migrations';
+import { CliError } from './cli-error.js';
+
+/**
+ * Connects once to PostgreSQL. Throws `DatabaseUnreachableError` (one line, names the URL
+ * without its password) when no server answers, and a `CliError` when the database is missing.
+ */
+export async function checkDatabase(url: string, timeoutMs = 5_000): Promise<void> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: timeoutMs });
+  client.on('error', () => {});
+  try {
+    await client.connect();
+    await client.query('SELECT 1');
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    if (e.code === '3D000') {
+      throw new CliError(`database "${databaseName(url)}" does not exist on ${redactUrl(url)}; run \`pnpm notify migrate\` first`);
+    }
+    throw new DatabaseUnreachableError(
+      `cannot reach PostgreSQL at ${redactUrl(url)} (${e.code ?? e.message}); start it or set DATABASE_URL`,
+      { cause: err },
+    );
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+/** Refuses to run against a schema with pending migrations (a process would fail later, on a missing table, in a worse place). */
+export async function checkMigrations(db: Kysely<Database>): Promise<void> {
+  const migrator = new Migrator({ db, provider: new SqlFileMigrationProvider() });
+  const migrations = await migrator.getMigrations();
+  const pending = migrations.filter((m) => m.executedAt === undefined).map((m) => m.name);
+  if (pending.length > 0) {
+    throw new CliError(`the database schema is not up to date (pending: ${pending.join(', ')}); run \`pnpm notify migrate\` first`);
+  }
+}
+
+/** Connects an admin client and asks the cluster for its brokers. Throws a one-line `CliError` when Kafka does not answer. */
+export async function connectKafkaAdmin(kafka: Kafka, brokers: readonly string[]): Promise<Admin> {
+  const admin = kafka.admin();
+  try {
+    await admin.connect();
+    await admin.describeCluster();
+    return admin;
+  } catch (err) {
+    await admin.disconnect().catch(() => {});
+    const e = err as Error & { cause?: Error };
+    const reason = (e.cause?.message ?? e.message).split('\n')[0];
+    throw new CliError(`cannot reach Kafka at ${brokers.join(',')} (${reason}); start it (\`pnpm kafka start\`) or set KAFKA_BROKERS`, 1, { cause: err });
+  }
+}
+
+/** Creates the topics that do not exist yet, with `partitions` partitions each. Returns the names it created. */
+export async function ensureTopics(admin: Admin, names: readonly string[], partitions: number): Promise<string[]> {
+  const existing = new Set(await admin.listTopics());
+  const missing = names.filter((n) => !existing.has(n));
+  if (missing.length === 0) return [];
+  await admin.createTopics({ topics: missing.map((topic) => ({ topic, numPartitions: partitions })), waitForLeaders: true });
+  return missing;
+}

@@ -1,0 +1,20 @@
+import type { RequestTrace } from './observability/tracing.js';
+
+/** Who is calling: set by the bearer-auth middleware on every /v1 route. */
+export interface AuthContext {
+  readonly tenantId: string;
+  /** The id of the API key (never the key), for the action history and logs. */
+  readonly apiKeyId: string;
+}
+
+/** Hono's environment type for this app: the per-request variables. */
+export interface AppEnv {
+  Variables: {
+    /** Request id: the caller's `X-Request-Id` when it is sane, else a new one; echoed in the response. */
+    reqId: string;
+    auth: AuthContext;
+    /** The parsed JSON body (set by `jsonBody`). */
+    json: unknown;
+    trace: RequestTrace;
+  };
+}

@@ -1,0 +1,43 @@
+import { randomBytes } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
+import type { MiddlewareHandler } from 'hono';
+import { routePath } from 'hono/route';
+import type { Logger } from '@notify/outbox';
+import type { AppEnv } from '../env.js';
+import type { Metrics } from '../observability/metrics.js';
+
+const REQUEST_ID = /^[\w.:-]{1,128}$/;
+
+/**
+ * Assigns the request id, then after the handler logs one line per request and records the HTTP
+ * metrics. The line has ids, the route pattern and the status; never headers, query values or bodies.
+ */
+export function requestContext(deps: { readonly logger: Logger; readonly metrics: Metrics }): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const incoming = c.req.header('x-request-id');
+    const reqId = incoming && REQUEST_ID.test(incoming) ? incoming : `req_${randomBytes(9).toString('base64url')}`;
+    c.set('reqId', reqId);
+    const started = performance.now();
+    await next();
+    c.header('x-request-id', reqId);
+    const seconds = (performance.now() - started) / 1000;
+    const matched = routePath(c, -1);
+    // An unmatched path would otherwise be its own label value; bound the label set.
+    const route = matched === '' || matched.endsWith('*') ? 'unmatched' : matched;
+    deps.metrics.observeHttp({ method: c.req.method, route, status: c.res.status }, seconds);
+    const auth = c.get('auth') as AppEnv['Variables']['auth'] | undefined;
+    const trace = c.get('trace') as AppEnv['Variables']['trace'] | undefined;
+    const line = {
+      reqId,
+      method: c.req.method,
+      route,
+      status: c.res.status,
+      durationMs: Math.round(seconds * 10_000) / 10,
+      ...(auth ? { tenantId: auth.tenantId, apiKeyId: auth.apiKeyId } : {}),
+      ...(trace ? { traceId: trace.traceId } : {}),
+    };
+    if (c.res.status >= 500) deps.logger.error(line, 'request failed');
+    else if (route === '/metrics' || route === '/healthz' || route === '/readyz') deps.logger.debug(line, 'request');
+    else deps.logger.info(line, 'request');
+  };
+}

@@ -1,0 +1,145 @@
+import type { Kysely } from 'kysely';
+import {
+  type Database,
+  type MessageSubject,
+  type Notification,
+  buildDeliveryRequest,
+  buildStatusEvent,
+  fromKysely,
+  outboxInsert,
+} from '@notify/outbox';
+import { ProblemError } from './problem.js';
+import { notificationActionInsert } from './sql/notification-action-insert.js';
+import { notificationCancel } from './sql/notification-cancel.js';
+import { notificationGet } from './sql/notification-get.js';
+import { notificationRequeue } from './sql/notification-requeue.js';
+
+/** Who and when, for a manual action. */
+export interface ActionParams {
+  readonly db: Kysely<Database>;
+  readonly tenantId: string;
+  readonly id: string;
+  readonly now: Date;
+  /** The key that asked; null from the command line. */
+  readonly apiKeyId: string | null;
+}
+
+/** The notification after the action, and whether this call changed it. */
+export interface ActionResult {
+  readonly notification: Notification;
+  readonly changed: boolean;
+}
+
+function subjectOf(n: Notification): MessageSubject {
+  return { id: n.id, tenant_id: n.tenant_id, channel: n.channel, recipient: n.recipient, traceparent: n.traceparent };
+}
+
+/**
+ * queued → cancelled, in one transaction with its `notification.cancelled` status event (through
+ * the outbox, like every transition) and a history row. Cancelling a cancelled notification
+ * changes nothing (`changed: false`), so a client may repeat the call. Returns undefined when the
+ * tenant has no such notification; throws `invalid_transition` for sent and dead ones.
+ *
+ * A delivery request already on Kafka stays there: the dispatcher skips it, because the
+ * notification is no longer queued.
+ */
+export async function cancelNotification(params: ActionParams): Promise<ActionResult | undefined> {
+  return params.db.transaction().execute(async (trx) => {
+    const db = fromKysely(trx);
+    const current = await notificationGet(db, { tenantId: params.tenantId, id: params.id, forUpdate: true });
+    if (!current) return undefined;
+    if (current.state === 'cancelled') return { notification: current, changed: false };
+    if (current.state !== 'queued') {
+      throw new ProblemError('invalid_transition', `notification ${current.id} is ${current.state}; only queued notifications can be cancelled`, {
+        extensions: { state: current.state },
+      });
+    }
+    const updated = await notificationCancel(db, { id: current.id, now: params.now });
+    // The row is locked FOR UPDATE above, so the guarded UPDATE cannot miss.
+    if (!updated) throw new Error(`notification ${current.id} changed under its row lock`);
+    await outboxInsert(db, {
+      messages: [
+        buildStatusEvent(subjectOf(updated), {
+          type: 'notification.cancelled',
+          state: 'cancelled',
+          attempts: updated.attempts,
+          last_error: updated.last_error,
+          occurred_at: params.now,
+        }),
+      ],
+    });
+    await notificationActionInsert(db, {
+      notificationId: updated.id,
+      action: 'cancel',
+      fromState: 'queued',
+      toState: 'cancelled',
+      previousDeadReason: null,
+      attempts: updated.attempts,
+      maxAttempts: updated.max_attempts,
+      apiKeyId: params.apiKeyId,
+      now: params.now,
+    });
+    return { notification: updated, changed: true };
+  });
+}
+
+/** `retryNotification` also needs the retry budget. */
+export interface RetryParams extends ActionParams {
+  /** Attempts a manual retry grants: the cap becomes attempts made + budget (NOTIFY_MAX_ATTEMPTS). */
+  readonly budget: number;
+}
+
+/**
+ * dead → queued, due now: raises `max_attempts` to the attempts made plus the budget and, in the
+ * same transaction, writes the delivery request for the next attempt, a `notification.requeued`
+ * status event and a history row. Returns undefined when the tenant has no such notification;
+ * throws `invalid_transition` unless it is dead, and `notification_expired` when its expiry has
+ * passed (it would only die again as expired; enqueue a new one instead).
+ */
+export async function retryNotification(params: RetryParams): Promise<ActionResult | undefined> {
+  return params.db.transaction().execute(async (trx) => {
+    const db = fromKysely(trx);
+    const current = await notificationGet(db, { tenantId: params.tenantId, id: params.id, forUpdate: true });
+    if (!current) return undefined;
+    if (current.state !== 'dead') {
+      throw new ProblemError('invalid_transition', `notification ${current.id} is ${current.state}; only dead notifications can be retried`, {
+        extensions: { state: current.state },
+      });
+    }
+    if (new Date(current.expires_at).getTime() <= params.now.getTime()) {
+      throw new ProblemError(
+        'notification_expired',
+        `notification ${current.id} expired at ${new Date(current.expires_at).toISOString()}; enqueue a new notification instead`,
+      );
+    }
+    const maxAttempts = current.attempts + params.budget;
+    const updated = await notificationRequeue(db, { id: current.id, now: params.now, maxAttempts });
+    if (!updated) throw new Error(`notification ${current.id} changed under its row lock`);
+    const subject = subjectOf(updated);
+    await outboxInsert(db, {
+      messages: [
+        buildDeliveryRequest(subject, updated.attempts + 1, params.now),
+        buildStatusEvent(subject, {
+          type: 'notification.requeued',
+          state: 'queued',
+          attempts: updated.attempts,
+          last_error: updated.last_error,
+          next_attempt_at: params.now,
+          occurred_at: params.now,
+        }),
+      ],
+    });
+    await notificationActionInsert(db, {
+      notificationId: updated.id,
+      action: 'retry',
+      fromState: 'dead',
+      toState: 'queued',
+      previousDeadReason: current.dead_reason,
+      attempts: updated.attempts,
+      maxAttempts,
+      apiKeyId: params.apiKeyId,
+      now: params.now,
+    });
+    return { notification: updated, changed: true };
+  });
+}

@@ -1,0 +1,44 @@
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { IntentFields } from '@notify/outbox';
+import { buildOpenApiDocument, renderDocsPage } from './openapi.js';
+
+describe('the OpenAPI document', () => {
+  const doc = buildOpenApiDocument() as any;
+
+  it('publishes the request schema generated from IntentFields, the schema that validates requests', () => {
+    const { $schema: _s, ...expected } = z.toJSONSchema(IntentFields, { io: 'input', target: 'draft-2020-12' }) as Record<string, unknown>;
+    expect(doc.components.schemas.NotificationRequest).toEqual(expected);
+    expect(doc.components.schemas.NotificationRequest.additionalProperties).toBe(false);
+    expect(doc.paths['/v1/notifications'].post.requestBody.content['application/json'].schema).toEqual({
+      $ref: '#/components/schemas/NotificationRequest',
+    });
+  });
+  it('lists every endpoint and status code of the API', () => {
+    const statuses = (path: string, method: string) => Object.keys(doc.paths[path][method].responses).sort();
+    expect(statuses('/v1/notifications', 'post')).toEqual(['200', '202', '400', '401', '413', '415', '422']);
+    expect(statuses('/v1/notifications', 'get')).toEqual(['200', '400', '401']);
+    expect(statuses('/v1/notifications/{id}', 'get')).toEqual(['200', '401', '404']);
+    expect(statuses('/v1/notifications/{id}/attempts', 'get')).toEqual(['200', '401', '404']);
+    expect(statuses('/v1/notifications/{id}/actions', 'get')).toEqual(['200', '401', '404']);
+    expect(statuses('/v1/notifications/{id}/cancel', 'post')).toEqual(['200', '401', '404', '409']);
+    expect(statuses('/v1/notifications/{id}/retry', 'post')).toEqual(['202', '401', '404', '409']);
+    expect(statuses('/readyz', 'get')).toEqual(['200', '503']);
+    expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(['/healthz', '/metrics']));
+  });
+  it('has no dangling $ref', () => {
+    const refs = JSON.stringify(doc).match(/#\/components\/schemas\/\w+/g) ?? [];
+    for (const r of new Set(refs)) expect(doc.components.schemas[r.split('/').pop()!], r).toBeDefined();
+  });
+  it('describes the list query from the ListQuery schema', () => {
+    const params = doc.paths['/v1/notifications'].get.parameters;
+    expect(params.map((p: any) => p.name)).toEqual(['state', 'to', 'limit', 'cursor']);
+    expect(params.find((p: any) => p.name === 'limit').schema).toMatchObject({ type: 'integer', minimum: 1, maximum: 100, default: 25 });
+  });
+  it('renders a docs page with every operation and no scripts', () => {
+    const html = renderDocsPage(doc);
+    expect(html).toContain('POST /v1/notifications/{id}/retry');
+    expect(html).toContain('href="/openapi.json"');
+    expect(html).not.toContain('<script');
+  });
+});

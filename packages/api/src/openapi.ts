@@ -1,0 +1,223 @@
+import { z } from 'zod';
+import { IntentFields } from '@notify/outbox';
+import { MAX_BODY_BYTES } from './middleware/json-body.js';
+import { PROBLEM_CATALOG, PROBLEM_TYPE_BASE, type ProblemCode } from './problem.js';
+import { ActionList, AttemptList, Health, ListQuery, NotificationList, NotificationView, Problem } from './schemas.js';
+
+type JsonSchema = Record<string, unknown>;
+
+const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+
+function strip(schema: JsonSchema): JsonSchema {
+  const { $schema: _s, $id: _i, ...rest } = schema;
+  return rest;
+}
+
+function componentSchemas(): Record<string, JsonSchema> {
+  const registry = z.registry<{ id: string }>();
+  registry.add(IntentFields, { id: 'NotificationRequest' });
+  registry.add(NotificationView, { id: 'Notification' });
+  registry.add(NotificationList, { id: 'NotificationList' });
+  registry.add(AttemptList, { id: 'AttemptList' });
+  registry.add(ActionList, { id: 'ActionList' });
+  registry.add(Problem, { id: 'Problem' });
+  registry.add(Health, { id: 'Health' });
+  const { schemas } = z.toJSONSchema(registry, { uri: (id) => `#/components/schemas/${id}`, target: 'draft-2020-12', io: 'input' }) as {
+    schemas: Record<string, JsonSchema>;
+  };
+  return Object.fromEntries(Object.entries(schemas).map(([k, v]) => [k, strip(v)]));
+}
+
+function listParameters(): JsonSchema[] {
+  const schema = z.toJSONSchema(ListQuery, { io: 'input', target: 'draft-2020-12' }) as { properties: Record<string, JsonSchema> };
+  return Object.entries(schema.properties).map(([name, s]) => {
+    const { description, ...rest } = s;
+    return { name, in: 'query', required: false, ...(description ? { description } : {}), schema: rest };
+  });
+}
+
+function problemResponse(codes: readonly ProblemCode[]): JsonSchema {
+  return {
+    description: codes.map((code) => `\`${code}\`: ${PROBLEM_CATALOG[code].title}`).join('; '),
+    content: { 'application/problem+json': { schema: ref('Problem') } },
+  };
+}
+
+function problems(...codes: ProblemCode[]): Record<string, JsonSchema> {
+  const byStatus = new Map<number, ProblemCode[]>();
+  for (const code of codes) {
+    const status = PROBLEM_CATALOG[code].status;
+    byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
+  }
+  return Object.fromEntries([...byStatus].map(([status, cs]) => [String(status), problemResponse(cs)]));
+}
+
+const json = (name: string, description: string, headers?: Record<string, JsonSchema>) => ({
+  description,
+  ...(headers ? { headers } : {}),
+  content: { 'application/json': { schema: ref(name) } },
+});
+
+const idParameter = {
+  name: 'id',
+  in: 'path',
+  required: true,
+  description: 'Notification id (ntf_…)',
+  schema: { type: 'string', pattern: '^ntf_[0-9A-HJKMNP-TV-Z]{26}$' },
+};
+
+const location = { Location: { description: '/v1/notifications/{id}', schema: { type: 'string' } } };
+
+/**
+ * The OpenAPI 3.1 document of the API. Request and response schemas are generated from the zod
+ * schemas that validate requests (IntentFields, ListQuery) and that the tests parse responses
+ * with, so the document cannot drift from the code.
+ */
+export function buildOpenApiDocument(): JsonSchema {
+  const auth = problems('unauthorized');
+  return {
+    openapi: '3.1.0',
+    jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
+    info: {
+      title: 'notify',
+      version: '1.0.0',
+      description:
+        'Queue notifications (email, SMS, webhook) for at-least-once delivery with retries. ' +
+        `Errors are RFC 9457 problem details whose \`type\` is ${PROBLEM_TYPE_BASE}<code>. JSON fields are snake_case.`,
+    },
+    security: [{ bearer: [] }],
+    paths: {
+      '/v1/notifications': {
+        post: {
+          operationId: 'createNotification',
+          summary: 'Queue a notification',
+          description:
+            'Records the notification and returns at once (202): delivery happens later. With an Idempotency-Key, ' +
+            'repeating the same request returns the original (200); the same key with a different request is a 422. ' +
+            `Bodies over ${MAX_BODY_BYTES} bytes are refused (413). A W3C traceparent header is carried to the delivery.`,
+          parameters: [
+            { name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string', minLength: 1, maxLength: 255 } },
+            { name: 'traceparent', in: 'header', required: false, schema: { type: 'string' }, description: 'W3C trace context' },
+          ],
+          requestBody: { required: true, content: { 'application/json': { schema: ref('NotificationRequest') } } },
+          responses: {
+            '202': json('Notification', 'Queued', location),
+            '200': json('Notification', 'A repeat of an earlier request with the same Idempotency-Key: the original', location),
+            ...problems('malformed_json', 'unauthorized', 'payload_too_large', 'unsupported_media_type'),
+            '422': problemResponse(['validation_failed', 'unknown_channel', 'bad_expiry', 'idempotency_conflict']),
+          },
+        },
+        get: {
+          operationId: 'listNotifications',
+          summary: 'List notifications, newest first',
+          parameters: listParameters(),
+          responses: { '200': json('NotificationList', 'A page'), ...problems('invalid_query', 'unauthorized') },
+        },
+      },
+      '/v1/notifications/{id}': {
+        get: {
+          operationId: 'getNotification',
+          summary: 'Look up a notification',
+          parameters: [idParameter],
+          responses: { '200': json('Notification', 'The notification'), ...auth, ...problems('not_found') },
+        },
+      },
+      '/v1/notifications/{id}/attempts': {
+        get: {
+          operationId: 'listAttempts',
+          summary: 'The delivery attempts of a notification, first to last',
+          parameters: [idParameter],
+          responses: { '200': json('AttemptList', 'The attempts'), ...auth, ...problems('not_found') },
+        },
+      },
+      '/v1/notifications/{id}/actions': {
+        get: {
+          operationId: 'listActions',
+          summary: 'The manual actions (cancel, retry) taken on a notification, oldest first',
+          parameters: [idParameter],
+          responses: { '200': json('ActionList', 'The actions'), ...auth, ...problems('not_found') },
+        },
+      },
+      '/v1/notifications/{id}/cancel': {
+        post: {
+          operationId: 'cancelNotification',
+          summary: 'Cancel a queued notification',
+          description: 'queued → cancelled (terminal). Cancelling a cancelled notification returns it unchanged.',
+          parameters: [idParameter],
+          responses: { '200': json('Notification', 'Cancelled'), ...auth, ...problems('not_found', 'invalid_transition') },
+        },
+      },
+      '/v1/notifications/{id}/retry': {
+        post: {
+          operationId: 'retryNotification',
+          summary: 'Re-queue a dead notification',
+          description:
+            'dead → queued, due now, with max_attempts raised to the attempts made plus NOTIFY_MAX_ATTEMPTS. ' +
+            'Recorded in GET /v1/notifications/{id}/actions.',
+          parameters: [idParameter],
+          responses: {
+            '202': json('Notification', 'Re-queued', location),
+            ...auth,
+            ...problems('not_found', 'invalid_transition', 'notification_expired'),
+          },
+        },
+      },
+      '/healthz': {
+        get: { operationId: 'health', summary: 'The process is up', security: [], responses: { '200': json('Health', 'Up') } },
+      },
+      '/readyz': {
+        get: {
+          operationId: 'ready',
+          summary: 'PostgreSQL and Kafka are reachable',
+          security: [],
+          responses: { '200': json('Health', 'Ready'), ...problems('not_ready') },
+        },
+      },
+      '/metrics': {
+        get: {
+          operationId: 'metrics',
+          summary: 'Prometheus metrics (text exposition format)',
+          security: [],
+          responses: { '200': { description: 'Metrics', content: { 'text/plain': { schema: { type: 'string' } } } } },
+        },
+      },
+    },
+    components: {
+      securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'An API key from `notify api-keys create`' } },
+      schemas: componentSchemas(),
+    },
+  };
+}
+
+const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`);
+
+/**
+ * A self-contained HTML page (no scripts, no CDN) listing every operation of the OpenAPI
+ * document with its parameters and responses, linking to /openapi.json for the schemas.
+ */
+export function renderDocsPage(doc: JsonSchema): string {
+  const paths = doc.paths as Record<string, Record<string, JsonSchema>>;
+  const sections: string[] = [];
+  for (const [path, ops] of Object.entries(paths)) {
+    for (const [method, op] of Object.entries(ops)) {
+      const params = ((op.parameters as JsonSchema[] | undefined) ?? [])
+        .map((p) => `<li><code>${escapeHtml(String(p.name))}</code> (${escapeHtml(String(p.in))})${p.description ? ` — ${escapeHtml(String(p.description))}` : ''}</li>`)
+        .join('');
+      const responses = Object.entries(op.responses as Record<string, JsonSchema>)
+        .map(([status, r]) => `<li><strong>${status}</strong> ${escapeHtml(String(r.description))}</li>`)
+        .join('');
+      sections.push(
+        `<section><h2><code>${method.toUpperCase()} ${escapeHtml(path)}</code></h2><p>${escapeHtml(String(op.summary))}</p>` +
+          (op.description ? `<p>${escapeHtml(String(op.description))}</p>` : '') +
+          (params ? `<h3>Parameters</h3><ul>${params}</ul>` : '') +
+          `<h3>Responses</h3><ul>${responses}</ul></section>`,
+      );
+    }
+  }
+  const info = doc.info as JsonSchema;
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>notify API</title>
+<style>body{font:15px/1.5 system-ui,sans-serif;max-width:52rem;margin:2rem auto;padding:0 1rem}code{background:#f3f3f3;padding:0 .2em}section{border-top:1px solid #ddd}</style>
+</head><body><h1>notify API ${escapeHtml(String(info.version))}</h1><p>${escapeHtml(String(info.description))}</p>
+<p>Authenticate with <code>Authorization: Bearer &lt;key&gt;</code>. Schemas: <a href="/openapi.json">/openapi.json</a>.</p>
+${sections.join('\n')}</body></html>`;
+}

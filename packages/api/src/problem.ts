@@ -1,0 +1,133 @@
+import { type ErrorCode, type FieldIssue, NotifyError, ValidationError, IdempotencyConflictError } from '@notify/outbox';
+
+/** Where problem types live. A `type` is this base plus the code, e.g. `https://notify.dev/problems/not_found`. */
+export const PROBLEM_TYPE_BASE = 'https://notify.dev/problems/';
+
+/** Problem codes that only the HTTP layer raises (the rest are `ErrorCode`s from @notify/outbox). */
+export const HTTP_PROBLEM_CODES = [
+  'unauthorized',
+  'not_found',
+  'malformed_json',
+  'invalid_query',
+  'unsupported_media_type',
+  'notification_expired',
+  'not_ready',
+  'internal_error',
+] as const;
+
+/** Every code that can appear in a problem `type`. Stable: clients may switch on them. */
+export type ProblemCode = ErrorCode | (typeof HTTP_PROBLEM_CODES)[number];
+
+/** The HTTP status and title of each code. One table, so a code never appears with two statuses. */
+export const PROBLEM_CATALOG: { readonly [C in ProblemCode]: { readonly status: number; readonly title: string } } = {
+  validation_failed: { status: 422, title: 'The request is not a valid notification' },
+  unknown_channel: { status: 422, title: 'Unknown channel' },
+  bad_expiry: { status: 422, title: 'Invalid expiry' },
+  idempotency_conflict: { status: 422, title: 'Idempotency-Key reused with a different request' },
+  payload_too_large: { status: 413, title: 'Request body too large' },
+  idempotency_in_progress: { status: 409, title: 'A request with this Idempotency-Key is in progress' },
+  invalid_transition: { status: 409, title: 'The notification is not in a state that allows this' },
+  notification_expired: { status: 409, title: 'The notification has expired' },
+  config_invalid: { status: 500, title: 'Server misconfigured' },
+  database_unreachable: { status: 503, title: 'Database unreachable' },
+  unauthorized: { status: 401, title: 'Missing or invalid API key' },
+  not_found: { status: 404, title: 'Not found' },
+  malformed_json: { status: 400, title: 'Malformed JSON' },
+  invalid_query: { status: 400, title: 'Invalid query parameters' },
+  unsupported_media_type: { status: 415, title: 'Unsupported media type' },
+  not_ready: { status: 503, title: 'Not ready' },
+  internal_error: { status: 500, title: 'Internal server error' },
+};
+
+/** An RFC 9457 problem details object, as this API renders it. */
+export interface ProblemDetails {
+  readonly type: string;
+  readonly title: string;
+  readonly status: number;
+  readonly detail: string;
+  /** The request path the problem is about. */
+  readonly instance?: string;
+  /** The stable code (the last segment of `type`), for clients that prefer not to parse URLs. */
+  readonly code: ProblemCode;
+  /** Field-level issues of a validation problem. */
+  readonly errors?: readonly FieldIssue[];
+  /** Extension members, e.g. `existing_id` on an idempotency conflict. */
+  readonly [extension: string]: unknown;
+}
+
+/** An error the HTTP layer turns into a problem response with its code's status. */
+export class ProblemError extends Error {
+  readonly code: ProblemCode;
+  readonly extensions: Readonly<Record<string, unknown>>;
+  readonly headers: Readonly<Record<string, string>>;
+  constructor(
+    code: ProblemCode,
+    detail: string,
+    options: { extensions?: Record<string, unknown>; headers?: Record<string, string>; cause?: unknown } = {},
+  ) {
+    super(detail, { cause: options.cause });
+    this.name = 'ProblemError';
+    this.code = code;
+    this.extensions = options.extensions ?? {};
+    this.headers = options.headers ?? {};
+  }
+}
+
+/** The problem `type` URI of a code. */
+export function problemType(code: ProblemCode): string {
+  return `${PROBLEM_TYPE_BASE}${code}`;
+}
+
+/** Builds the problem body for a code. */
+export function problem(code: ProblemCode, detail: string, extensions: Record<string, unknown> = {}, instance?: string): ProblemDetails {
+  const { status, title } = PROBLEM_CATALOG[code];
+  return { type: problemType(code), title, status, detail, ...(instance ? { instance } : {}), code, ...extensions };
+}
+
+/**
+ * Maps any thrown value to a problem. Our typed errors keep their code and message; anything
+ * else is a 500 whose detail says nothing about internals (the log has the error).
+ */
+export function problemFromError(err: unknown, instance?: string): { body: ProblemDetails; headers: Record<string, string>; expected: boolean } {
+  if (err instanceof ProblemError) {
+    return { body: problem(err.code, err.message, { ...err.extensions }, instance), headers: { ...err.headers }, expected: true };
+  }
+  if (err instanceof ValidationError) {
+    return { body: problem(err.code, err.message, { errors: err.issues }, instance), headers: {}, expected: true };
+  }
+  if (err instanceof IdempotencyConflictError) {
+    return { body: problem(err.code, err.message, { existing_id: err.existingId }, instance), headers: {}, expected: true };
+  }
+  if (err instanceof NotifyError && err.code in PROBLEM_CATALOG) {
+    const headers: Record<string, string> = err.code === 'idempotency_in_progress' ? { 'retry-after': '1' } : {};
+    return { body: problem(err.code, err.message, {}, instance), headers, expected: err.code !== 'config_invalid' };
+  }
+  if (isDatabaseUnreachable(err)) {
+    return {
+      body: problem('database_unreachable', 'the database is not reachable right now; retry later', {}, instance),
+      headers: { 'retry-after': '5' },
+      expected: false,
+    };
+  }
+  return { body: problem('internal_error', 'an unexpected error occurred; it has been logged', {}, instance), headers: {}, expected: false };
+}
+
+const UNREACHABLE_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EHOSTUNREACH', '57P01', '57P03', '08006', '08001']);
+
+function isDatabaseUnreachable(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code === 'string' && UNREACHABLE_ERRNOS.has(code)) return true;
+  const message = err instanceof Error ? err.message : '';
+  return /Connection terminated|timeout exceeded when trying to connect/i.test(message);
+}
+
+/** The media type of every error response. */
+export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
+
+/** A problem body as a `Response`. */
+export function problemResponse(body: ProblemDetails, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify(body), {
+    status: body.status,
+    headers: { 'content-type': PROBLEM_CONTENT_TYPE, ...headers },
+  });
+}

@@ -1,0 +1,161 @@
+import { Hono } from 'hono';
+import type { Kysely } from 'kysely';
+import { type Clock, type Database, type Logger, IntentFields, enqueue, fromKysely, isNotificationId } from '@notify/outbox';
+import type { AppEnv } from '../env.js';
+import { bearerAuth } from '../middleware/bearer-auth.js';
+import { jsonBody } from '../middleware/json-body.js';
+import { cancelNotification, retryNotification } from '../notification-actions.js';
+import { withServerSpan } from '../observability/tracing.js';
+import { ProblemError } from '../problem.js';
+import { ListQuery } from '../schemas.js';
+import { attemptList } from '../sql/attempt-list.js';
+import { notificationActionList } from '../sql/notification-action-list.js';
+import { notificationGet } from '../sql/notification-get.js';
+import { notificationList } from '../sql/notification-list.js';
+import { actionView, attemptView, decodeCursor, encodeCursor, notificationView } from '../views.js';
+
+/** What the notification routes need. */
+export interface NotificationRoutesDeps {
+  readonly db: Kysely<Database>;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly retry: { readonly maxAttempts: number; readonly defaultTtlMs: number };
+}
+
+const IDEMPOTENCY_KEY = /^[\x20-\x7e]{1,255}$/;
+
+function notFound(id: string): ProblemError {
+  return new ProblemError('not_found', `no notification ${id}`);
+}
+
+function issuesOf(error: { issues: readonly { path: readonly PropertyKey[]; message: string }[] }) {
+  return error.issues.map((i) => ({ path: i.path.map(String).join('.') || '(root)', message: i.message }));
+}
+
+/**
+ * `/v1/notifications`: enqueue, look up, list, attempts, actions, cancel, retry. Every route is
+ * behind bearer auth and scoped to the caller's tenant: another tenant's id is a 404, exactly like
+ * an id that does not exist. No handler waits for Kafka or a provider: they read and write PostgreSQL only.
+ */
+export function notificationRoutes(deps: NotificationRoutesDeps): Hono<AppEnv> {
+  const db = fromKysely(deps.db);
+  const app = new Hono<AppEnv>();
+  app.use('*', bearerAuth({ db }));
+
+  app.post('/', jsonBody(), async (c) => {
+    const auth = c.get('auth');
+    const body = c.get('json');
+    // The body is validated by the same schema /openapi.json publishes (IntentFields); enqueue
+    // then checks what a schema cannot (channel, recipient form, body xor template, expiry).
+    const fields = IntentFields.safeParse(body);
+    if (!fields.success) {
+      throw new ProblemError('validation_failed', 'the request body is not a valid notification', {
+        extensions: { errors: issuesOf(fields.error) },
+      });
+    }
+    const key = c.req.header('idempotency-key');
+    if (key !== undefined && !IDEMPOTENCY_KEY.test(key)) {
+      throw new ProblemError('validation_failed', 'the Idempotency-Key header must be 1 to 255 printable ASCII characters', {
+        extensions: { errors: [{ path: 'Idempotency-Key', message: 'must be 1 to 255 printable ASCII characters' }] },
+      });
+    }
+    return withServerSpan('POST /v1/notifications', c.req.header('traceparent'), async (trace) => {
+      c.set('trace', trace);
+      const intent = { ...fields.data, tenant_id: auth.tenantId, idempotency_key: key, traceparent: trace.traceparent };
+      const { notification, created } = await deps.db
+        .transaction()
+        .execute((trx) => enqueue(trx, intent, { clock: deps.clock, maxAttempts: deps.retry.maxAttempts, defaultTtlMs: deps.retry.defaultTtlMs }));
+      deps.logger.info(
+        { notificationId: notification.id, tenantId: auth.tenantId, channel: notification.channel, created, traceId: trace.traceId },
+        created ? 'notification queued' : 'notification replayed for a repeated Idempotency-Key',
+      );
+      c.header('location', `/v1/notifications/${notification.id}`);
+      return c.json(notificationView(notification), created ? 202 : 200);
+    });
+  });
+
+  app.get('/', async (c) => {
+    const parsed = ListQuery.safeParse(c.req.query());
+    if (!parsed.success) {
+      throw new ProblemError('invalid_query', 'the query parameters are not valid', { extensions: { errors: issuesOf(parsed.error) } });
+    }
+    const q = parsed.data;
+    let beforeId: string | undefined;
+    if (q.cursor !== undefined) {
+      beforeId = decodeCursor(q.cursor);
+      if (!isNotificationId(beforeId)) {
+        throw new ProblemError('invalid_query', 'the cursor is not one this API returned', {
+          extensions: { errors: [{ path: 'cursor', message: 'pass next_cursor from the previous page unchanged' }] },
+        });
+      }
+    }
+    const rows = await notificationList(db, {
+      tenantId: c.get('auth').tenantId,
+      state: q.state,
+      recipient: q.to,
+      beforeId,
+      limit: q.limit + 1,
+    });
+    const page = rows.slice(0, q.limit);
+    const last = page[page.length - 1];
+    return c.json({ data: page.map(notificationView), next_cursor: rows.length > q.limit && last ? encodeCursor(last.id) : null });
+  });
+
+  app.get('/:id', async (c) => {
+    const id = c.req.param('id');
+    const n = isNotificationId(id) ? await notificationGet(db, { tenantId: c.get('auth').tenantId, id }) : undefined;
+    if (!n) throw notFound(id);
+    return c.json(notificationView(n));
+  });
+
+  app.get('/:id/attempts', async (c) => {
+    const id = c.req.param('id');
+    const n = isNotificationId(id) ? await notificationGet(db, { tenantId: c.get('auth').tenantId, id }) : undefined;
+    if (!n) throw notFound(id);
+    const attempts = await attemptList(db, { notificationId: n.id });
+    return c.json({ data: attempts.map(attemptView) });
+  });
+
+  app.get('/:id/actions', async (c) => {
+    const id = c.req.param('id');
+    const n = isNotificationId(id) ? await notificationGet(db, { tenantId: c.get('auth').tenantId, id }) : undefined;
+    if (!n) throw notFound(id);
+    const actions = await notificationActionList(db, { notificationId: n.id });
+    return c.json({ data: actions.map(actionView) });
+  });
+
+  app.post('/:id/cancel', async (c) => {
+    const id = c.req.param('id');
+    const auth = c.get('auth');
+    const result = isNotificationId(id)
+      ? await cancelNotification({ db: deps.db, tenantId: auth.tenantId, id, now: deps.clock.now(), apiKeyId: auth.apiKeyId })
+      : undefined;
+    if (!result) throw notFound(id);
+    if (result.changed) deps.logger.info({ notificationId: id, tenantId: auth.tenantId, apiKeyId: auth.apiKeyId }, 'notification cancelled');
+    return c.json(notificationView(result.notification), 200);
+  });
+
+  app.post('/:id/retry', async (c) => {
+    const id = c.req.param('id');
+    const auth = c.get('auth');
+    const result = isNotificationId(id)
+      ? await retryNotification({
+          db: deps.db,
+          tenantId: auth.tenantId,
+          id,
+          now: deps.clock.now(),
+          apiKeyId: auth.apiKeyId,
+          budget: deps.retry.maxAttempts,
+        })
+      : undefined;
+    if (!result) throw notFound(id);
+    deps.logger.info(
+      { notificationId: id, tenantId: auth.tenantId, apiKeyId: auth.apiKeyId, maxAttempts: result.notification.max_attempts },
+      'notification re-queued by a manual retry',
+    );
+    c.header('location', `/v1/notifications/${id}`);
+    return c.json(notificationView(result.notification), 202);
+  });
+
+  return app;
+}

@@ -1,0 +1,115 @@
+import { z } from 'zod';
+import { ATTEMPT_OUTCOMES, CHANNELS, DEAD_REASONS, NOTIFICATION_STATES } from '@notify/outbox';
+import { NOTIFICATION_ACTIONS } from './sql/notification-action-list.js';
+
+// The schemas below are the single source of the API's shapes: requests are validated with them
+// (IntentFields from @notify/outbox for the body, ListQuery for the list's query string), tests
+// parse responses with them, and /openapi.json is generated from them.
+
+const instant = z.iso.datetime({ offset: true });
+
+/** Largest page of `GET /v1/notifications`. */
+export const MAX_PAGE_SIZE = 100;
+/** Page size when `limit` is not given. */
+export const DEFAULT_PAGE_SIZE = 25;
+
+/** Query string of `GET /v1/notifications`. Unknown parameters are rejected (a typo should not silently list everything). */
+export const ListQuery = z
+  .object({
+    state: z.enum(NOTIFICATION_STATES).optional().describe('Only notifications in this state'),
+    to: z.string().min(1).max(2048).optional().describe('Only notifications to this exact recipient'),
+    limit: z.coerce.number().int().min(1).max(MAX_PAGE_SIZE).default(DEFAULT_PAGE_SIZE).describe('Page size'),
+    cursor: z.string().min(1).max(200).optional().describe('`next_cursor` of the previous page'),
+  })
+  .strict();
+export type ListQuery = z.infer<typeof ListQuery>;
+
+/** A notification as the API shows it. Content (body, data) is not echoed back. */
+export const NotificationView = z
+  .object({
+    id: z.string().describe('ntf_ + ULID: time-ordered, not guessable'),
+    channel: z.enum(CHANNELS),
+    to: z.string(),
+    state: z.enum(NOTIFICATION_STATES),
+    dead_reason: z.enum(DEAD_REASONS).nullable().describe('Why it is dead; null unless state is dead'),
+    attempts: z.int().min(0).describe('Delivery attempts made so far'),
+    max_attempts: z.int().min(1).describe('Attempt cap; a manual retry raises it'),
+    last_error: z.string().nullable(),
+    created_at: instant,
+    updated_at: instant,
+    next_attempt_at: instant.nullable().describe('When the next attempt is due; null unless queued'),
+    sent_at: instant.nullable(),
+    expires_at: instant,
+    metadata: z.record(z.string(), z.string()),
+  })
+  .strict();
+export type NotificationView = z.infer<typeof NotificationView>;
+
+/** A page of notifications. */
+export const NotificationList = z
+  .object({
+    data: z.array(NotificationView),
+    next_cursor: z.string().nullable().describe('Pass as `cursor` for the next (older) page; null on the last page'),
+  })
+  .strict();
+export type NotificationList = z.infer<typeof NotificationList>;
+
+/** One delivery attempt. */
+export const AttemptView = z
+  .object({
+    attempt: z.int().min(1),
+    started_at: instant,
+    finished_at: instant,
+    outcome: z.enum(ATTEMPT_OUTCOMES),
+    error: z.string().nullable(),
+    provider_status: z.string().nullable().describe('e.g. "503", "550 5.1.1", "ECONNRESET"'),
+  })
+  .strict();
+export type AttemptView = z.infer<typeof AttemptView>;
+
+/** The attempt history. */
+export const AttemptList = z.object({ data: z.array(AttemptView) }).strict();
+export type AttemptList = z.infer<typeof AttemptList>;
+
+/** One manual action (cancel or retry) on a notification. */
+export const ActionView = z
+  .object({
+    action: z.enum(NOTIFICATION_ACTIONS),
+    from_state: z.enum(NOTIFICATION_STATES),
+    to_state: z.enum(NOTIFICATION_STATES),
+    previous_dead_reason: z.enum(DEAD_REASONS).nullable().describe('Why it was dead before a retry'),
+    attempts: z.int().min(0),
+    max_attempts: z.int().min(1).describe('The attempt cap after the action'),
+    api_key_id: z.string().nullable().describe('The id of the key that asked (never the key); null from the CLI'),
+    occurred_at: instant,
+  })
+  .strict();
+export type ActionView = z.infer<typeof ActionView>;
+
+/** The manual-action history. */
+export const ActionList = z.object({ data: z.array(ActionView) }).strict();
+export type ActionList = z.infer<typeof ActionList>;
+
+/** RFC 9457 problem details, as rendered by this API. */
+export const Problem = z
+  .object({
+    type: z.url().describe('https://notify.dev/problems/<code>'),
+    title: z.string(),
+    status: z.int(),
+    detail: z.string(),
+    instance: z.string().optional(),
+    code: z.string().describe('The last segment of type'),
+    errors: z.array(z.object({ path: z.string(), message: z.string() })).optional().describe('Field issues of a validation problem'),
+    existing_id: z.string().optional().describe('On idempotency_conflict: the notification the key belongs to'),
+  })
+  .loose();
+export type Problem = z.infer<typeof Problem>;
+
+/** /healthz and /readyz. */
+export const Health = z
+  .object({
+    status: z.enum(['ok', 'unavailable']),
+    checks: z.record(z.string(), z.enum(['ok', 'unavailable'])).optional(),
+  })
+  .strict();
+export type Health = z.infer<typeof Health>;

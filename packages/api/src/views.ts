@@ -1,0 +1,62 @@
+import type { Attempt, Notification } from '@notify/outbox';
+import type { ActionView, AttemptView, NotificationView } from './schemas.js';
+import type { NotificationAction } from './sql/notification-action-list.js';
+
+const iso = (d: Date | string): string => new Date(d).toISOString();
+const isoOrNull = (d: Date | string | null): string | null => (d === null ? null : iso(d));
+
+/** A notification row as the API shows it (snake_case, ISO instants, `to` for the recipient). */
+export function notificationView(n: Notification): NotificationView {
+  return {
+    id: n.id,
+    channel: n.channel,
+    to: n.recipient,
+    state: n.state,
+    dead_reason: n.dead_reason,
+    attempts: n.attempts,
+    max_attempts: n.max_attempts,
+    last_error: n.last_error,
+    created_at: iso(n.created_at),
+    updated_at: iso(n.updated_at),
+    next_attempt_at: isoOrNull(n.next_attempt_at),
+    sent_at: isoOrNull(n.sent_at),
+    expires_at: iso(n.expires_at),
+    metadata: n.metadata ?? {},
+  };
+}
+
+/** An attempt row as the API shows it. */
+export function attemptView(a: Attempt): AttemptView {
+  return {
+    attempt: a.attempt,
+    started_at: iso(a.started_at),
+    finished_at: iso(a.finished_at),
+    outcome: a.outcome,
+    error: a.error,
+    provider_status: a.provider_status,
+  };
+}
+
+/** A manual action row as the API shows it. */
+export function actionView(a: NotificationAction): ActionView {
+  return {
+    action: a.action,
+    from_state: a.from_state as ActionView['from_state'],
+    to_state: a.to_state as ActionView['to_state'],
+    previous_dead_reason: a.previous_dead_reason as ActionView['previous_dead_reason'],
+    attempts: a.attempts,
+    max_attempts: a.max_attempts,
+    api_key_id: a.api_key_id,
+    occurred_at: iso(a.occurred_at),
+  };
+}
+
+/** The opaque cursor for "older than this id". */
+export function encodeCursor(id: string): string {
+  return Buffer.from(id, 'utf8').toString('base64url');
+}
+
+/** The id inside a cursor (not yet validated). */
+export function decodeCursor(cursor: string): string {
+  return Buffer.from(cursor, 'base64url').toString('utf8');
+}

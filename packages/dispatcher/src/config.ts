@@ -1,0 +1,80 @@
+import type { Config, RetryConfig } from '@notify/outbox';
+import { delayTiers, type DelayTier } from './retry/delay-topics.js';
+
+/** Everything the dispatcher needs to know, built once by `dispatcherConfigFrom` (or by hand in tests). */
+export interface DispatcherConfig {
+  /** NOTIFY_TOPIC_PREFIX: topics are `<prefix>.requests`, `<prefix>.retry.<tier>`, `<prefix>.dlq`. */
+  readonly topicPrefix: string;
+  /** Kafka consumer group; default `<prefix>.dispatcher`. Every dispatcher instance of a deployment shares it. */
+  readonly groupId: string;
+  readonly retry: RetryConfig;
+  /** The delay topics, derived from `retry` (see `delayTiers`). */
+  readonly tiers: readonly DelayTier[];
+  /** NOTIFY_SEND_TIMEOUT_MS: one provider call is aborted after this. */
+  readonly sendTimeoutMs: number;
+  /** NOTIFY_MAX_IN_FLIGHT: deliveries (and so provider calls) running at once, across all partitions. */
+  readonly maxInFlight: number;
+  /**
+   * Messages read from Kafka but not finished (running or waiting behind their key) held in
+   * memory at most; fetching waits when it is reached. Default max(1000, 10 × maxInFlight).
+   */
+  readonly maxBuffered: number;
+  /** NOTIFY_REPAIR_AFTER_MS: a queued notification overdue by more than this is re-published. */
+  readonly repairAfterMs: number;
+  /** How often the repair sweep runs. Default repairAfterMs / 2, at most 30 s. */
+  readonly repairIntervalMs: number;
+  /** Most notifications one sweep re-publishes. */
+  readonly repairBatchSize: number;
+  /**
+   * `stop()` waits this long for running deliveries before aborting them (they stay queued).
+   * Default 10 s; from the service config, two thirds of NOTIFY_SHUTDOWN_TIMEOUT_MS.
+   */
+  readonly shutdownTimeoutMs: number;
+  /**
+   * kafkajs `maxWaitTimeInMs`: how long a fetch waits for data. It also bounds how late a paused
+   * delay-topic partition is noticed after it is resumed, so it is short. Default 100 ms.
+   */
+  readonly fetchMaxWaitMs: number;
+}
+
+/** Optional overrides for `dispatcherConfigFrom`. */
+export type DispatcherConfigOverrides = Partial<Omit<DispatcherConfig, 'tiers' | 'retry'>>;
+
+/** The dispatcher's settings from the service configuration (`loadConfig(env)`), with derived defaults. */
+export function dispatcherConfigFrom(config: Config, overrides: DispatcherConfigOverrides = {}): DispatcherConfig {
+  return dispatcherConfig({
+    topicPrefix: config.topicPrefix,
+    retry: config.retry,
+    sendTimeoutMs: config.dispatcher.sendTimeoutMs,
+    maxInFlight: config.dispatcher.maxInFlight,
+    repairAfterMs: config.dispatcher.repairAfterMs,
+    // Two thirds of the process' shutdown budget (NOTIFY_SHUTDOWN_TIMEOUT_MS) for running deliveries;
+    // the rest is for aborting stragglers, committing and leaving the group.
+    shutdownTimeoutMs: Math.max(100, Math.floor((config.shutdownTimeoutMs * 2) / 3)),
+    ...overrides,
+  });
+}
+
+/** Builds a `DispatcherConfig` from the required fields, deriving every other one. */
+export function dispatcherConfig(
+  fields: Pick<DispatcherConfig, 'topicPrefix' | 'retry' | 'sendTimeoutMs' | 'maxInFlight' | 'repairAfterMs'> & DispatcherConfigOverrides,
+): DispatcherConfig {
+  const check = (name: string, value: number, min: number) => {
+    if (!Number.isFinite(value) || value < min) throw new RangeError(`dispatcher config ${name} must be a number ≥ ${min}, got ${value}`);
+  };
+  check('maxInFlight', fields.maxInFlight, 1);
+  check('sendTimeoutMs', fields.sendTimeoutMs, 1);
+  check('repairAfterMs', fields.repairAfterMs, 1);
+  const config: DispatcherConfig = {
+    groupId: `${fields.topicPrefix}.dispatcher`,
+    maxBuffered: Math.max(1000, 10 * fields.maxInFlight),
+    repairIntervalMs: Math.max(10, Math.min(30_000, Math.floor(fields.repairAfterMs / 2))),
+    repairBatchSize: 500,
+    shutdownTimeoutMs: 10_000,
+    fetchMaxWaitMs: 100,
+    ...fields,
+    tiers: delayTiers(fields.retry),
+  };
+  check('maxBuffered', config.maxBuffered, config.maxInFlight);
+  return config;
+}

@@ -1,0 +1,56 @@
+import type { Channel, SqlExecutor } from '@notify/outbox';
+
+/** Parameters of `templateGet`. */
+export interface TemplateGetParams {
+  readonly tenantId: string;
+  readonly name: string;
+  /** A pinned version, or null for the newest. */
+  readonly version: number | null;
+}
+
+/** A stored template version. */
+export interface TemplateRecord {
+  readonly tenantId: string;
+  readonly name: string;
+  readonly version: number;
+  readonly channel: Channel;
+  readonly subject: string | null;
+  /** Plain text (email: the text/plain part). */
+  readonly body: string;
+  /** Email only: the HTML alternative, rendered with escaping. */
+  readonly htmlBody: string | null;
+  readonly createdAt: Date;
+}
+
+/** One template version: the pinned one, or the newest (highest version) when `version` is null. Null when absent. */
+export async function templateGet(db: SqlExecutor, params: TemplateGetParams): Promise<TemplateRecord | null> {
+  const { rows } = await db.query<{
+    tenant_id: string;
+    name: string;
+    version: number;
+    channel: Channel;
+    subject: string | null;
+    body: string;
+    html_body: string | null;
+    created_at: Date;
+  }>(
+    `SELECT tenant_id, name, version, channel, subject, body, html_body, created_at
+       FROM templates
+      WHERE tenant_id = $1 AND name = $2 AND ($3::int IS NULL OR version = $3::int)
+      ORDER BY version DESC
+      LIMIT 1`,
+    [params.tenantId, params.name, params.version],
+  );
+  const row = rows[0];
+  if (!row) return null;
+  return {
+    tenantId: row.tenant_id,
+    name: row.name,
+    version: row.version,
+    channel: row.channel,
+    subject: row.subject,
+    body: row.body,
+    htmlBody: row.html_body,
+    createdAt: row.created_at,
+  };
+}

@@ -1,0 +1,62 @@
+import type { Channel, SqlExecutor } from '@notify/outbox';
+import { parseTemplate } from '../template.js';
+
+/** Parameters of `templateInsert`. */
+export interface TemplateInsertParams {
+  readonly tenantId: string;
+  readonly name: string;
+  readonly channel: Channel;
+  /** Email only. May use variables. */
+  readonly subject?: string | null;
+  readonly body: string;
+  /** Email only: the HTML alternative. */
+  readonly htmlBody?: string | null;
+  readonly now: Date;
+}
+
+/** A template that cannot be stored (syntax, or a field its channel does not have). `code` is stable. */
+export class TemplateRejectedError extends Error {
+  readonly code = 'template_invalid';
+  /** The field at fault: `subject`, `body`, `html_body` or `name`. */
+  readonly field: string;
+  constructor(field: string, message: string, options?: { cause?: unknown }) {
+    super(`${field}: ${message}`, options);
+    this.name = 'TemplateRejectedError';
+    this.field = field;
+  }
+}
+
+/**
+ * Stores a new version of a tenant's template (version = previous newest + 1, or 1) and returns
+ * the version number. Versions are never changed afterwards; a notification pinned to one keeps
+ * rendering the same text. Checks the syntax first (throws `TemplateRejectedError`, an API 422).
+ * Two concurrent inserts of the same name: one fails on the primary key; retry it.
+ */
+export async function templateInsert(db: SqlExecutor, params: TemplateInsertParams): Promise<{ version: number }> {
+  if (params.name.trim() === '' || params.name.length > 200) throw new TemplateRejectedError('name', 'must be 1 to 200 characters');
+  if (params.channel !== 'email' && (params.subject != null || params.htmlBody != null)) {
+    throw new TemplateRejectedError(params.subject != null ? 'subject' : 'html_body', `only email templates have one (this one is ${params.channel})`);
+  }
+  const fields: [string, string | null | undefined][] = [
+    ['subject', params.subject],
+    ['body', params.body],
+    ['html_body', params.htmlBody],
+  ];
+  for (const [field, source] of fields) {
+    if (source == null) continue;
+    try {
+      parseTemplate(source);
+    } catch (err) {
+      throw new TemplateRejectedError(field, (err as Error).message, { cause: err });
+    }
+  }
+  const { rows } = await db.query<{ version: number }>(
+    `INSERT INTO templates (tenant_id, name, version, channel, subject, body, html_body, created_at)
+     SELECT $1, $2, coalesce(max(version), 0) + 1, $3, $4, $5, $6, $7
+       FROM templates
+      WHERE tenant_id = $1 AND name = $2
+     RETURNING version`,
+    [params.tenantId, params.name, params.channel, params.subject ?? null, params.body, params.htmlBody ?? null, params.now],
+  );
+  return { version: rows[0]!.version };
+}

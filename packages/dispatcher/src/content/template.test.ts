@@ -1,0 +1,61 @@
+import { describe, expect, it } from 'vitest';
+import { TemplateSyntaxError, escapeHtml, parseTemplate, renderTemplate, templateVariables } from './template.js';
+
+describe('renderTemplate', () => {
+  it('substitutes variables and dotted paths; numbers and booleans as text', () => {
+    const r = renderTemplate('Hi {{ name }}, order {{order.id}} ({{order.items.0}}) paid={{paid}} total={{total}}{{! a comment }}', {
+      name: 'Ada',
+      order: { id: 42, items: ['book'] },
+      paid: true,
+      total: 9.5,
+    }, 'text');
+    expect(r).toEqual({ ok: true, text: 'Hi Ada, order 42 (book) paid=true total=9.5' });
+  });
+
+  it('escapes every value in HTML mode and nothing in text mode', () => {
+    const data = { name: '<script>alert("x")</script> & \'Co\'' };
+    expect(renderTemplate('<p>{{name}}</p>', data, 'html')).toEqual({
+      ok: true,
+      text: '<p>&lt;script&gt;alert(&quot;x&quot;)&lt;&#x2F;script&gt; &amp; &#39;Co&#39;</p>',
+    });
+    expect(renderTemplate('{{name}}', data, 'text')).toEqual({ ok: true, text: data.name });
+    expect(escapeHtml('a=`b`')).toBe('a&#x3D;&#x60;b&#x60;');
+  });
+
+  it('reports every missing or null variable by name', () => {
+    const r = renderTemplate('{{a}} {{b.c}} {{a}} {{d}}', { b: {}, d: null }, 'text');
+    expect(r).toEqual({ ok: false, error: 'missing variables "a", "b.c", "d"' });
+    expect(renderTemplate('{{x}}', null, 'text')).toEqual({ ok: false, error: 'missing variable "x"' });
+  });
+
+  it('refuses objects and arrays as values', () => {
+    expect(renderTemplate('{{user}}', { user: { name: 'x' } }, 'text')).toMatchObject({ ok: false, error: expect.stringMatching(/"user" not a string/) });
+    expect(renderTemplate('{{n}}', { n: Number.NaN }, 'text').ok).toBe(false);
+  });
+
+  it('never reaches prototypes or runs code', () => {
+    expect(renderTemplate('{{constructor}}', {}, 'text')).toEqual({ ok: false, error: 'missing variable "constructor"' });
+    expect(renderTemplate('{{__proto__}}', {}, 'text').ok).toBe(false);
+    expect(renderTemplate('{{name.length}}', { name: 'abc' }, 'text')).toEqual({ ok: false, error: 'missing variable "name.length"' });
+    expect(renderTemplate('{{ process.exit }}', {}, 'text').ok).toBe(false);
+  });
+
+  it('turns syntax errors into errors, never throws', () => {
+    expect(renderTemplate('Hi {{name', { name: 'x' }, 'text')).toEqual({ ok: false, error: 'unclosed "{{" at offset 3' });
+  });
+});
+
+describe('parseTemplate', () => {
+  it.each(['{{#items}}x{{/items}}', '{{^x}}', '{{> partial}}', '{{{raw}}}', '{{& raw}}', '{{a b}}', '{{}}', '{{a..b}}', '{{ f() }}', '{{=<% %>=}}'])(
+    'refuses %s',
+    (source) => {
+      expect(() => parseTemplate(source)).toThrow(TemplateSyntaxError);
+    },
+  );
+  it('lists the variables once each', () => {
+    expect(templateVariables('{{a}}{{b.c}}{{a}}{{! x }}')).toEqual(['a', 'b.c']);
+  });
+  it('leaves single braces and stray closers alone', () => {
+    expect(renderTemplate('{a} }} {x}', {}, 'text')).toEqual({ ok: true, text: '{a} }} {x}' });
+  });
+});

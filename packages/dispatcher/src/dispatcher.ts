@@ -1,0 +1,98 @@
+import type { Channel, Clock, Database, Logger } from '@notify/outbox';
+import type { Kafka } from 'kafkajs';
+import type { Kysely } from 'kysely';
+import type { DispatcherConfig } from './config.js';
+import { createDeliveryConsumer, type ConsumerStopReport } from './consumer.js';
+import type { ContentPreparer } from './content/content.js';
+import { createDispatcherEvents, type OnDispatcherEvent } from './events.js';
+import { createDeliveryHandler } from './handler.js';
+import { compose } from './message.js';
+import { createKafkaDeadLetterSink, deadLetter } from './middleware/dead-letter.js';
+import { tracing } from './middleware/tracing.js';
+import type { Provider } from './provider/provider.js';
+import { createRepairSweep } from './repair.js';
+
+/** The dispatcher's collaborators: `(config, deps)` like every component. */
+export interface DispatcherDeps {
+  readonly db: Kysely<Database>;
+  readonly kafka: Kafka;
+  /** One provider per channel (`createProviders`); a notification for a channel without one ends dead (permanent). */
+  readonly providers: Partial<Record<Channel, Provider>>;
+  readonly content: ContentPreparer;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  /** Uniform in [0, 1) for jitter. Default Math.random. */
+  readonly random?: () => number;
+}
+
+/** A running dispatcher. */
+export interface Dispatcher {
+  /** Connects, joins the consumer group and starts the repair sweep. Resolves once the group is joined. */
+  start(): Promise<void>;
+  /**
+   * Graceful shutdown (wire it to SIGTERM): stops fetching, lets running deliveries finish within
+   * `timeoutMs` (default `shutdownTimeoutMs`), aborts the rest (they stay queued), commits what
+   * finished, leaves the group. Messages read but not started are read again by the next owner.
+   * Does not close the providers, the database or the Kafka client: their owner does.
+   */
+  stop(options?: { readonly timeoutMs?: number }): Promise<ConsumerStopReport>;
+  /** Lifecycle events for metrics and tests. Returns the unsubscribe function. */
+  readonly on: OnDispatcherEvent;
+  /** Runs one repair pass now (it also runs every `repairIntervalMs`); returns how many notifications it re-published. */
+  repairNow(): Promise<number>;
+  /** Deliveries running now. */
+  readonly inFlight: number;
+}
+
+/**
+ * Builds the dispatcher: the Kafka consumer over `<prefix>.requests` and the delay topics, the
+ * delivery pipeline `tracing → dead-letter → deliver`, the dead-letter producer and the repair sweep.
+ */
+export function createDispatcher(config: DispatcherConfig, deps: DispatcherDeps): Dispatcher {
+  const logger = deps.logger.child({ component: 'dispatcher' });
+  const events = createDispatcherEvents(logger);
+  const dlq = createKafkaDeadLetterSink(deps.kafka, config.topicPrefix);
+  const handler = compose(
+    tracing(),
+    deadLetter(dlq, { events, logger }),
+  )(
+    createDeliveryHandler({
+      db: deps.db,
+      providers: deps.providers,
+      content: deps.content,
+      clock: deps.clock,
+      logger,
+      events,
+      config,
+      ...(deps.random ? { random: deps.random } : {}),
+    }),
+  );
+  const consumer = createDeliveryConsumer(config, { kafka: deps.kafka, handler, clock: deps.clock, logger, events });
+  const repair = createRepairSweep(config, { db: deps.db, clock: deps.clock, logger, events });
+  let state: 'new' | 'started' | 'stopped' = 'new';
+
+  return {
+    on: events.on,
+    get inFlight() {
+      return consumer.inFlight;
+    },
+    repairNow: () => repair.runOnce(),
+    async start() {
+      if (state !== 'new') throw new Error(`dispatcher cannot start: it is ${state}`);
+      state = 'started';
+      await dlq.connect();
+      await consumer.start();
+      repair.start();
+      logger.info({ groupId: config.groupId, maxInFlight: config.maxInFlight, tiers: config.tiers.map((t) => t.name) }, 'dispatcher started');
+    },
+    async stop(options = {}) {
+      if (state !== 'started') return { notStarted: 0, abortedInFlight: false };
+      state = 'stopped';
+      await repair.stop();
+      const report = await consumer.stop(options.timeoutMs ?? config.shutdownTimeoutMs);
+      await dlq.disconnect().catch(() => undefined);
+      logger.info(report, 'dispatcher stopped');
+      return report;
+    },
+  };
+}

@@ -1,0 +1,88 @@
+import type { AttemptOutcome, Channel, DeadReason, Logger, NotificationState } from '@notify/outbox';
+
+/**
+ * Lifecycle events of the dispatcher, for metrics and for tests to await. A listener that throws
+ * is logged and ignored: events can never break the delivery loop.
+ */
+export interface DispatcherEventMap {
+  /** The consumer joined the group and got partitions. */
+  assigned: { readonly partitions: number };
+  /** A due message started its delivery; `latenessMs` is how long after its `due_at` (never negative unless the clock jumped). */
+  dispatched: { readonly topic: string; readonly notificationId: string; readonly attempt: number; readonly latenessMs: number };
+  /** One attempt finished and was recorded. `durationMs` is the provider call (0 when none was made). */
+  attempt: {
+    readonly notificationId: string;
+    readonly channel: Channel;
+    readonly attempt: number;
+    readonly outcome: AttemptOutcome;
+    readonly durationMs: number;
+    readonly providerStatus: string | null;
+  };
+  /** A notification changed state (queued → queued is a scheduled retry). */
+  stateChanged: {
+    readonly notificationId: string;
+    readonly channel: Channel;
+    readonly from: NotificationState;
+    readonly to: NotificationState;
+    readonly deadReason: DeadReason | null;
+    readonly attempts: number;
+  };
+  /** A retry was scheduled on a delay topic. */
+  retryScheduled: { readonly notificationId: string; readonly attempt: number; readonly delayMs: number; readonly topic: string };
+  /** A message needed no work: its notification is terminal, its attempt was done, or another delivery recorded it first. */
+  skipped: { readonly notificationId: string; readonly attempt: number; readonly reason: 'terminal' | 'attempt-done' | 'raced' };
+  /** An unusable message went to `<prefix>.dlq`. */
+  deadLettered: { readonly reason: string; readonly topic: string; readonly partition: number; readonly offset: string };
+  /** Something failed that the dispatcher retries or survives (database down, commit refused, consumer crash). */
+  consumerError: { readonly phase: 'handler' | 'commit' | 'consumer' | 'repair' | 'dead-letter'; readonly error: unknown };
+  /** The repair sweep re-published `count` overdue notifications. */
+  repaired: { readonly count: number };
+}
+
+/** The name of a dispatcher event. */
+export type DispatcherEventName = keyof DispatcherEventMap;
+
+/** A listener for one event. */
+export type DispatcherListener<E extends DispatcherEventName> = (payload: DispatcherEventMap[E]) => void;
+
+/** Subscribe to lifecycle events; returns the unsubscribe function. */
+export type OnDispatcherEvent = <E extends DispatcherEventName>(event: E, listener: DispatcherListener<E>) => () => void;
+
+/** A typed emitter whose `emit` never throws. */
+export interface DispatcherEvents {
+  readonly on: OnDispatcherEvent;
+  /** Calls every listener; a throwing listener is logged and skipped. */
+  emit<E extends DispatcherEventName>(event: E, payload: DispatcherEventMap[E]): void;
+}
+
+/** Creates the dispatcher's event emitter. */
+export function createDispatcherEvents(logger: Logger): DispatcherEvents {
+  const listeners = new Map<DispatcherEventName, Set<(payload: never) => void>>();
+  return {
+    on(event, listener) {
+      let set = listeners.get(event);
+      if (!set) listeners.set(event, (set = new Set()));
+      set.add(listener as (payload: never) => void);
+      return () => {
+        set.delete(listener as (payload: never) => void);
+      };
+    },
+    emit(event, payload) {
+      const set = listeners.get(event);
+      if (!set) return;
+      for (const listener of [...set]) {
+        try {
+          (listener as (p: typeof payload) => void)(payload);
+        } catch (err) {
+          logger.warn({ event, err: errorMessage(err) }, 'dispatcher event listener threw; ignored');
+        }
+      }
+    },
+  };
+}
+
+/** The message of anything thrown, for logs and stored errors. */
+export function errorMessage(err: unknown): string {
+  if (err instanceof Error) return err.message || err.name;
+  return String(err);
+}

@@ -1,0 +1,145 @@
+import { performance } from 'node:perf_hooks';
+import { fromKysely, isTerminal, parseDeliveryRequest, type Channel, type Clock, type Database, type Logger } from '@notify/outbox';
+import type { Kysely } from 'kysely';
+import type { DispatcherConfig } from './config.js';
+import type { ContentPreparer } from './content/content.js';
+import { errorMessage, type DispatcherEvents } from './events.js';
+import type { HandleResult, MessageHandler } from './message.js';
+import { deliveryTraceId } from './middleware/tracing.js';
+import { planOutcome, type AttemptResult } from './outcome.js';
+import { callProvider } from './provider-call.js';
+import type { Provider } from './provider/provider.js';
+import { recordOutcome } from './record.js';
+import { notificationGet } from './sql/notification-get.js';
+
+/** What the delivery handler needs. */
+export interface DeliveryHandlerDeps {
+  readonly db: Kysely<Database>;
+  readonly providers: Partial<Record<Channel, Provider>>;
+  readonly content: ContentPreparer;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly events: DispatcherEvents;
+  /** Uniform in [0, 1) for jitter. Default Math.random. */
+  readonly random?: () => number;
+  readonly config: Pick<DispatcherConfig, 'retry' | 'tiers' | 'sendTimeoutMs'>;
+}
+
+/**
+ * The delivery handler: everything that happens to one delivery request, the same code in
+ * production (behind the Kafka consumer) and in the lab test (fed from outbox rows).
+ *
+ * 1. Parse (bad → dead letter). 2. Load the notification: PostgreSQL is the truth (unknown →
+ *    dead letter; terminal or attempt already done → skipped, so redelivery is harmless).
+ * 3. Check the expiry. 4. Prepare the content (template, preferences): suppressed or broken
+ *    content ends dead without a provider call. 5. Call the provider with the per-attempt
+ *    timeout. 6. Classify (`planOutcome`) and record attempt row + state change + outbox rows
+ *    in one transaction (`recordOutcome`), guarded so a duplicate writes nothing.
+ */
+export function createDeliveryHandler(deps: DeliveryHandlerDeps): MessageHandler {
+  const { clock, events, config } = deps;
+  const db = fromKysely(deps.db);
+  const random = deps.random ?? Math.random;
+
+  return async (message, signal): Promise<HandleResult> => {
+    const parsed = parseDeliveryRequest(message.value);
+    if (!parsed.ok) return { kind: 'dead-letter', reason: parsed.reason };
+    const request = parsed.message;
+    const dueAt = new Date(request.due_at);
+    if (clock.now().getTime() < dueAt.getTime()) return { kind: 'not-due', dueAt };
+
+    const notification = await notificationGet(db, { id: request.id });
+    if (!notification) return { kind: 'dead-letter', reason: `unknown notification ${request.id}` };
+    if (notification.tenant_id !== request.tenant_id || notification.channel !== request.channel) {
+      return { kind: 'dead-letter', reason: `message does not match notification ${request.id} (tenant or channel differs)` };
+    }
+    const attempt = request.attempt;
+    const skipped = (reason: 'terminal' | 'attempt-done' | 'raced'): HandleResult => {
+      events.emit('skipped', { notificationId: notification.id, attempt, reason });
+      return { kind: 'skipped', notificationId: notification.id, reason };
+    };
+    if (isTerminal(notification.state)) return skipped('terminal');
+    if (notification.attempts >= attempt) return skipped('attempt-done');
+    if (notification.attempts < attempt - 1) {
+      return { kind: 'dead-letter', reason: `attempt ${attempt} is ahead of notification ${notification.id} (${notification.attempts} attempts made)` };
+    }
+    if (attempt > notification.max_attempts) {
+      return { kind: 'dead-letter', reason: `attempt ${attempt} exceeds max_attempts ${notification.max_attempts} of notification ${notification.id}` };
+    }
+
+    const log = deps.logger.child({ notificationId: notification.id, tenantId: notification.tenant_id, channel: notification.channel, attempt, traceId: deliveryTraceId(message.headers) });
+    const startedAt = clock.now();
+    events.emit('dispatched', { topic: message.topic, notificationId: notification.id, attempt, latenessMs: startedAt.getTime() - dueAt.getTime() });
+
+    let result: AttemptResult;
+    let durationMs = 0;
+    if (startedAt.getTime() >= new Date(notification.expires_at).getTime()) {
+      result = { kind: 'expired' };
+    } else {
+      let prepared: Awaited<ReturnType<ContentPreparer['prepare']>> | { kind: 'failed'; error: string };
+      try {
+        prepared = await deps.content.prepare(notification, attempt);
+      } catch (err) {
+        prepared = { kind: 'failed', error: `content preparation failed: ${errorMessage(err)}` };
+      }
+      if (prepared.kind === 'failed') result = { kind: 'transient', error: prepared.error };
+      else if (prepared.kind === 'suppressed') result = { kind: 'suppressed', reason: prepared.reason };
+      else if (prepared.kind === 'permanent') result = { kind: 'permanent', error: prepared.error };
+      else {
+        const provider = deps.providers[notification.channel];
+        if (!provider) {
+          // The registry leaves a channel out when it is not configured (e.g. no NOTIFY_SMTP_URL): retrying cannot help.
+          result = { kind: 'permanent', error: `no provider is configured for channel ${notification.channel}` };
+        } else {
+          const t0 = performance.now();
+          const call = await callProvider(provider, prepared.delivery, { timeoutMs: config.sendTimeoutMs, shutdown: signal });
+          durationMs = performance.now() - t0;
+          if (call.kind === 'abandoned') {
+            log.info({ durationMs }, 'delivery abandoned by shutdown; the notification stays queued');
+            return { kind: 'abandoned', notificationId: notification.id };
+          }
+          result = call.result;
+        }
+      }
+    }
+
+    const finishedAt = clock.now();
+    const plan = planOutcome({ notification, attempt, result, now: finishedAt, retry: config.retry, tiers: config.tiers, random });
+    const recorded = await recordOutcome(db, { notification, plan, startedAt, finishedAt });
+    if (!recorded) {
+      log.info({ outcome: plan.attemptOutcome }, 'attempt already recorded by another delivery; outcome discarded');
+      return skipped('raced');
+    }
+
+    events.emit('attempt', {
+      notificationId: notification.id,
+      channel: notification.channel,
+      attempt,
+      outcome: plan.attemptOutcome,
+      durationMs,
+      providerStatus: plan.providerStatus,
+    });
+    events.emit('stateChanged', {
+      notificationId: notification.id,
+      channel: notification.channel,
+      from: notification.state,
+      to: plan.to,
+      deadReason: plan.deadReason,
+      attempts: attempt,
+    });
+    if (plan.to === 'queued' && plan.retryTopic && plan.delayMs !== null) {
+      events.emit('retryScheduled', { notificationId: notification.id, attempt: attempt + 1, delayMs: plan.delayMs, topic: plan.retryTopic });
+    }
+    const fields = {
+      outcome: plan.attemptOutcome,
+      state: plan.to,
+      deadReason: plan.deadReason ?? undefined,
+      providerStatus: plan.providerStatus ?? undefined,
+      nextAttemptAt: plan.nextAttemptAt?.toISOString(),
+      durationMs: Math.round(durationMs),
+    };
+    if (plan.to === 'dead') log.warn(fields, 'notification dead');
+    else log.info(fields, plan.to === 'sent' ? 'notification sent' : 'attempt failed; retry scheduled');
+    return { kind: 'recorded', notificationId: notification.id, plan };
+  };
+}

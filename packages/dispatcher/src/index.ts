@@ -1,0 +1,59 @@
+export type { Delivery, SendResult, Provider } from './provider/provider.js';
+export { CLASSIFICATION, type ClassificationTable, type Verdict, classifyCode, classifyErrno, parseRetryAfter, errorCode } from './provider/classify.js';
+export { createTargetGuard, addressProblem, parseAllowCidrs, systemResolver, TargetRefusedError, type TargetGuard, type TargetGuardOptions, type Resolver, type ResolvedAddress } from './provider/ssrf.js';
+export { webhookSecretKey, signWebhook, verifyWebhookSignature, WEBHOOK_HEADERS, type WebhookSignInput, type WebhookVerifyInput, type WebhookVerification } from './provider/webhook-signature.js';
+export { createWebhookProvider, type WebhookProviderOptions, type WebhookProviderDeps, type WebhookPayload } from './provider/webhook.js';
+export { createSmtpProvider, messageIdFor, type SmtpProviderOptions, type SmtpProviderDeps } from './provider/smtp.js';
+export { createSmsHttpProvider, type SmsHttpProviderOptions, type SmsHttpProviderDeps } from './provider/sms-http.js';
+export { createTokenBucket, withRateLimit, systemTimers, type RateLimit, type Timers, type TokenBucket, type RateLimitDeps } from './provider/rate-limit.js';
+export { createProviders, type ProviderRegistryDeps } from './provider/registry.js';
+export { createTenantSecretSource, type TenantSecretSourceOptions } from './provider/tenant-secrets.js';
+export { tenantSigningSecretGet, type TenantSigningSecretGetParams } from './provider/sql/tenant-signing-secret-get.js';
+export type { ContentPreparer, Prepared } from './content/content.js';
+export { createContentPreparer, type ContentPreparerDeps } from './content/preparer.js';
+export { parseTemplate, templateVariables, renderTemplate, escapeHtml, TemplateSyntaxError, type TemplatePart, type RenderMode, type RenderResult } from './content/template.js';
+export { normalizeRecipient } from './content/recipient.js';
+export { templateGet, type TemplateGetParams, type TemplateRecord } from './content/sql/template-get.js';
+export { templateInsert, TemplateRejectedError, type TemplateInsertParams } from './content/sql/template-insert.js';
+export { suppressionInsert, type SuppressionInsertParams } from './content/sql/suppression-insert.js';
+export { suppressionDelete, type SuppressionDeleteParams } from './content/sql/suppression-delete.js';
+export { suppressionMatch, type SuppressionMatchParams, type SuppressionRecord } from './content/sql/suppression-match.js';
+// The dispatcher: consumer, delivery handler, retries (issue 4).
+export { createDispatcher, type Dispatcher, type DispatcherDeps } from './dispatcher.js';
+export { dispatcherConfigFrom, dispatcherConfig, type DispatcherConfig, type DispatcherConfigOverrides } from './config.js';
+export { nextAttemptAt, backoffDelayMs, type BackoffParams } from './retry/backoff.js';
+export { dispatcherTopicSuffixes, delayTiers, tierFor, formatTierName, type DelayTier } from './retry/delay-topics.js';
+export {
+  createDispatcherEvents,
+  errorMessage,
+  type DispatcherEventMap,
+  type DispatcherEventName,
+  type DispatcherListener,
+  type DispatcherEvents,
+  type OnDispatcherEvent,
+} from './events.js';
+export { createDeliveryHandler, type DeliveryHandlerDeps } from './handler.js';
+export {
+  compose,
+  messageDueAt,
+  orderingKey,
+  fromKafkaMessage,
+  headersToStrings,
+  type InboundMessage,
+  type HandleResult,
+  type MessageHandler,
+  type Middleware,
+} from './message.js';
+export { deadLetter, deadLetterFor, createKafkaDeadLetterSink, type DeadLetter, type DeadLetterSink } from './middleware/dead-letter.js';
+export { tracing, extractTraceContext, deliveryTraceId } from './middleware/tracing.js';
+export { planOutcome, type AttemptResult, type OutcomePlan, type PlanOutcomeParams } from './outcome.js';
+export { recordOutcome, outcomeMessages, type RecordOutcomeParams } from './record.js';
+export { callProvider, type ProviderCallResult } from './provider-call.js';
+export { createKeyedScheduler, type KeyedScheduler, type Task, type TaskResult } from './scheduler.js';
+export { PartitionOffsets } from './partition-offsets.js';
+export { createDeliveryConsumer, type DeliveryConsumer, type DeliveryConsumerDeps, type ConsumerStopReport } from './consumer.js';
+export { createRepairSweep, type RepairSweep, type RepairSweepDeps } from './repair.js';
+export { notificationGet, type NotificationGetParams } from './sql/notification-get.js';
+export { notificationRecordOutcome, type NotificationRecordOutcomeParams } from './sql/notification-record-outcome.js';
+export { notificationListOverdue, type NotificationListOverdueParams, type OverdueNotification } from './sql/notification-list-overdue.js';
+export { notificationReschedule, type NotificationRescheduleParams } from './sql/notification-reschedule.js';

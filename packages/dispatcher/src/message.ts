@@ -1,0 +1,79 @@
+import { HEADERS, parseDeliveryRequest } from '@notify/outbox';
+import type { IHeaders, KafkaMessage } from 'kafkajs';
+import type { OutcomePlan } from './outcome.js';
+
+/** A message as the dispatcher reads it from Kafka (tests replay outbox rows in the same shape). */
+export interface InboundMessage {
+  /** The full topic name, `<prefix>.requests` or `<prefix>.retry.<tier>`. */
+  readonly topic: string;
+  readonly partition: number;
+  readonly offset: string;
+  readonly key: Buffer | null;
+  /** The exact bytes read: parsing happens in the handler, so a bad message can be dead-lettered as it came. */
+  readonly value: Buffer | null;
+  /** Header values as UTF-8 strings (the first value when a header repeats). */
+  readonly headers: Readonly<Record<string, string>>;
+}
+
+/** What handling one message came to. */
+export type HandleResult =
+  /** The attempt was made (or its outcome decided without a provider call) and recorded. */
+  | { readonly kind: 'recorded'; readonly notificationId: string; readonly plan: OutcomePlan }
+  /** Nothing to do: the notification is terminal, the attempt was done, or another delivery recorded it first. */
+  | { readonly kind: 'skipped'; readonly notificationId: string; readonly reason: 'terminal' | 'attempt-done' | 'raced' }
+  /** The message is unusable: the dead-letter middleware publishes it to `<prefix>.dlq` with this reason. */
+  | { readonly kind: 'dead-letter'; readonly reason: string }
+  /** Published to the dead-letter topic. */
+  | { readonly kind: 'dead-lettered'; readonly reason: string }
+  /** Not due yet (only if the clock moved back since the consumer checked): deliver again at `dueAt`. */
+  | { readonly kind: 'not-due'; readonly dueAt: Date }
+  /** Shutdown cut the provider call: nothing recorded, the message stays unacknowledged and comes again. */
+  | { readonly kind: 'abandoned'; readonly notificationId: string };
+
+/**
+ * Handles one message. `signal` aborts on shutdown. Throws only for failures worth retrying
+ * (database unreachable, dead-letter topic unwritable); the consumer retries the same message later.
+ */
+export type MessageHandler = (message: InboundMessage, signal: AbortSignal) => Promise<HandleResult>;
+
+/** Wraps a handler (dead-lettering, tracing). */
+export type Middleware = (next: MessageHandler) => MessageHandler;
+
+/** `compose(a, b)(h)` is `a(b(h))`: the first middleware is the outermost. */
+export function compose(...middlewares: readonly Middleware[]): Middleware {
+  return (handler) => middlewares.reduceRight((next, m) => m(next), handler);
+}
+
+/** Kafka headers as strings. */
+export function headersToStrings(headers: IHeaders | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (!headers) return out;
+  for (const [name, raw] of Object.entries(headers)) {
+    const v = Array.isArray(raw) ? raw[0] : raw;
+    if (v !== undefined) out[name] = typeof v === 'string' ? v : v.toString('utf8');
+  }
+  return out;
+}
+
+/** A kafkajs message as an `InboundMessage`. */
+export function fromKafkaMessage(topic: string, partition: number, message: KafkaMessage): InboundMessage {
+  return { topic, partition, offset: message.offset, key: message.key, value: message.value, headers: headersToStrings(message.headers) };
+}
+
+/**
+ * The instant before which the message must not be delivered: the body's `due_at`, else the
+ * `due-at` header, else undefined (due now; an unparseable message goes to the handler, which
+ * dead-letters it).
+ */
+export function messageDueAt(message: Pick<InboundMessage, 'value' | 'headers'>): Date | undefined {
+  const parsed = parseDeliveryRequest(message.value);
+  const raw = parsed.ok ? parsed.message.due_at : message.headers[HEADERS.dueAt];
+  if (raw === undefined) return undefined;
+  const due = new Date(raw);
+  return Number.isNaN(due.getTime()) ? undefined : due;
+}
+
+/** The ordering key: the Kafka key (tenant/channel/recipient hash); a keyless message is ordered with its partition. */
+export function orderingKey(message: Pick<InboundMessage, 'key' | 'topic' | 'partition'>): string {
+  return message.key && message.key.length > 0 ? message.key.toString('utf8') : `\u0000${message.topic}|${message.partition}`;
+}

@@ -1,0 +1,80 @@
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, propagation, trace, type Context, type TraceFlags } from '@opentelemetry/api';
+import { HEADERS } from '@notify/outbox';
+import type { Middleware } from '../message.js';
+
+const TRACEPARENT = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
+
+/**
+ * The parent context carried by a message's headers. Uses the registered propagator when an
+ * OpenTelemetry SDK installed one; otherwise reads the W3C `traceparent` header itself, so the
+ * trace id reaches logs even without an SDK.
+ */
+export function extractTraceContext(headers: Readonly<Record<string, string>>): Context {
+  const extracted = propagation.extract(ROOT_CONTEXT, headers);
+  if (trace.getSpanContext(extracted)) return extracted;
+  const m = TRACEPARENT.exec(headers[HEADERS.traceparent] ?? '');
+  if (!m || m[1] === 'ff' || /^0+$/.test(m[2] as string) || /^0+$/.test(m[3] as string)) return ROOT_CONTEXT;
+  return trace.setSpanContext(ROOT_CONTEXT, {
+    traceId: m[2] as string,
+    spanId: m[3] as string,
+    traceFlags: Number.parseInt(m[4] as string, 16) as TraceFlags,
+    isRemote: true,
+  });
+}
+
+/**
+ * The trace id for a delivery's log lines: the active span's (with an SDK and its context
+ * manager, the delivery span), else the one in the message's headers. Without an SDK the
+ * OpenTelemetry API has no context manager, so the active span is never set.
+ */
+export function deliveryTraceId(headers: Readonly<Record<string, string>>): string | undefined {
+  const active = trace.getActiveSpan()?.spanContext();
+  if (active && trace.isSpanContextValid(active)) return active.traceId;
+  return trace.getSpanContext(extractTraceContext(headers))?.traceId;
+}
+
+/**
+ * Middleware: one CONSUMER span per delivered message, child of the message's `traceparent`
+ * (the request that created the notification). Without an SDK the span records nothing but
+ * still carries the parent's trace id, which the handler puts in its log lines.
+ */
+export function tracing(tracerName = '@notify/dispatcher'): Middleware {
+  const tracer = trace.getTracer(tracerName);
+  return (next) => (message, signal) => {
+    const parent = extractTraceContext(message.headers);
+    return tracer.startActiveSpan(
+      'notify.deliver',
+      {
+        kind: SpanKind.CONSUMER,
+        attributes: {
+          'messaging.system': 'kafka',
+          'messaging.destination.name': message.topic,
+          'messaging.kafka.destination.partition': message.partition,
+          'messaging.kafka.message.offset': Number(message.offset),
+          'notify.notification_id': message.headers[HEADERS.notificationId] ?? '',
+          'notify.attempt': Number(message.headers[HEADERS.attempt] ?? 0),
+        },
+      },
+      parent,
+      async (span) => {
+        try {
+          const result = await next(message, signal);
+          span.setAttribute('notify.result', result.kind);
+          if (result.kind === 'recorded') {
+            span.setAttribute('notify.outcome', result.plan.attemptOutcome);
+            span.setAttribute('notify.state', result.plan.to);
+            if (result.plan.to === 'dead') span.setStatus({ code: SpanStatusCode.ERROR, message: result.plan.deadReason ?? 'dead' });
+          }
+          if (result.kind === 'dead-lettered') span.setStatus({ code: SpanStatusCode.ERROR, message: result.reason });
+          return result;
+        } catch (err) {
+          span.recordException(err as Error);
+          span.setStatus({ code: SpanStatusCode.ERROR });
+          throw err;
+        } finally {
+          span.end();
+        }
+      },
+    );
+  };
+}

@@ -1,0 +1,66 @@
+import { buildDeliveryRequest, buildStatusEvent, type MessageSubject, type Notification, type OutboxMessage, type SqlExecutor, type StatusEventType } from '@notify/outbox';
+import type { OutcomePlan } from './outcome.js';
+import { notificationRecordOutcome } from './sql/notification-record-outcome.js';
+
+/** The inputs of `recordOutcome`. */
+export interface RecordOutcomeParams {
+  readonly notification: Pick<Notification, 'id' | 'tenant_id' | 'channel' | 'recipient' | 'traceparent'>;
+  readonly plan: OutcomePlan;
+  readonly startedAt: Date;
+  readonly finishedAt: Date;
+}
+
+const EVENT_TYPE: Record<OutcomePlan['to'], StatusEventType> = {
+  sent: 'notification.sent',
+  queued: 'notification.retry_scheduled',
+  dead: 'notification.dead',
+};
+
+/** The outbox rows that follow from a plan: a status event for the transition, and the retry request when it stays queued. */
+export function outcomeMessages(notification: RecordOutcomeParams['notification'], plan: OutcomePlan, at: Date): OutboxMessage[] {
+  const subject: MessageSubject = {
+    id: notification.id,
+    tenant_id: notification.tenant_id,
+    channel: notification.channel,
+    recipient: notification.recipient,
+    traceparent: notification.traceparent,
+  };
+  const messages = [
+    buildStatusEvent(subject, {
+      type: EVENT_TYPE[plan.to],
+      state: plan.to,
+      attempts: plan.attempt,
+      dead_reason: plan.deadReason,
+      last_error: plan.lastError,
+      next_attempt_at: plan.nextAttemptAt,
+      occurred_at: at,
+    }),
+  ];
+  if (plan.to === 'queued' && plan.nextAttemptAt && plan.retryTopic) {
+    messages.push(buildDeliveryRequest(subject, plan.attempt + 1, plan.nextAttemptAt, plan.retryTopic));
+  }
+  return messages;
+}
+
+/**
+ * Writes one attempt's outcome in one transaction: the attempt row, the guarded state change
+ * and the outbox rows. Returns false (and writes nothing) when the notification was no longer
+ * queued at `attempts = attempt − 1`.
+ */
+export function recordOutcome(db: SqlExecutor, params: RecordOutcomeParams): Promise<boolean> {
+  const { notification, plan, startedAt, finishedAt } = params;
+  return notificationRecordOutcome(db, {
+    id: notification.id,
+    attempt: plan.attempt,
+    state: plan.to,
+    deadReason: plan.deadReason,
+    lastError: plan.lastError,
+    nextAttemptAt: plan.nextAttemptAt,
+    startedAt,
+    finishedAt,
+    outcome: plan.attemptOutcome,
+    error: plan.attemptError,
+    providerStatus: plan.providerStatus,
+    messages: outcomeMessages(notification, plan, finishedAt),
+  });
+}

@@ -1,0 +1,126 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { createKeyedScheduler } from './scheduler.js';
+
+/** A promise with its resolve function, to hold tasks open until the test lets go. */
+function gate() {
+  let open!: () => void;
+  const promise = new Promise<void>((r) => (open = r));
+  return { promise, open };
+}
+
+describe('KeyedScheduler', () => {
+  it('never runs more than maxInFlight tasks and runs different keys concurrently', async () => {
+    const s = createKeyedScheduler({ maxInFlight: 3 });
+    let now = 0;
+    let max = 0;
+    const gates = Array.from({ length: 10 }, gate);
+    gates.forEach((g, i) =>
+      s.push(`k${i}`, async () => {
+        now++;
+        max = Math.max(max, now);
+        await g.promise;
+        now--;
+      }),
+    );
+    expect(s.running).toBe(3);
+    expect(s.size).toBe(10);
+    gates.forEach((g) => g.open());
+    await s.whenDrained();
+    expect(max).toBe(3);
+    expect(s.size).toBe(0);
+  });
+
+  it('runs the tasks of one key one at a time, in push order, while other keys pass', async () => {
+    const s = createKeyedScheduler({ maxInFlight: 4 });
+    const log: string[] = [];
+    const slow = gate();
+    s.push('a', async () => {
+      log.push('a1 start');
+      await slow.promise;
+      log.push('a1 end');
+    });
+    s.push('a', async () => void log.push('a2'));
+    for (let i = 0; i < 5; i++) s.push(`b${i}`, async () => void log.push(`b${i}`));
+    await s.whenSizeBelow(3);
+    expect(log).toEqual(['a1 start', 'b0', 'b1', 'b2', 'b3', 'b4']);
+    slow.open();
+    await s.whenDrained();
+    expect(log.slice(-2)).toEqual(['a1 end', 'a2']);
+  });
+
+  it('retries a task later, keeping its key blocked but freeing its permit', async () => {
+    const s = createKeyedScheduler({ maxInFlight: 1 });
+    const log: string[] = [];
+    let tries = 0;
+    s.push('a', async () => {
+      tries++;
+      log.push(`a1 try ${tries}`);
+      return tries < 3 ? { retryInMs: 5 } : undefined;
+    });
+    s.push('a', async () => void log.push('a2'));
+    s.push('b', async () => void log.push('b1'));
+    await s.whenDrained();
+    expect(log).toEqual(['a1 try 1', 'b1', 'a1 try 2', 'a1 try 3', 'a2']);
+  });
+
+  it('close() drops waiting tasks and lets running ones finish', async () => {
+    const s = createKeyedScheduler({ maxInFlight: 2 });
+    const g = gate();
+    const done: string[] = [];
+    for (const k of ['a', 'b', 'c', 'd']) {
+      s.push(k, async () => {
+        await g.promise;
+        done.push(k);
+      });
+    }
+    expect(s.close()).toBe(2);
+    s.push('e', async () => void done.push('e'));
+    g.open();
+    await s.whenIdle();
+    expect(done.sort()).toEqual(['a', 'b']);
+    expect(s.size).toBe(0);
+  });
+
+  it('survives a throwing task and reports it', async () => {
+    const errors: unknown[] = [];
+    const s = createKeyedScheduler({ maxInFlight: 1, onError: (e) => errors.push(e) });
+    s.push('a', async () => {
+      throw new Error('boom');
+    });
+    s.push('a', async () => undefined);
+    await s.whenDrained();
+    expect(errors).toHaveLength(1);
+  });
+
+  it('keeps per-key order and the bound for any interleaving (property)', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.tuple(fc.integer({ min: 0, max: 4 }), fc.integer({ min: 0, max: 3 })), { minLength: 1, maxLength: 40 }),
+        fc.integer({ min: 1, max: 4 }),
+        async (jobs, maxInFlight) => {
+          const s = createKeyedScheduler({ maxInFlight });
+          const seen = new Map<number, number[]>();
+          const active = new Set<number>();
+          let now = 0;
+          let max = 0;
+          jobs.forEach(([key, ticks], seq) =>
+            s.push(String(key), async () => {
+              expect(active.has(key)).toBe(false);
+              active.add(key);
+              now++;
+              max = Math.max(max, now);
+              for (let t = 0; t < ticks; t++) await Promise.resolve();
+              seen.set(key, [...(seen.get(key) ?? []), seq]);
+              active.delete(key);
+              now--;
+            }),
+          );
+          await s.whenDrained();
+          expect(max).toBeLessThanOrEqual(maxInFlight);
+          for (const order of seen.values()) expect(order).toEqual([...order].sort((a, b) => a - b));
+        },
+      ),
+    );
+  });
+});

@@ -1,0 +1,153 @@
+/** What a task tells the scheduler: done, or "run me again in `retryInMs`" (its key stays blocked meanwhile). */
+export type TaskResult = void | { readonly retryInMs: number };
+
+/** A unit of work for one key. It should not throw; if it does, `onError` hears of it and the task counts as done. */
+export type Task = () => Promise<TaskResult>;
+
+/**
+ * Runs tasks with two rules: tasks of the same key run one at a time, in the order pushed; tasks
+ * of different keys run concurrently, at most `maxInFlight` at once overall (not per partition).
+ * Keys take turns (round robin), so one busy key cannot starve the others.
+ */
+export interface KeyedScheduler {
+  /** Queues a task behind the key's earlier tasks. Ignored after `close()`. */
+  push(key: string, task: Task): void;
+  /** Tasks running now (each holds one of the `maxInFlight` permits). */
+  readonly running: number;
+  /** Tasks pushed and not finished: running, waiting behind their key or for a permit, or waiting to retry. */
+  readonly size: number;
+  /** Resolves once `size` is below `limit`. */
+  whenSizeBelow(limit: number): Promise<void>;
+  /** Resolves once no task is running (after `close()`: once the running ones finished). */
+  whenIdle(): Promise<void>;
+  /** Resolves once every pushed task finished. */
+  whenDrained(): Promise<void>;
+  /** Starts nothing more: drops waiting tasks and pending retries (returns how many); running tasks finish. */
+  close(): number;
+}
+
+interface KeyQueue {
+  readonly tasks: Task[];
+  /** A task of this key is running or waiting to retry. */
+  busy: boolean;
+}
+
+/** Creates a `KeyedScheduler`. `onError` hears about tasks that threw. */
+export function createKeyedScheduler(options: { maxInFlight: number; onError?: (err: unknown) => void }): KeyedScheduler {
+  const { maxInFlight } = options;
+  if (!Number.isInteger(maxInFlight) || maxInFlight < 1) throw new RangeError(`maxInFlight must be a whole number ≥ 1, got ${maxInFlight}`);
+  const queues = new Map<string, KeyQueue>();
+  /** Keys whose next task may start, in turn order. A key is here at most once. */
+  const ready: string[] = [];
+  const retryTimers = new Set<NodeJS.Timeout>();
+  let running = 0;
+  let size = 0;
+  let closed = false;
+  let waiters: { check: () => boolean; resolve: () => void }[] = [];
+
+  const notify = () => {
+    if (waiters.length === 0) return;
+    const still: typeof waiters = [];
+    for (const w of waiters) (w.check() ? w.resolve : () => still.push(w))();
+    waiters = still;
+  };
+  const waitUntil = (check: () => boolean) =>
+    check() ? Promise.resolve() : new Promise<void>((resolve) => waiters.push({ check, resolve }));
+
+  const finishOne = (key: string, queue: KeyQueue) => {
+    size--;
+    queue.busy = false;
+    if (queue.tasks.length > 0) ready.push(key);
+    else queues.delete(key);
+  };
+
+  const start = (key: string, queue: KeyQueue, task: Task) => {
+    running++;
+    queue.busy = true;
+    let result: TaskResult = undefined;
+    void (async () => {
+      try {
+        result = await task();
+      } catch (err) {
+        options.onError?.(err);
+      }
+      running--;
+      if (result && !closed) {
+        // Keep the key blocked (order), give the permit back (others may run meanwhile).
+        const timer = setTimeout(() => {
+          retryTimers.delete(timer);
+          queue.tasks.unshift(task);
+          queue.busy = false;
+          ready.push(key);
+          pump();
+        }, Math.max(0, result.retryInMs));
+        retryTimers.add(timer);
+      } else {
+        if (result) size--; // closed while it wanted a retry: dropped
+        else finishOne(key, queue);
+      }
+      pump();
+    })();
+  };
+
+  const pump = () => {
+    while (!closed && running < maxInFlight && ready.length > 0) {
+      const key = ready.shift() as string;
+      const queue = queues.get(key);
+      if (!queue || queue.busy) continue;
+      const task = queue.tasks.shift();
+      if (!task) {
+        queues.delete(key);
+        continue;
+      }
+      start(key, queue, task);
+    }
+    notify();
+  };
+
+  return {
+    push(key, task) {
+      if (closed) return;
+      size++;
+      let queue = queues.get(key);
+      if (!queue) {
+        queue = { tasks: [], busy: false };
+        queues.set(key, queue);
+      }
+      queue.tasks.push(task);
+      if (!queue.busy && queue.tasks.length === 1) ready.push(key);
+      pump();
+    },
+    get running() {
+      return running;
+    },
+    get size() {
+      return size;
+    },
+    whenSizeBelow(limit) {
+      return waitUntil(() => size < limit);
+    },
+    whenIdle() {
+      return waitUntil(() => running === 0);
+    },
+    whenDrained() {
+      return waitUntil(() => size === 0);
+    },
+    close() {
+      if (closed) return 0;
+      closed = true;
+      let dropped = retryTimers.size;
+      for (const t of retryTimers) clearTimeout(t);
+      retryTimers.clear();
+      for (const queue of queues.values()) {
+        dropped += queue.tasks.length;
+        queue.tasks.length = 0;
+      }
+      queues.clear();
+      ready.length = 0;
+      size = running;
+      notify();
+      return dropped;
+    },
+  };
+}

@@ -1,0 +1,37 @@
+import type { Channel, SqlExecutor } from '@notify/outbox';
+
+/** Parameters of `notificationListOverdue`. */
+export interface NotificationListOverdueParams {
+  /** Queued notifications whose next attempt was due before this instant. */
+  readonly dueBefore: Date;
+  readonly limit: number;
+}
+
+/** What the repair sweep needs to re-publish a notification. */
+export interface OverdueNotification {
+  readonly id: string;
+  readonly tenant_id: string;
+  readonly channel: Channel;
+  readonly recipient: string;
+  readonly traceparent: string | null;
+  readonly attempts: number;
+  readonly next_attempt_at: Date;
+}
+
+/**
+ * Locks and returns the most overdue queued notifications (oldest first), skipping rows another
+ * sweep or a delivery holds (SKIP LOCKED): run it inside the transaction that re-publishes them.
+ * Served by the partial index notifications_queued_due_idx.
+ */
+export async function notificationListOverdue(db: SqlExecutor, params: NotificationListOverdueParams): Promise<OverdueNotification[]> {
+  const { rows } = await db.query<OverdueNotification>(
+    `SELECT id, tenant_id, channel, recipient, traceparent, attempts, next_attempt_at
+       FROM notifications
+      WHERE state = 'queued' AND next_attempt_at < $1::timestamptz
+      ORDER BY next_attempt_at
+      LIMIT $2
+        FOR UPDATE SKIP LOCKED`,
+    [params.dueBefore, params.limit],
+  );
+  return rows;
+}

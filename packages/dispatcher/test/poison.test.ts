@@ -1,0 +1,67 @@
+/**
+ * Poison messages through real Kafka: each lands on `<prefix>.dlq` with its reason and source,
+ * and the good notifications around them are still delivered by the same consumer.
+ */
+import { HEADERS, TOPICS } from '@notify/outbox';
+import { Partitioners } from 'kafkajs';
+import { afterEach, describe, expect, it } from 'vitest';
+import { waitFor } from '../../../test/support/wait.js';
+import { headersToStrings } from '../src/index.js';
+import { countByState, startHarness, type Harness } from './support/harness.js';
+import { createHttpTestProvider } from './support/http-provider.js';
+import { startReceiver, type Receiver } from './support/receiver.js';
+
+let h: Harness | undefined;
+let receiver: Receiver | undefined;
+afterEach(async () => {
+  await h?.close();
+  await receiver?.close();
+  h = receiver = undefined;
+});
+
+describe('poison messages', () => {
+  it('go to the dead-letter topic with a reason while good ones still deliver', async () => {
+    h = await startHarness({ partitions: 1 });
+    receiver = await startReceiver(() => ({ status: 200 }));
+    const due = new Date().toISOString();
+    const unknown = { v: 1, type: 'notification.deliver', id: 'ntf_01KZZZZZZZZZZZZZZZZZZZZZZZ', tenant_id: 't1', channel: 'webhook', attempt: 1, due_at: due };
+    const poison = [
+      { key: 'p1', value: Buffer.from('{not json') },
+      { key: 'p2', value: Buffer.from(JSON.stringify({ ...unknown, v: 2 })) },
+      { key: 'p3', value: Buffer.from(JSON.stringify(unknown)) },
+      { key: 'p4', value: Buffer.from([0xff, 0xfe, 0x00, 0x7b]) },
+      { key: 'p5', value: null },
+    ];
+    await h.enqueue({ tenant_id: 't1', channel: 'webhook', to: `${receiver.url}/good/0`, body: 'before' });
+    const producer = h.kafka.kafka.producer({ allowAutoTopicCreation: false, createPartitioner: Partitioners.DefaultPartitioner });
+    await producer.connect();
+    try {
+      await producer.send({ topic: h.kafka.topic(TOPICS.requests), messages: poison.map((p) => ({ ...p, headers: { origin: 'test' } })) });
+    } finally {
+      await producer.disconnect();
+    }
+    await h.startDispatcher({ webhook: createHttpTestProvider() });
+    await h.enqueue({ tenant_id: 't1', channel: 'webhook', to: `${receiver.url}/good/1`, body: 'after' });
+
+    const letters = await h.kafka.readAll(TOPICS.dlq, 5, 20_000);
+    const byKey = new Map(letters.map((m) => [m.key?.toString(), { value: m.value, headers: headersToStrings(m.headers) }]));
+    expect(byKey.get('p1')?.headers[HEADERS.dlqReason]).toBe('value is not valid JSON');
+    expect(byKey.get('p2')?.headers[HEADERS.dlqReason]).toBe('unknown schema version 2');
+    expect(byKey.get('p3')?.headers[HEADERS.dlqReason]).toBe(`unknown notification ${unknown.id}`);
+    expect(byKey.get('p4')?.headers[HEADERS.dlqReason]).toBe('value is not valid JSON');
+    expect(byKey.get('p5')?.headers[HEADERS.dlqReason]).toBe('empty message (tombstone)');
+    for (const [, letter] of byKey) {
+      expect(letter.headers[HEADERS.dlqSourceTopic]).toBe(h.kafka.topic(TOPICS.requests));
+      expect(letter.headers[HEADERS.dlqSourcePartition]).toBe('0');
+      expect(Number(letter.headers[HEADERS.dlqSourceOffset])).toBeGreaterThanOrEqual(0);
+      expect(letter.headers.origin).toBe('test');
+    }
+    // The original bytes, exactly, even when they are not text.
+    expect(byKey.get('p4')?.value).toEqual(Buffer.from([0xff, 0xfe, 0x00, 0x7b]));
+    expect(byKey.get('p5')?.value).toBeNull();
+
+    await waitFor(async () => (await countByState(h as Harness)).sent === 2, { timeoutMs: 15_000, message: 'both good notifications sent' });
+    expect(h.seen.deadLettered.map((e) => e.reason).sort()).toHaveLength(5);
+    expect(h.seen.consumerError.filter((e) => e.phase !== 'commit')).toHaveLength(0);
+  });
+});

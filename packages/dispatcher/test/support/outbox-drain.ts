@@ -1,0 +1,67 @@
+import { topicName, type Database } from '@notify/outbox';
+import { Partitioners, type Kafka } from 'kafkajs';
+import { sql, type Kysely } from 'kysely';
+
+/** A test-only stand-in for the relay: publishes unpublished outbox rows to Kafka every few ms. */
+export interface OutboxDrain {
+  /** Rows published so far. */
+  readonly published: number;
+  stop(): Promise<void>;
+}
+
+interface Row {
+  id: string;
+  topic: string;
+  key: string;
+  value: string;
+  headers: Record<string, string>;
+}
+
+/**
+ * Starts draining. One instance per test file; rows go out in id order (good enough for tests
+ * that write sequentially). The dispatcher's e2e test uses the real relay instead.
+ */
+export async function startOutboxDrain(db: Kysely<Database>, kafka: Kafka, topicPrefix: string, intervalMs = 20): Promise<OutboxDrain> {
+  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false, createPartitioner: Partitioners.DefaultPartitioner });
+  await producer.connect();
+  let published = 0;
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<void> = Promise.resolve();
+  const once = async () => {
+    await db.transaction().execute(async (trx) => {
+      const { rows } = await sql<Row>`SELECT id, topic, key, value, headers FROM outbox WHERE published_at IS NULL ORDER BY id LIMIT 500 FOR UPDATE SKIP LOCKED`.execute(trx);
+      if (rows.length === 0) return;
+      const byTopic = new Map<string, Row[]>();
+      for (const r of rows) byTopic.set(r.topic, [...(byTopic.get(r.topic) ?? []), r]);
+      await producer.sendBatch({
+        acks: -1,
+        topicMessages: [...byTopic].map(([topic, rs]) => ({
+          topic: topicName(topicPrefix, topic),
+          messages: rs.map((r) => ({ key: r.key, value: r.value, headers: r.headers })),
+        })),
+      });
+      await sql`UPDATE outbox SET published_at = now() WHERE id = ANY(${rows.map((r) => r.id)}::bigint[])`.execute(trx);
+      published += rows.length;
+    });
+  };
+  const loop = () => {
+    running = once()
+      .catch(() => undefined)
+      .finally(() => {
+        if (!stopped) timer = setTimeout(loop, intervalMs);
+      });
+  };
+  loop();
+  return {
+    get published() {
+      return published;
+    },
+    async stop() {
+      stopped = true;
+      clearTimeout(timer);
+      await running;
+      await producer.disconnect();
+    },
+  };
+}

@@ -1,0 +1,35 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '@notify/outbox';
+import { relayConfigFrom, resolveRelayConfig } from './config.js';
+
+describe('relay config', () => {
+  it('takes prefix, batch size, poll interval and retention from the service config', () => {
+    const c = relayConfigFrom(
+      loadConfig({ NOTIFY_TOPIC_PREFIX: 'acme', NOTIFY_RELAY_BATCH_SIZE: '250', NOTIFY_RELAY_POLL_MS: '500', NOTIFY_OUTBOX_RETENTION_MS: '1000' }),
+    );
+    expect(c).toEqual({ topicPrefix: 'acme', batchSize: 250, pollIntervalMs: 500, retentionMs: 1000 });
+  });
+
+  it('fills the tuning defaults', () => {
+    const r = resolveRelayConfig({ topicPrefix: 'p', batchSize: 10, pollIntervalMs: 1000, retentionMs: 0, instanceId: 'a' });
+    expect(r).toMatchObject({
+      instanceId: 'a',
+      leaseTtlMs: 10_000,
+      heartbeatIntervalMs: 3_333,
+      backoff: { baseMs: 100, maxMs: 30_000, jitter: 0.2 },
+      heldBackMaxMs: 1_000,
+    });
+    expect(resolveRelayConfig({ topicPrefix: 'p', batchSize: 10, pollIntervalMs: 1000, retentionMs: 0 }).instanceId).toMatch(/^relay-/);
+  });
+
+  it.each([
+    [{ batchSize: 0 }, /relay\.batchSize/],
+    [{ heartbeatIntervalMs: 9_000 }, /relay\.heartbeatIntervalMs/],
+    [{ backoff: { baseMs: 500, maxMs: 100 } }, /relay\.backoff\.maxMs/],
+    [{ topicPrefix: 'bad prefix' }, /relay\.topicPrefix/],
+  ])('rejects %o naming the field', (override, message) => {
+    const base = { topicPrefix: 'p', batchSize: 10, pollIntervalMs: 1000, retentionMs: 0 };
+    expect(() => resolveRelayConfig({ ...base, ...override })).toThrow(message);
+    expect(() => resolveRelayConfig({ ...base, ...override })).toThrow(ConfigError);
+  });
+});

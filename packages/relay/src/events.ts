@@ -1,0 +1,76 @@
+import type { Logger } from '@notify/outbox';
+
+/** Where a batch failed. */
+export type BatchStage = 'claim' | 'publish' | 'mark';
+
+/** Background work other than batches whose failures are reported (and retried) without stopping the relay. */
+export type BackgroundStage = 'lease' | 'wakeup' | 'purge' | 'stop';
+
+/**
+ * The relay's lifecycle events and their payloads. Listeners run synchronously in the relay's
+ * loop: keep them cheap. A listener that throws (or returns a rejected promise) is logged and
+ * ignored; it never stops the relay. Metrics come from here (see docs/relay.md).
+ */
+export interface RelayEventMap {
+  /** One claim finished: `count` rows claimed (0 when idle). `heldBack`: unpublished rows of this relay's slots exist but wait for an older open transaction. */
+  claimed: { readonly count: number; readonly slots: number; readonly heldBack: boolean };
+  /** A batch was published to Kafka and marked published. `durationMs` covers claim, publish and mark. */
+  published: { readonly count: number; readonly durationMs: number; readonly publishMs: number; readonly firstId: string; readonly lastId: string };
+  /** A batch failed; its rows stay unpublished and the relay retries after `retryInMs`. `attempt` counts consecutive failures. */
+  publishError: { readonly error: unknown; readonly stage: BatchStage; readonly attempt: number; readonly retryInMs: number };
+  /** The set of slots this instance holds changed. */
+  leaseChanged: { readonly slots: readonly number[]; readonly acquired: readonly number[]; readonly released: readonly number[] };
+  /** One purge run finished (`count` may be 0). */
+  purged: { readonly count: number };
+  /** The LISTEN connection is up (`reconnect`: it had been lost). */
+  wakeupConnected: { readonly reconnect: boolean };
+  /** Background work failed; it is retried on its next tick. */
+  error: { readonly error: unknown; readonly stage: BackgroundStage };
+  /** `stop()` finished; `drained` is false when the in-flight batch did not finish before the deadline. */
+  stopped: { readonly drained: boolean };
+}
+
+/** The name of a relay event. */
+export type RelayEventName = keyof RelayEventMap;
+
+/** A listener for one event. */
+export type RelayListener<E extends RelayEventName> = (payload: RelayEventMap[E]) => void | Promise<void>;
+
+/** A typed event emitter whose `emit` never throws (graphile-worker's safeEmit idea). */
+export interface RelayEvents {
+  /** Adds a listener; returns a function that removes it. */
+  on<E extends RelayEventName>(event: E, listener: RelayListener<E>): () => void;
+  /** Calls every listener of `event`; errors from listeners are logged, never thrown. */
+  emit<E extends RelayEventName>(event: E, payload: RelayEventMap[E]): void;
+}
+
+/** Creates the emitter. `logger` receives listener failures. */
+export function createRelayEvents(logger: Logger): RelayEvents {
+  const listeners = new Map<RelayEventName, Set<RelayListener<any>>>();
+  const report = (event: RelayEventName, err: unknown) =>
+    logger.error({ event, err: err instanceof Error ? { name: err.name, message: err.message } : String(err) }, 'relay event listener failed');
+  return {
+    on(event, listener) {
+      let set = listeners.get(event);
+      if (!set) listeners.set(event, (set = new Set()));
+      set.add(listener);
+      return () => {
+        set.delete(listener);
+      };
+    },
+    emit(event, payload) {
+      const set = listeners.get(event);
+      if (!set) return;
+      for (const listener of [...set]) {
+        try {
+          const result = listener(payload);
+          if (result && typeof (result as Promise<void>).then === 'function') {
+            (result as Promise<void>).then(undefined, (err: unknown) => report(event, err));
+          }
+        } catch (err) {
+          report(event, err);
+        }
+      }
+    },
+  };
+}

@@ -1,0 +1,21 @@
+// The public surface of @notify/relay. Everything exported is documented where it is defined.
+export { createRelay, type Relay, type RelayDeps, type RelayHooks } from './relay.js';
+export { type RelayConfig, type ResolvedRelayConfig, RELAY_DEFAULTS, relayConfigFrom, resolveRelayConfig } from './config.js';
+export {
+  type RelayEventMap,
+  type RelayEventName,
+  type RelayListener,
+  type RelayEvents,
+  type BatchStage,
+  type BackgroundStage,
+  createRelayEvents,
+} from './events.js';
+export { type Publisher, type PublishMessage, PublishError, PUBLISH_ERROR_CODES, type PublishErrorCode } from './publisher.js';
+export { createKafkaPublisher, type KafkaPublisherOptions } from './kafka-publisher.js';
+export { relayBackoffMs, type RelayBackoffParams } from './backoff.js';
+export { planLeases, type LeasePlan, type LeasePlanInput } from './lease-plan.js';
+export { createWakeup, type Wakeup, type WakeupOptions, OUTBOX_CHANNEL } from './wakeup.js';
+export { outboxLag, type OutboxLag, type OutboxLagParams } from './sql/outbox-lag.js';
+export { outboxClaimBatch, type OutboxClaimBatchParams, type ClaimedRow } from './sql/outbox-claim-batch.js';
+export { outboxMarkPublished, type OutboxMarkPublishedParams } from './sql/outbox-mark-published.js';
+export { outboxPurgePublished, type OutboxPurgePublishedParams } from './sql/outbox-purge-published.js';

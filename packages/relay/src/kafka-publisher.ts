@@ -1,0 +1,108 @@
+import { type Kafka, Partitioners, type Producer, type RetryOptions } from 'kafkajs';
+import type { Logger } from '@notify/outbox';
+import { silentLogger } from '@notify/outbox';
+import { PublishError, type PublishMessage, type Publisher } from './publisher.js';
+
+/** Options of `createKafkaPublisher`. */
+export interface KafkaPublisherOptions {
+  /**
+   * kafkajs retries inside one `publish` (connection, metadata, retriable broker errors). The
+   * idempotent producer defaults to retrying forever, which would hide an outage from the relay's
+   * own backoff and metrics; we bound it. Default `{ retries: 5, initialRetryTime: 100, maxRetryTime: 2000 }`.
+   */
+  readonly retry?: RetryOptions;
+  /** How long the broker may wait for in-sync replicas before answering. Default 30 000 ms. */
+  readonly ackTimeoutMs?: number;
+  readonly logger?: Logger;
+}
+
+const DEFAULT_RETRY: RetryOptions = { retries: 5, initialRetryTime: 100, maxRetryTime: 2_000 };
+const DISCONNECT_TIMEOUT_MS = 5_000;
+
+/**
+ * A `Publisher` over a kafkajs idempotent producer: `idempotent: true`, acks from all in-sync
+ * replicas (-1), one request in flight per broker, the Java-compatible murmur2 partitioner, no
+ * automatic topic creation. One `sendBatch` per `publish`.
+ *
+ * After any failure the producer is dropped and a new one (a new producer id) is made for the
+ * next call: kafkajs rolls its sequence numbers back when a request fails, so if the broker did
+ * append that request, a retry with different contents under the same producer would be rejected
+ * as out of sequence forever (or, with the same first sequence and length, silently dropped as a
+ * duplicate). A fresh producer id makes every retry an ordinary, at-least-once republish.
+ */
+export function createKafkaPublisher(kafka: Kafka, options: KafkaPublisherOptions = {}): Publisher {
+  const logger = options.logger ?? silentLogger;
+  const retry = options.retry ?? DEFAULT_RETRY;
+  let producer: Producer | null = null;
+  let connected: Promise<Producer> | null = null;
+  let chain: Promise<unknown> = Promise.resolve();
+  let closed = false;
+
+  const connect = (): Promise<Producer> => {
+    if (connected) return connected;
+    const p = kafka.producer({
+      idempotent: true,
+      maxInFlightRequests: 1,
+      createPartitioner: Partitioners.DefaultPartitioner,
+      allowAutoTopicCreation: false,
+      retry,
+    });
+    producer = p;
+    connected = p.connect().then(() => p);
+    return connected;
+  };
+
+  const drop = async (): Promise<void> => {
+    const p = producer;
+    producer = null;
+    connected = null;
+    if (!p) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      p.disconnect().catch(() => {}),
+      new Promise<void>((r) => (timer = setTimeout(r, DISCONNECT_TIMEOUT_MS))),
+    ]);
+    clearTimeout(timer);
+  };
+
+  const send = async (messages: readonly PublishMessage[]): Promise<void> => {
+    if (closed) throw new PublishError('publisher_closed', 'the publisher is closed', { retriable: false });
+    if (messages.length === 0) return;
+    // Group by topic, keeping array order inside each topic (kafkajs keeps it per partition).
+    const byTopic = new Map<string, { key: string; value: string; headers: Record<string, string> }[]>();
+    for (const m of messages) {
+      let list = byTopic.get(m.topic);
+      if (!list) byTopic.set(m.topic, (list = []));
+      list.push({ key: m.key, value: m.value, headers: m.headers as Record<string, string> });
+    }
+    try {
+      const p = await connect();
+      await p.sendBatch({
+        acks: -1,
+        timeout: options.ackTimeoutMs ?? 30_000,
+        topicMessages: [...byTopic].map(([topic, msgs]) => ({ topic, messages: msgs })),
+      });
+    } catch (err) {
+      await drop();
+      const e = err as { name?: string; message?: string; retriable?: boolean };
+      logger.warn({ err: { name: e.name, message: e.message }, count: messages.length }, 'kafka publish failed');
+      throw new PublishError('publish_failed', `kafka publish of ${messages.length} messages failed: ${e.name ?? 'Error'}: ${e.message ?? String(err)}`, {
+        cause: err,
+        retriable: e.retriable ?? true,
+      });
+    }
+  };
+
+  return {
+    publish(messages) {
+      const run = chain.then(() => send(messages));
+      chain = run.catch(() => {});
+      return run;
+    },
+    async close() {
+      closed = true;
+      await chain;
+      await drop();
+    },
+  };
+}

@@ -1,0 +1,350 @@
+import { performance } from 'node:perf_hooks';
+import type { Kafka } from 'kafkajs';
+import type { Kysely } from 'kysely';
+import { type Clock, type Database, type Logger, fromKysely, silentLogger, systemClock, topicName } from '@notify/outbox';
+import { relayBackoffMs } from './backoff.js';
+import { type RelayConfig, resolveRelayConfig } from './config.js';
+import { type BatchStage, type RelayEventName, type RelayListener, createRelayEvents } from './events.js';
+import { createKafkaPublisher } from './kafka-publisher.js';
+import { planLeases } from './lease-plan.js';
+import { PublishError, type PublishMessage, type Publisher } from './publisher.js';
+import { type ClaimedRow, outboxClaimBatch } from './sql/outbox-claim-batch.js';
+import { outboxHeldBack } from './sql/outbox-held-back.js';
+import { outboxMarkPublished } from './sql/outbox-mark-published.js';
+import { outboxPurgePublished } from './sql/outbox-purge-published.js';
+import { relayInstanceHeartbeat } from './sql/relay-instance-heartbeat.js';
+import { relayInstanceRemove } from './sql/relay-instance-remove.js';
+import { relayLeaseAcquire } from './sql/relay-lease-acquire.js';
+import { relayLeaseLockHeld } from './sql/relay-lease-lock-held.js';
+import { relayLeaseRelease } from './sql/relay-lease-release.js';
+import { relayLeaseRenew } from './sql/relay-lease-renew.js';
+import { relaySlotCount } from './sql/relay-slot-count.js';
+import { transactionIdleTimeout } from './sql/transaction-idle-timeout.js';
+import { WakeSignal } from './wake-signal.js';
+import { type Wakeup, createWakeup } from './wakeup.js';
+
+/** Test seams. Not for production use. */
+export interface RelayHooks {
+  /**
+   * Runs after the broker acknowledged a batch and before the batch is marked published (the
+   * claim transaction is still open). The crash test pauses here and SIGKILLs the process.
+   */
+  readonly afterPublish?: (ids: readonly string[]) => void | Promise<void>;
+}
+
+interface RelayDepsBase {
+  /** Claims, marks, leases and purges run on this pool (one connection per claim transaction). */
+  readonly db: Kysely<Database>;
+  /** For the dedicated LISTEN connection. */
+  readonly connectionString: string;
+  readonly clock?: Clock;
+  readonly logger?: Logger;
+  readonly hooks?: RelayHooks;
+}
+
+/**
+ * What `createRelay` needs: the database, and either a kafkajs `Kafka` (the relay makes and
+ * owns an idempotent producer) or a `Publisher` (the caller owns it and closes it).
+ */
+export type RelayDeps = RelayDepsBase & ({ readonly kafka: Kafka; readonly publisher?: undefined } | { readonly publisher: Publisher; readonly kafka?: undefined });
+
+/** A running (or startable) relay instance. */
+export interface Relay {
+  readonly instanceId: string;
+  /**
+   * Takes its share of the slots, starts listening and publishing. Rejects only when the
+   * database cannot be read at all at start; later database or Kafka outages are retried in the
+   * background and reported as events, never thrown.
+   */
+  start(): Promise<void>;
+  /** Finishes the in-flight batch (up to `stopTimeoutMs`), releases its leases, closes its clients. Idempotent. */
+  stop(): Promise<void>;
+  /** Subscribes to a lifecycle event; returns the unsubscribe function. */
+  on<E extends RelayEventName>(event: E, listener: RelayListener<E>): () => void;
+  /** Slots this instance holds now. */
+  slots(): readonly number[];
+}
+
+type BatchOutcome =
+  | { readonly kind: 'idle'; readonly heldBack: boolean }
+  | { readonly kind: 'published'; readonly count: number; readonly full: boolean; readonly heldBack: boolean }
+  | { readonly kind: 'failed'; readonly stage: BatchStage; readonly error: unknown };
+
+// The server ends a claim session idle this much longer than the publish timeout (a hung process).
+const IDLE_MARGIN_MS = 10_000;
+
+function withTimeout<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    promise,
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new PublishError('publish_timeout', message)), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
+}
+
+function errorFields(err: unknown): { name: string; message: string; code?: string } {
+  if (err instanceof Error) {
+    const code = (err as { code?: unknown }).code;
+    return { name: err.name, message: err.message, ...(typeof code === 'string' ? { code } : {}) };
+  }
+  return { name: 'Error', message: String(err) };
+}
+
+/**
+ * Creates a relay instance: it claims unpublished outbox rows of the hash slots it leases,
+ * publishes them, and marks them published, one batch per transaction. Several instances (in one
+ * process or many) split the slots between them; per-key order holds across them. See
+ * docs/relay.md for the design and the guarantees.
+ */
+export function createRelay(config: RelayConfig, deps: RelayDeps): Relay {
+  const cfg = resolveRelayConfig(config);
+  const instanceId = cfg.instanceId;
+  const clock = deps.clock ?? systemClock;
+  const logger = (deps.logger ?? silentLogger).child({ component: 'relay', instanceId });
+  const events = createRelayEvents(logger);
+  const db = fromKysely(deps.db);
+  const ownsPublisher = deps.publisher === undefined;
+  const publisher: Publisher = deps.publisher ?? createKafkaPublisher(deps.kafka as Kafka, { logger });
+  const signal = new WakeSignal();
+
+  let state: 'new' | 'running' | 'stopping' | 'stopped' = 'new';
+  let slotCount = 0;
+  let held: number[] = [];
+  let loopDone: Promise<void> = Promise.resolve();
+  let leaseRound: Promise<void> | null = null;
+  let purgeRound: Promise<void> | null = null;
+  let leaseTimer: NodeJS.Timeout | null = null;
+  let purgeTimer: NodeJS.Timeout | null = null;
+  let stopping: Promise<void> | null = null;
+
+  const wakeup: Wakeup = createWakeup({
+    connectionString: deps.connectionString,
+    onNotify: () => signal.wake(),
+    onConnected: (reconnect) => {
+      events.emit('wakeupConnected', { reconnect });
+      signal.wake();
+    },
+    onError: (error) => {
+      logger.warn({ err: errorFields(error) }, 'relay LISTEN connection lost; reconnecting');
+      events.emit('error', { error, stage: 'wakeup' });
+    },
+  });
+
+  const toMessage = (row: ClaimedRow): PublishMessage => {
+    const headers: Record<string, string> = {};
+    for (const [k, v] of Object.entries(row.headers ?? {})) headers[k] = typeof v === 'string' ? v : JSON.stringify(v);
+    return { topic: topicName(cfg.topicPrefix, row.topic), key: row.key, value: row.value, headers };
+  };
+
+  async function runBatch(): Promise<BatchOutcome> {
+    const started = performance.now();
+    let stage: BatchStage = 'claim';
+    let publishMs = 0;
+    try {
+      const result = await deps.db.transaction().execute(async (trx) => {
+        const tx = fromKysely(trx);
+        await transactionIdleTimeout(tx, { ms: cfg.publishTimeoutMs + IDLE_MARGIN_MS });
+        const slots = await relayLeaseLockHeld(tx, { instanceId, now: clock.now() });
+        const rows = await outboxClaimBatch(tx, { slots, slotCount, limit: cfg.batchSize });
+        const heldBack = rows.length < cfg.batchSize ? await outboxHeldBack(tx, { slots, slotCount }) : false;
+        events.emit('claimed', { count: rows.length, slots: slots.length, heldBack });
+        if (rows.length === 0) return { rows, heldBack };
+        stage = 'publish';
+        const t0 = performance.now();
+        await withTimeout(publisher.publish(rows.map(toMessage)), cfg.publishTimeoutMs, `publish of ${rows.length} rows took over ${cfg.publishTimeoutMs} ms`);
+        publishMs = performance.now() - t0;
+        const ids = rows.map((r) => r.id);
+        if (deps.hooks?.afterPublish) await deps.hooks.afterPublish(ids);
+        stage = 'mark';
+        await outboxMarkPublished(tx, { ids, now: clock.now() });
+        return { rows, heldBack };
+      });
+      const { rows, heldBack } = result;
+      if (rows.length === 0) return { kind: 'idle', heldBack };
+      events.emit('published', {
+        count: rows.length,
+        durationMs: performance.now() - started,
+        publishMs,
+        firstId: rows[0]!.id,
+        lastId: rows[rows.length - 1]!.id,
+      });
+      return { kind: 'published', count: rows.length, full: rows.length === cfg.batchSize, heldBack };
+    } catch (error) {
+      return { kind: 'failed', stage, error };
+    }
+  }
+
+  async function loop(): Promise<void> {
+    let failures = 0;
+    let heldBackDelay = cfg.heldBackRetryMs;
+    while (state === 'running') {
+      signal.clear(); // this round's claim sees everything committed before now
+      const outcome = await runBatch();
+      if (state !== 'running') break;
+      if (outcome.kind === 'failed') {
+        failures++;
+        const retryInMs = relayBackoffMs({ attempt: failures, ...cfg.backoff, random: Math.random() });
+        logger.warn({ err: errorFields(outcome.error), stage: outcome.stage, attempt: failures, retryInMs }, 'relay batch failed; rows stay unpublished');
+        events.emit('publishError', { error: outcome.error, stage: outcome.stage, attempt: failures, retryInMs });
+        await signal.wait(retryInMs, { wakeable: false });
+        continue;
+      }
+      failures = 0;
+      if (outcome.kind === 'published' && outcome.full) continue; // likely more: no sleep
+      if (outcome.heldBack) {
+        // Rows wait behind an older open transaction that may never notify: re-poll soon.
+        await signal.wait(heldBackDelay);
+        heldBackDelay = Math.min(heldBackDelay * 2, cfg.heldBackMaxMs);
+        continue;
+      }
+      heldBackDelay = cfg.heldBackRetryMs;
+      await signal.wait(cfg.pollIntervalMs);
+    }
+  }
+
+  async function renewAndRebalance(): Promise<void> {
+    const now = clock.now();
+    const expiresAt = new Date(now.getTime() + cfg.leaseTtlMs);
+    const live = await relayInstanceHeartbeat(db, { instanceId, now, expiresAt });
+    const mine = await relayLeaseRenew(db, { instanceId, expiresAt });
+    if (state !== 'running') return;
+    const plan = planLeases({ instanceId, liveInstances: live, slotCount, held: mine });
+    const released = plan.release.length > 0 ? await relayLeaseRelease(db, { instanceId, slots: plan.release }) : [];
+    const acquired = plan.acquire > 0 ? await relayLeaseAcquire(db, { instanceId, now, expiresAt, count: plan.acquire }) : [];
+    const next = [...mine.filter((s) => !released.includes(s)), ...acquired].sort((a, b) => a - b);
+    const changed = next.length !== held.length || next.some((s, i) => s !== held[i]);
+    held = next;
+    if (changed) {
+      logger.info({ slots: next.length, acquired: acquired.length, released: released.length, live: live.length }, 'relay leases changed');
+      events.emit('leaseChanged', { slots: next, acquired, released });
+      if (acquired.length > 0) signal.wake();
+    }
+  }
+
+  function scheduleLeases(delayMs: number): void {
+    leaseTimer = setTimeout(() => {
+      leaseTimer = null;
+      leaseRound = renewAndRebalance()
+        .catch((error: unknown) => {
+          logger.warn({ err: errorFields(error) }, 'relay lease heartbeat failed');
+          events.emit('error', { error, stage: 'lease' });
+        })
+        .finally(() => {
+          leaseRound = null;
+          if (state === 'running') scheduleLeases(cfg.heartbeatIntervalMs);
+        });
+    }, delayMs);
+  }
+
+  async function purge(): Promise<void> {
+    // One purger is enough: the holder of slot 0 (there is always exactly one while relays run).
+    if (!held.includes(0)) return;
+    const before = new Date(clock.now().getTime() - cfg.retentionMs);
+    const maxStatements = 100; // bounded work per round; the next round continues
+    let total = 0;
+    for (let i = 0; i < maxStatements && state === 'running'; i++) {
+      const n = await outboxPurgePublished(db, { before, limit: cfg.purgeBatchSize });
+      total += n;
+      if (n < cfg.purgeBatchSize) break;
+    }
+    if (total > 0) logger.info({ count: total }, 'relay purged published outbox rows');
+    events.emit('purged', { count: total });
+  }
+
+  function schedulePurge(delayMs: number): void {
+    purgeTimer = setTimeout(() => {
+      purgeTimer = null;
+      purgeRound = purge()
+        .catch((error: unknown) => {
+          logger.warn({ err: errorFields(error) }, 'relay purge failed');
+          events.emit('error', { error, stage: 'purge' });
+        })
+        .finally(() => {
+          purgeRound = null;
+          if (state === 'running') schedulePurge(cfg.purgeIntervalMs);
+        });
+    }, delayMs);
+  }
+
+  async function bounded(promise: Promise<unknown> | null, ms: number): Promise<boolean> {
+    if (!promise) return true;
+    let timer: NodeJS.Timeout | undefined;
+    const done = await Promise.race([
+      promise.then(
+        () => true,
+        () => true,
+      ),
+      new Promise<boolean>((r) => (timer = setTimeout(() => r(false), Math.max(0, ms)))),
+    ]);
+    clearTimeout(timer);
+    return done;
+  }
+
+  async function shutdown(): Promise<void> {
+    const deadline = performance.now() + cfg.stopTimeoutMs;
+    const left = () => deadline - performance.now();
+    if (leaseTimer) clearTimeout(leaseTimer);
+    if (purgeTimer) clearTimeout(purgeTimer);
+    leaseTimer = purgeTimer = null;
+    signal.interrupt();
+    const drained = await bounded(loopDone, left());
+    if (!drained) logger.warn({ stopTimeoutMs: cfg.stopTimeoutMs }, 'relay stop: the in-flight batch did not finish in time; its rows stay unpublished');
+    await bounded(leaseRound, left());
+    await bounded(purgeRound, left());
+    try {
+      // Safe even if a batch is still in flight: its FOR KEY SHARE locks fence the next owner.
+      await relayLeaseRelease(db, { instanceId });
+      await relayInstanceRemove(db, { instanceId });
+    } catch (error) {
+      events.emit('error', { error, stage: 'stop' });
+    }
+    held = [];
+    await wakeup.stop();
+    if (ownsPublisher) await bounded(publisher.close(), Math.max(left(), 1_000));
+    state = 'stopped';
+    logger.info({ drained }, 'relay stopped');
+    events.emit('stopped', { drained });
+  }
+
+  return {
+    instanceId,
+    async start() {
+      if (state !== 'new') throw new Error(`relay ${instanceId} was already started`);
+      state = 'running';
+      try {
+        slotCount = await relaySlotCount(db);
+      } catch (error) {
+        state = 'stopped';
+        throw error;
+      }
+      if (slotCount === 0) {
+        state = 'stopped';
+        throw new Error('relay_leases is empty: run the migrations (0002_relay) before starting a relay');
+      }
+      try {
+        await renewAndRebalance();
+      } catch (error) {
+        events.emit('error', { error, stage: 'lease' });
+      }
+      scheduleLeases(cfg.heartbeatIntervalMs);
+      schedulePurge(Math.min(cfg.purgeIntervalMs, 1_000));
+      await wakeup.start();
+      loopDone = loop();
+      logger.info({ slots: held.length, slotCount }, 'relay started');
+    },
+    stop() {
+      if (state === 'new') {
+        state = 'stopped';
+        return Promise.resolve();
+      }
+      if (!stopping) {
+        state = 'stopping';
+        stopping = shutdown();
+      }
+      return stopping;
+    },
+    on: (event, listener) => events.on(event, listener),
+    slots: () => held,
+  };
+}

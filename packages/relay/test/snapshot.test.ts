@@ -1,0 +1,104 @@
+import type pg from 'pg';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { fromPgClient, outboxInsert } from '@notify/outbox';
+import { type TestDatabase, createTestDatabase } from '../../../test/support/db.js';
+import { type TestKafka, createTestKafka } from '../../../test/support/kafka.js';
+import { waitFor } from '../../../test/support/wait.js';
+import { type Relay, type RelayEventMap, createRelay } from '../src/index.js';
+import { decode, outboxCounts, testMessage } from './support.js';
+
+// "No row overtaken by a slow transaction": the relay reads only rows whose transaction is below
+// its snapshot's xmin, so a transaction that wrote first but commits last holds later ones back.
+
+let tdb: TestDatabase;
+let tk: TestKafka;
+let relay: Relay | null = null;
+const clients: pg.PoolClient[] = [];
+
+beforeAll(async () => {
+  tdb = await createTestDatabase();
+  tk = await createTestKafka();
+  await tk.createTopics(['slow', 'xid'], 1);
+});
+
+afterEach(async () => {
+  await relay?.stop();
+  relay = null;
+  for (const c of clients.splice(0)) {
+    await c.query('ROLLBACK').catch(() => {});
+    c.release();
+  }
+  await tdb.pool.query('TRUNCATE outbox');
+});
+
+afterAll(async () => {
+  await tk?.close();
+  await tdb?.close();
+});
+
+async function begin(): Promise<pg.PoolClient> {
+  const c = await tdb.pool.connect();
+  clients.push(c);
+  await c.query('BEGIN');
+  return c;
+}
+
+function startRelay(): { claims: RelayEventMap['claimed'][] } {
+  const claims: RelayEventMap['claimed'][] = [];
+  relay = createRelay(
+    { topicPrefix: tk.prefix, batchSize: 100, pollIntervalMs: 50, retentionMs: 3_600_000, instanceId: 'snapshot' },
+    { db: tdb.db, connectionString: tdb.url, kafka: tk.kafka },
+  );
+  relay.on('claimed', (e) => void claims.push(e));
+  return { claims };
+}
+
+async function unpublishedValues(): Promise<number[]> {
+  const { rows } = await tdb.pool.query<{ value: string }>('SELECT value FROM outbox WHERE published_at IS NULL ORDER BY id');
+  return rows.map((r) => (JSON.parse(r.value) as { seq: number }).seq);
+}
+
+describe('the snapshot rule', () => {
+  it('a row committed behind an open transaction of the same key waits for it, then both go out in order', async () => {
+    const key = 'tenant/email/slow';
+    const slow = await begin();
+    await outboxInsert(fromPgClient(slow), { messages: [testMessage(key, 0, 'slow')] }); // lower id, lower xid
+    const fast = await begin();
+    await outboxInsert(fromPgClient(fast), { messages: [testMessage(key, 1, 'slow')] });
+    await fast.query('COMMIT');
+
+    const { claims } = startRelay();
+    await relay!.start();
+    // The fast row is committed and visible, yet every claim holds it back.
+    await waitFor(() => claims.filter((c) => c.heldBack).length >= 5, { message: 'five claims holding the row back' });
+    expect(claims.every((c) => c.count === 0)).toBe(true);
+    expect(await unpublishedValues()).toEqual([1]);
+
+    await slow.query('COMMIT');
+    await waitFor(async () => (await outboxCounts(tdb.pool)).unpublished === 0, { message: 'both rows published' });
+    const messages = await tk.readAll('slow', 2);
+    expect(messages.map((m) => decode(m).seq)).toEqual([0, 1]);
+  });
+
+  it('orders by (transaction id, row id): a transaction that took its xid first goes first, and nothing is skipped', async () => {
+    // The corner where xid order and id order differ: "early" takes its xid before "late" writes,
+    // but inserts its outbox row after. The relay publishes in xid order; "late"'s row (lower id)
+    // waits for nothing it should not and is not lost.
+    const key = 'tenant/email/xid';
+    const early = await begin();
+    await early.query('SELECT pg_current_xact_id()');
+    const late = await begin();
+    await outboxInsert(fromPgClient(late), { messages: [testMessage(key, 1, 'xid')] }); // lower id, higher xid
+    await outboxInsert(fromPgClient(early), { messages: [testMessage(key, 0, 'xid')] }); // higher id, lower xid
+    await early.query('COMMIT');
+
+    startRelay();
+    await relay!.start();
+    // early's row is below xmin (late is the oldest open transaction) and goes out now.
+    await waitFor(async () => (await unpublishedValues()).length === 0 && (await outboxCounts(tdb.pool)).total === 1, { message: "early's row published" });
+    await late.query('COMMIT');
+    await waitFor(async () => (await outboxCounts(tdb.pool)).unpublished === 0 && (await outboxCounts(tdb.pool)).total === 2, { message: "late's row published" });
+    const messages = await tk.readAll('xid', 2);
+    expect(messages.map((m) => decode(m).seq)).toEqual([0, 1]);
+  });
+});

@@ -1,0 +1,67 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type TestDatabase, createTestDatabase } from '../../../test/support/db.js';
+import { type TestKafka, createTestKafka } from '../../../test/support/kafka.js';
+import { waitFor } from '../../../test/support/wait.js';
+import { type RelayEventMap, createRelay } from '../src/index.js';
+import { insertMessages, outboxCounts, testMessage } from './support.js';
+
+// LISTEN/NOTIFY: with a 60 s poll interval, a committed row is published within seconds, also
+// after the LISTEN connection was killed; and an idle relay does (next to) nothing.
+
+const POLL_MS = 60_000;
+const DEADLINE_MS = 10_000; // well under the poll interval: only a notification can explain it
+
+let tdb: TestDatabase;
+let tk: TestKafka;
+
+beforeAll(async () => {
+  tdb = await createTestDatabase();
+  tk = await createTestKafka();
+  await tk.createTopics(['requests'], 1);
+});
+
+afterAll(async () => {
+  await tk?.close();
+  await tdb?.close();
+});
+
+describe('wake-up on NOTIFY', () => {
+  it('publishes a new row long before the poll interval, and again after the LISTEN connection is killed', async () => {
+    const relay = createRelay(
+      { topicPrefix: tk.prefix, batchSize: 100, pollIntervalMs: POLL_MS, retentionMs: 3_600_000, instanceId: 'wakeup' },
+      { db: tdb.db, connectionString: tdb.url, kafka: tk.kafka },
+    );
+    const claims: RelayEventMap['claimed'][] = [];
+    const connected: RelayEventMap['wakeupConnected'][] = [];
+    relay.on('claimed', (e) => void claims.push(e));
+    relay.on('wakeupConnected', (e) => void connected.push(e));
+    await relay.start();
+    try {
+      await waitFor(() => claims.length >= 1 && connected.length === 1, { message: 'the first (empty) claim' });
+      const idleClaims = claims.length;
+
+      await insertMessages(tdb.pool, [testMessage('tenant/email/w', 0)]);
+      await waitFor(async () => (await outboxCounts(tdb.pool)).unpublished === 0, { timeoutMs: DEADLINE_MS, message: 'row 0 published on NOTIFY' });
+
+      // Kill the LISTEN session; the relay reconnects by itself and keeps waking on NOTIFY.
+      const killed = await tdb.pool.query<{ ok: boolean }>(
+        `SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE application_name = 'notify-relay-wakeup' AND datname = current_database()`,
+      );
+      expect(killed.rows.map((r) => r.ok)).toEqual([true]);
+      await waitFor(() => connected.some((c) => c.reconnect), { timeoutMs: DEADLINE_MS, message: 'LISTEN reconnected' });
+      await insertMessages(tdb.pool, [testMessage('tenant/email/w', 1)]);
+      await waitFor(async () => (await outboxCounts(tdb.pool)).unpublished === 0 && (await outboxCounts(tdb.pool)).total === 2, {
+        timeoutMs: DEADLINE_MS,
+        message: 'row 1 published on NOTIFY after the reconnect',
+      });
+
+      // Idle cost: only the two notifications, the reconnect and the rows' own rounds woke it;
+      // no polling happened in between (a 50 ms poll would have made dozens of rounds by now).
+      expect(claims.length - idleClaims).toBeLessThanOrEqual(8);
+    } finally {
+      await relay.stop();
+    }
+    const messages = await tk.readAll('requests', 2);
+    expect(messages).toHaveLength(2);
+  });
+});
