@@ -8,3 +8,11 @@ export function startKafka(options?: { log?: (line: string) => void; timeoutMs?:
 export function stopKafka(options?: { log?: (line: string) => void }): Promise<{ stopped: boolean; pid?: number }>;
 /** Whether our broker runs and answers. */
 export function kafkaStatus(): Promise<unknown>;
+/**
+ * A private broker in .cache/kafka-<name>/ on free ports, for tests that stop and start a broker
+ * (never the shared one). keepData: restart the broker a `stopPrivateKafka({ keepData: true })`
+ * stopped, on its data and ports.
+ */
+export function startPrivateKafka(options: { name: string; log?: (line: string) => void; timeoutMs?: number; keepData?: boolean }): Promise<{ brokers: string; port: number; pid: number; dir: string }>;
+/** Stops a private broker; keepData keeps its data and ports for a restart, else its directory is removed. */
+export function stopPrivateKafka(options: { name: string; log?: (line: string) => void; keepData?: boolean }): Promise<{ stopped: boolean; pid?: number }>;

@@ -4,9 +4,11 @@
 // .cache/kafka/libs, and the broker runs on the machine's Java 17+.
 //
 // CLI:    node scripts/kafka.mjs start|ensure|status|stop
+//         node scripts/kafka.mjs private-start|private-stop <name> [--keep-data]   (a second broker)
 //         (start/ensure print `KAFKA_BROKERS=127.0.0.1:<port>` as their last stdout line;
 //          progress goes to stderr, so `eval "$(node scripts/kafka.mjs ensure)"` works)
 // Module: import { ensureKafka, stopKafka } from './scripts/kafka.mjs'
+//         import { startPrivateKafka, stopPrivateKafka } from './scripts/kafka.mjs'  (tests that stop a broker)
 //
 // Env: KAFKA_BROKERS (use that cluster, start nothing), KAFKA_PORT, KAFKA_HEAP_OPTS,
 //      KAFKA_JVM_PERFORMANCE_OPTS, KAFKA_CDS=0, KAFKA_START_TIMEOUT_MS, JAVA_HOME.
@@ -29,13 +31,27 @@ const LOG4J_CONF = path.join(SCRIPT_DIR, 'kafka', 'log4j2.xml');
 const CACHE = path.join(ROOT, '.cache', 'kafka');
 const LIBS = path.join(CACHE, 'libs');
 const LIBS_MARKER = path.join(LIBS, '.fetched');
-const DATA = path.join(CACHE, 'data');
-const PROPS = path.join(CACHE, 'server.properties');
-const PID_FILE = path.join(CACHE, 'broker.pid');
-const STATE_FILE = path.join(CACHE, 'broker.json');
-const LOG_FILE = path.join(CACHE, 'broker.log');
-const OUT_FILE = path.join(CACHE, 'broker.stdout.log');
-const LOCK_DIR = path.join(CACHE, 'lock');
+
+// Where one broker keeps its state. The shared broker lives in .cache/kafka/; a private one
+// (startPrivateKafka) in .cache/kafka-<name>/, with its own ports, and the same jars.
+function layoutFor(name) {
+  const dir = name ? path.join(ROOT, '.cache', `kafka-${name}`) : CACHE;
+  return {
+    name,
+    dir,
+    data: path.join(dir, 'data'),
+    props: path.join(dir, 'server.properties'),
+    pidFile: path.join(dir, 'broker.pid'),
+    stateFile: path.join(dir, 'broker.json'),
+    // A private broker's ports and cluster id, kept across a stop with keepData so it can come back as the same broker.
+    instanceFile: path.join(dir, 'instance.json'),
+    logFile: path.join(dir, 'broker.log'),
+    outFile: path.join(dir, 'broker.stdout.log'),
+    lockDir: path.join(dir, 'lock'),
+  };
+}
+const SHARED = layoutFor(null);
+const PRIVATE_NAME = /^[a-z0-9][a-z0-9-]{0,39}$/;
 const CDS_PREFIX = `kafka-${KAFKA_VERSION}-`; // + <key>.jsa: AppCDS archive of the broker's classes
 
 const DEFAULT_PORT = 19092;
@@ -131,44 +147,111 @@ export async function kafkaStatus() {
   return { running: true, answering, ...state, pid };
 }
 
+/**
+ * A private broker, for tests that stop and start a broker on purpose (the shared one is used by
+ * every other test and must never be stopped). It lives in .cache/kafka-<name>/ with its own
+ * free ports (never 19092) and the shared jars; KAFKA_BROKERS is ignored.
+ * - keepData false (default): a fresh, formatted broker (a running one of that name is stopped first).
+ * - keepData true: start the broker that `stopPrivateKafka({ name, keepData: true })` stopped,
+ *   on its kept data and the same ports, so clients reconnect to the same address and find their
+ *   topics, offsets and producer state again. Without kept data it starts fresh.
+ * @param {{ name: string, log?: (msg: string) => void, timeoutMs?: number, keepData?: boolean }} opts
+ * @returns {Promise<{ brokers: string, port: number, pid: number, dir: string }>}
+ */
+export async function startPrivateKafka({ name, log = defaultLog, timeoutMs, keepData = false }) {
+  const L = privateLayout(name);
+  return withLock(
+    log,
+    async () => {
+      await stopBroker(log, L);
+      let reuse = null;
+      if (keepData) {
+        try {
+          reuse = JSON.parse(fs.readFileSync(L.instanceFile, 'utf8'));
+        } catch {
+          reuse = null;
+        }
+        if (reuse && !fs.existsSync(path.join(L.data, 'meta.properties'))) reuse = null;
+      }
+      const brokers = await startBroker({ log, timeoutMs, L, reuse });
+      const state = readState(L);
+      return { brokers, port: state.port, pid: state.pid, dir: L.dir };
+    },
+    L,
+  );
+}
+
+/**
+ * Stops a private broker (SIGTERM, SIGKILL after 20 s). keepData true keeps its data and ports
+ * for `startPrivateKafka({ name, keepData: true })`; otherwise its whole directory is removed.
+ * @param {{ name: string, log?: (msg: string) => void, keepData?: boolean }} opts
+ * @returns {Promise<{ stopped: boolean, pid?: number }>}
+ */
+export async function stopPrivateKafka({ name, log = defaultLog, keepData = false }) {
+  const L = privateLayout(name);
+  const result = await withLock(log, () => stopBroker(log, L), L);
+  if (!keepData) fs.rmSync(L.dir, { recursive: true, force: true });
+  return result;
+}
+
+function privateLayout(name) {
+  if (typeof name !== 'string' || !PRIVATE_NAME.test(name)) {
+    fail(`private broker name must match ${PRIVATE_NAME} (got ${JSON.stringify(name)})`);
+  }
+  return layoutFor(name);
+}
+
+// The port a restarted private broker had before: it must come back on it (clients know that address).
+async function reusePort(port) {
+  if ((await tryListen(port)) === null) fail(`cannot restart the private broker on port ${port}: it is in use now`);
+  return port;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Start
 
-async function startBroker({ log, timeoutMs }) {
+async function startBroker({ log, timeoutMs, L = SHARED, reuse = null }) {
   const deadlineMs = timeoutMs ?? (Number(process.env.KAFKA_START_TIMEOUT_MS) || DEFAULT_START_TIMEOUT_MS);
   const { java, versionText } = findJava();
   const hadLibs = libsReady();
   await fetchLibs(log);
-  const cds = cdsOptions({ versionText, record: hadLibs });
+  // A private broker only reads the shared class-data archive: recording one is the shared broker's job.
+  const cds = cdsOptions({ versionText, record: hadLibs && L === SHARED, prune: L === SHARED });
 
-  fs.mkdirSync(CACHE, { recursive: true });
-  const port = await choosePort();
-  const controllerPort = await freePort(port);
+  fs.mkdirSync(L.dir, { recursive: true });
+  // reuse: a private broker restarted on its kept data, as the same broker (same ports, same cluster).
+  const port = reuse ? await reusePort(reuse.port) : L === SHARED ? await choosePort() : await freePort();
+  const controllerPort = reuse ? await reusePort(reuse.controllerPort) : await freePort(port);
   const brokers = `127.0.0.1:${port}`;
 
-  fs.rmSync(DATA, { recursive: true, force: true });
-  fs.mkdirSync(DATA, { recursive: true });
-  fs.writeFileSync(PROPS, serverProperties({ port, controllerPort }));
-  for (const f of [LOG_FILE, OUT_FILE]) if (fs.existsSync(f)) fs.renameSync(f, `${f}.1`);
+  if (!reuse) {
+    fs.rmSync(L.data, { recursive: true, force: true });
+    fs.mkdirSync(L.data, { recursive: true });
+  }
+  fs.writeFileSync(L.props, serverProperties({ port, controllerPort, dataDir: L.data }));
+  for (const f of [L.logFile, L.outFile]) if (fs.existsSync(f)) fs.renameSync(f, `${f}.1`);
 
   const t0 = Date.now();
-  const jvm = jvmArgs();
-  const clusterId = randomClusterId();
-  const fmt = spawnSync(java, [...jvm, ...cds.use, 'kafka.tools.StorageTool', 'format', '-t', clusterId, '-c', PROPS], {
-    cwd: CACHE,
-    encoding: 'utf8',
-  });
-  if (fmt.error || fmt.status !== 0) {
-    fail(
-      `kafka storage format failed (exit ${fmt.status ?? fmt.error?.message}):\n` +
-        lastLines(`${fmt.error?.message ?? ''}\n${fmt.stdout ?? ''}${fmt.stderr ?? ''}`, 25) +
-        tailOf(LOG_FILE),
-    );
+  const jvm = jvmArgs(L);
+  const clusterId = reuse?.clusterId ?? randomClusterId();
+  if (!reuse) {
+    const fmt = spawnSync(java, [...jvm, ...cds.use, 'kafka.tools.StorageTool', 'format', '-t', clusterId, '-c', L.props], {
+      cwd: L.dir,
+      encoding: 'utf8',
+    });
+    if (fmt.error || fmt.status !== 0) {
+      fail(
+        `kafka storage format failed (exit ${fmt.status ?? fmt.error?.message}):\n` +
+          lastLines(`${fmt.error?.message ?? ''}\n${fmt.stdout ?? ''}${fmt.stderr ?? ''}`, 25) +
+          tailOf(L.logFile),
+      );
+    }
   }
+  if (L !== SHARED) fs.writeFileSync(L.instanceFile, `${JSON.stringify({ port, controllerPort, clusterId }, null, 2)}\n`);
 
-  const out = fs.openSync(OUT_FILE, 'a');
-  const child = spawn(java, [...jvm, ...cds.use, ...cds.record, 'kafka.Kafka', PROPS], {
-    cwd: CACHE,
+  const out = fs.openSync(L.outFile, 'a');
+  const child = spawn(java, [...jvm, ...cds.use, ...cds.record, 'kafka.Kafka', L.props], {
+    cwd: L.dir,
     detached: true,
     stdio: ['ignore', out, out],
   });
@@ -187,43 +270,43 @@ async function startBroker({ log, timeoutMs }) {
   }
   const state = { pid: child.pid, port, brokers, version: KAFKA_VERSION, controllerPort, clusterId };
   if (cds.dump) state.cdsDump = cds.dump;
-  fs.writeFileSync(PID_FILE, `${child.pid}\n`);
-  fs.writeFileSync(STATE_FILE, `${JSON.stringify(state, null, 2)}\n`);
-  log(`starting Kafka ${KAFKA_VERSION} (pid ${child.pid}) on ${brokers}, logs in ${path.relative(ROOT, LOG_FILE)}`);
+  fs.writeFileSync(L.pidFile, `${child.pid}\n`);
+  fs.writeFileSync(L.stateFile, `${JSON.stringify(state, null, 2)}\n`);
+  log(`starting Kafka ${KAFKA_VERSION} (pid ${child.pid}) on ${brokers}, logs in ${path.relative(ROOT, L.logFile)}`);
 
   const deadline = t0 + deadlineMs;
   let lastErr;
   while (Date.now() < deadline) {
     if (exited || !isAlive(child.pid)) {
-      cleanupFiles();
+      cleanupFiles(L);
       const how = exited?.error
         ? exited.error.message
         : exited
           ? `exit code ${exited.code ?? '-'}${exited.signal ? `, signal ${exited.signal}` : ''}`
           : 'exited';
-      const cause = firstError(LOG_FILE) ?? firstError(OUT_FILE);
+      const cause = firstError(L.logFile) ?? firstError(L.outFile);
       fail(
         `kafka broker exited during start-up (${how})${cause ? `: ${cause}` : ''}` +
-          `${tailOf(LOG_FILE)}${tailOf(OUT_FILE)}`,
+          `${tailOf(L.logFile)}${tailOf(L.outFile)}`,
       );
     }
     try {
       await probe(brokers, Math.min(3000, Math.max(500, deadline - Date.now())));
-      log(`broker ready in ${secs(Date.now() - t0)} (format + start)`);
+      log(`broker ready in ${secs(Date.now() - t0)} (${reuse ? 'start on kept data' : 'format + start'})`);
       return brokers;
     } catch (err) {
       lastErr = err;
     }
     await sleep(200);
   }
-  await stopBroker(() => {});
+  await stopBroker(() => {}, L);
   fail(
     `kafka broker did not answer on ${brokers} within ${secs(deadlineMs)} (last error: ${lastErr?.message})` +
-      `${tailOf(LOG_FILE)}${tailOf(OUT_FILE)}`,
+      `${tailOf(L.logFile)}${tailOf(L.outFile)}`,
   );
 }
 
-function serverProperties({ port, controllerPort }) {
+function serverProperties({ port, controllerPort, dataDir }) {
   const props = {
     'process.roles': 'broker,controller',
     'node.id': 1,
@@ -233,7 +316,7 @@ function serverProperties({ port, controllerPort }) {
     'listener.security.protocol.map': 'PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT',
     'controller.listener.names': 'CONTROLLER',
     'inter.broker.listener.name': 'PLAINTEXT',
-    'log.dirs': DATA,
+    'log.dirs': dataDir,
     // one node: every internal topic must fit on one replica
     'offsets.topic.replication.factor': 1,
     'offsets.topic.num.partitions': 1,
@@ -261,7 +344,7 @@ function serverProperties({ port, controllerPort }) {
     .join('\n')}\n`;
 }
 
-function jvmArgs() {
+function jvmArgs(L) {
   const heap = process.env.KAFKA_HEAP_OPTS ? splitOpts(process.env.KAFKA_HEAP_OPTS) : DEFAULT_HEAP_OPTS;
   const perf = process.env.KAFKA_JVM_PERFORMANCE_OPTS
     ? splitOpts(process.env.KAFKA_JVM_PERFORMANCE_OPTS)
@@ -270,7 +353,7 @@ function jvmArgs() {
     ...heap,
     ...perf,
     `-Dlog4j2.configurationFile=${LOG4J_CONF}`,
-    `-Dkafka.logs.dir=${CACHE}`,
+    `-Dkafka.logs.dir=${L.dir}`,
     '-cp',
     `${LIBS}${path.sep}*`,
   ];
@@ -283,15 +366,17 @@ function jvmArgs() {
 // jars were fetched in this same call (a fresh CI clone would pay and never benefit).
 // The archive's name is keyed on the JDK and the jar set; with -Xshare:auto a stale or broken
 // archive is ignored by the JVM. KAFKA_CDS=0 turns all of this off.
-function cdsOptions({ versionText, record }) {
+function cdsOptions({ versionText, record, prune }) {
   const none = { use: [], record: [], dump: null };
   if (process.env.KAFKA_CDS === '0') return none;
   const key = crypto.createHash('sha256').update(versionText).update(libsKey()).digest('hex').slice(0, 12);
   const jsa = path.join(CACHE, `${CDS_PREFIX}${key}.jsa`);
   const tmp = `${jsa}.tmp`;
-  for (const f of fs.readdirSync(CACHE)) {
-    const full = path.join(CACHE, f);
-    if (f.startsWith('kafka-') && f.includes('.jsa') && full !== jsa) fs.rmSync(full, { force: true });
+  if (prune) {
+    for (const f of fs.readdirSync(CACHE)) {
+      const full = path.join(CACHE, f);
+      if (f.startsWith('kafka-') && f.includes('.jsa') && full !== jsa) fs.rmSync(full, { force: true });
+    }
   }
   const quiet = ['-Xlog:cds=off', '-Xlog:cds+dynamic=off'];
   if (fs.existsSync(jsa)) return { use: [`-XX:SharedArchiveFile=${jsa}`, ...quiet], record: [], dump: null };
@@ -410,26 +495,26 @@ function onPath(cmd) {
 // ---------------------------------------------------------------------------------------------
 // Running broker: pid/state, liveness, stop
 
-function readState() {
+function readState(L = SHARED) {
   try {
-    const s = JSON.parse(fs.readFileSync(STATE_FILE, 'utf8'));
+    const s = JSON.parse(fs.readFileSync(L.stateFile, 'utf8'));
     return Number.isInteger(s?.pid) && typeof s.brokers === 'string' ? s : null;
   } catch {
     return null;
   }
 }
 
-function readPid() {
+function readPid(L = SHARED) {
   try {
-    const pid = Number.parseInt(fs.readFileSync(PID_FILE, 'utf8'), 10);
+    const pid = Number.parseInt(fs.readFileSync(L.pidFile, 'utf8'), 10);
     return pid > 0 ? pid : null;
   } catch {
     return null;
   }
 }
 
-function cleanupFiles() {
-  for (const f of [PID_FILE, STATE_FILE]) fs.rmSync(f, { force: true });
+function cleanupFiles(L = SHARED) {
+  for (const f of [L.pidFile, L.stateFile]) fs.rmSync(f, { force: true });
 }
 
 function isAlive(pid) {
@@ -449,11 +534,11 @@ function isAlive(pid) {
 
 // The pid is alive and (where /proc exists) is the java process we started for this checkout,
 // not an unrelated process that reused the pid.
-function isOurBroker(pid) {
+function isOurBroker(pid, L = SHARED) {
   if (!isAlive(pid)) return false;
   try {
     const cmdline = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-    return cmdline.includes('kafka.Kafka') && cmdline.includes(PROPS);
+    return cmdline.includes('kafka.Kafka') && cmdline.includes(L.props);
   } catch {
     return true;
   }
@@ -484,15 +569,15 @@ async function runningBroker(log) {
   return null;
 }
 
-async function stopBroker(log) {
-  const state = readState();
-  const pid = state?.pid ?? readPid();
+async function stopBroker(log, L = SHARED) {
+  const state = readState(L);
+  const pid = state?.pid ?? readPid(L);
   if (!pid) {
-    cleanupFiles();
+    cleanupFiles(L);
     return { stopped: false };
   }
-  if (!isOurBroker(pid)) {
-    cleanupFiles();
+  if (!isOurBroker(pid, L)) {
+    cleanupFiles(L);
     return { stopped: false };
   }
   log(`stopping broker pid ${pid} ...${state?.cdsDump ? ' (writing its class-data archive first)' : ''}`);
@@ -507,7 +592,7 @@ async function stopBroker(log) {
     while (isAlive(pid) && Date.now() - t1 < 5000) await sleep(50);
     if (isAlive(pid)) fail(`broker pid ${pid} survived SIGKILL`);
   }
-  cleanupFiles();
+  cleanupFiles(L);
   const dump = state?.cdsDump;
   if (dump?.tmp) {
     try {
@@ -540,8 +625,9 @@ function signal(pid, sig) {
 }
 
 // A lock directory serialises start/stop between processes (e.g. two test runners).
-async function withLock(log, fn) {
-  fs.mkdirSync(CACHE, { recursive: true });
+async function withLock(log, fn, L = SHARED) {
+  const LOCK_DIR = L.lockDir;
+  fs.mkdirSync(L.dir, { recursive: true });
   const t0 = Date.now();
   let warned = false;
   for (;;) {
@@ -804,13 +890,28 @@ async function main(argv) {
       process.stdout.write(`KAFKA_BROKERS=${s.brokers}\n`);
       return s.answering ? 0 : 1;
     }
+    case 'private-start':
+    case 'private-stop': {
+      const name = argv.find((a, i) => i > 0 && !a.startsWith('-'));
+      const keepData = argv.includes('--keep-data');
+      if (cmd === 'private-stop') {
+        await stopPrivateKafka({ name, log, keepData });
+        return 0;
+      }
+      const { brokers } = await startPrivateKafka({ name, log, keepData });
+      process.stdout.write(`KAFKA_BROKERS=${brokers}\n`);
+      return 0;
+    }
     default:
       process.stderr.write(
         'usage: node scripts/kafka.mjs start|ensure|status|stop [-q]\n' +
+          '       node scripts/kafka.mjs private-start|private-stop <name> [--keep-data] [-q]\n' +
           '  start   (re)start a fresh local broker; last stdout line: KAFKA_BROKERS=127.0.0.1:<port>\n' +
           '  ensure  reuse the running broker if it answers, else start one\n' +
           '  status  exit 0 if running and answering, 1 if not answering, 3 if not running\n' +
-          '  stop    SIGTERM (SIGKILL after 20 s) and remove pid/state files\n',
+          '  stop    SIGTERM (SIGKILL after 20 s) and remove pid/state files\n' +
+          '  private-start <name>  a separate broker in .cache/kafka-<name>/ on free ports (--keep-data: restart it on its data)\n' +
+          '  private-stop <name>   stop it (--keep-data: keep its data and ports for a restart; else remove its directory)\n',
       );
       return cmd ? 2 : 0;
   }

@@ -24,8 +24,8 @@ export const enqueueScenario: Scenario = {
         url: db.url,
         concurrencies: [4, 16],
         variants,
-        rounds: ctx.quick ? 2 : 5,
-        roundMs: ctx.quick ? 1_000 : 4_000,
+        rounds: ctx.quick ? 2 : 3,
+        roundMs: ctx.quick ? 1_000 : 3_000,
         warmupMs: ctx.quick ? 300 : 1_000,
       };
       ctx.log(`enqueue: ${input.rounds} rounds × ${input.roundMs} ms per variant (${variants.join(', ')}) and concurrency`);

@@ -1,5 +1,8 @@
+import { endToEndScenario } from './end-to-end.js';
 import { enqueueScenario } from './enqueue.js';
+import { httpEnqueueScenario } from './http-enqueue.js';
+import { relayScenario } from './relay.js';
 import type { Scenario } from './types.js';
 
 /** Every scenario, in the order `pnpm bench` runs them. */
-export const SCENARIOS: readonly Scenario[] = [enqueueScenario];
+export const SCENARIOS: readonly Scenario[] = [enqueueScenario, httpEnqueueScenario, relayScenario, endToEndScenario];

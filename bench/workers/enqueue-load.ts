@@ -129,7 +129,8 @@ async function timedLoop(
 
 async function run(input: EnqueueLoadInput): Promise<EnqueueLoadOutput> {
   const maxClients = Math.max(...input.concurrencies);
-  const pool = new pg.Pool({ connectionString: input.url, max: maxClients, application_name: 'notify-bench-enqueue' });
+  // One more than the load needs: the trigger switch must get a connection while every load client is checked out.
+  const pool = new pg.Pool({ connectionString: input.url, max: maxClients + 1, application_name: 'notify-bench-enqueue' });
   pool.on('error', () => {});
   const db = createDb({ connectionString: input.url, max: maxClients, applicationName: 'notify-bench-enqueue-kysely' });
   await pool.query(PLAIN_TABLE);

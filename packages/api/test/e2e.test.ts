@@ -147,6 +147,25 @@ describe('notify start, end to end', () => {
     expect(attempts.data.map((a) => a.outcome)).toEqual(['transient', 'transient', 'sent']);
   });
 
+  it('413 for a chunked body that grows past 64 KiB on a real socket', async () => {
+    const { request } = await import('node:http');
+    const status = await new Promise<number>((resolve, reject) => {
+      const req = request(`${notify.url}/v1/notifications`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', 'transfer-encoding': 'chunked' },
+      });
+      req.on('response', (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      });
+      // The server may answer and close before every chunk is written.
+      req.on('error', (err: NodeJS.ErrnoException) => (err.code === 'EPIPE' || err.code === 'ECONNRESET' ? undefined : reject(err)));
+      for (let i = 0; i < 10; i++) req.write(Buffer.alloc(16 * 1024, 0x20));
+      req.end();
+    });
+    expect(status).toBe(413);
+  });
+
   it('exposes the delivery in /metrics', async () => {
     const text = await (await fetch(`${notify.url}/metrics`)).text();
     expect(text).toMatch(/notify_attempts_total\{outcome="sent",channel="webhook"\} [1-9]/);

@@ -128,6 +128,8 @@ export function createDeliveryConsumer(config: DispatcherConfig, deps: DeliveryC
   const runTask = (message: InboundMessage, tracker: PartitionOffsets, offset: number) => {
     let failures = 0;
     return async (): Promise<TaskResult> => {
+      // The partition moved to another consumer while this waited: the new owner re-reads it.
+      if (tracker.revoked) return undefined;
       try {
         const result = await deps.handler(message, shutdown.signal);
         if (result.kind === 'not-due') return { retryInMs: Math.max(1, result.dueAt.getTime() - clock.now().getTime()) };

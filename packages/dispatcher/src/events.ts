@@ -1,4 +1,5 @@
 import type { AttemptOutcome, Channel, DeadReason, Logger, NotificationState } from '@notify/outbox';
+import type { DeadLetterCode } from './message.js';
 
 /**
  * Lifecycle events of the dispatcher, for metrics and for tests to await. A listener that throws
@@ -31,8 +32,8 @@ export interface DispatcherEventMap {
   retryScheduled: { readonly notificationId: string; readonly attempt: number; readonly delayMs: number; readonly topic: string };
   /** A message needed no work: its notification is terminal, its attempt was done, or another delivery recorded it first. */
   skipped: { readonly notificationId: string; readonly attempt: number; readonly reason: 'terminal' | 'attempt-done' | 'raced' };
-  /** An unusable message went to `<prefix>.dlq`. */
-  deadLettered: { readonly reason: string; readonly topic: string; readonly partition: number; readonly offset: string };
+  /** An unusable message went to `<prefix>.dlq`. Label metrics with `code` (stable, few values), not `reason` (it may name ids). */
+  deadLettered: { readonly code: DeadLetterCode; readonly reason: string; readonly topic: string; readonly partition: number; readonly offset: string };
   /** Something failed that the dispatcher retries or survives (database down, commit refused, consumer crash). */
   consumerError: { readonly phase: 'handler' | 'commit' | 'consumer' | 'repair' | 'dead-letter'; readonly error: unknown };
   /** The repair sweep re-published `count` overdue notifications. */

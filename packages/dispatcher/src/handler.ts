@@ -4,7 +4,7 @@ import type { Kysely } from 'kysely';
 import type { DispatcherConfig } from './config.js';
 import type { ContentPreparer } from './content/content.js';
 import { errorMessage, type DispatcherEvents } from './events.js';
-import type { HandleResult, MessageHandler } from './message.js';
+import { parseFailureCode, type HandleResult, type MessageHandler } from './message.js';
 import { deliveryTraceId } from './middleware/tracing.js';
 import { planOutcome, type AttemptResult } from './outcome.js';
 import { callProvider } from './provider-call.js';
@@ -43,15 +43,15 @@ export function createDeliveryHandler(deps: DeliveryHandlerDeps): MessageHandler
 
   return async (message, signal): Promise<HandleResult> => {
     const parsed = parseDeliveryRequest(message.value);
-    if (!parsed.ok) return { kind: 'dead-letter', reason: parsed.reason };
+    if (!parsed.ok) return { kind: 'dead-letter', code: parseFailureCode(parsed.reason), reason: parsed.reason };
     const request = parsed.message;
     const dueAt = new Date(request.due_at);
     if (clock.now().getTime() < dueAt.getTime()) return { kind: 'not-due', dueAt };
 
     const notification = await notificationGet(db, { id: request.id });
-    if (!notification) return { kind: 'dead-letter', reason: `unknown notification ${request.id}` };
+    if (!notification) return { kind: 'dead-letter', code: 'unknown_notification', reason: `unknown notification ${request.id}` };
     if (notification.tenant_id !== request.tenant_id || notification.channel !== request.channel) {
-      return { kind: 'dead-letter', reason: `message does not match notification ${request.id} (tenant or channel differs)` };
+      return { kind: 'dead-letter', code: 'mismatch', reason: `message does not match notification ${request.id} (tenant or channel differs)` };
     }
     const attempt = request.attempt;
     const skipped = (reason: 'terminal' | 'attempt-done' | 'raced'): HandleResult => {
@@ -61,10 +61,10 @@ export function createDeliveryHandler(deps: DeliveryHandlerDeps): MessageHandler
     if (isTerminal(notification.state)) return skipped('terminal');
     if (notification.attempts >= attempt) return skipped('attempt-done');
     if (notification.attempts < attempt - 1) {
-      return { kind: 'dead-letter', reason: `attempt ${attempt} is ahead of notification ${notification.id} (${notification.attempts} attempts made)` };
+      return { kind: 'dead-letter', code: 'attempt_ahead', reason: `attempt ${attempt} is ahead of notification ${notification.id} (${notification.attempts} attempts made)` };
     }
     if (attempt > notification.max_attempts) {
-      return { kind: 'dead-letter', reason: `attempt ${attempt} exceeds max_attempts ${notification.max_attempts} of notification ${notification.id}` };
+      return { kind: 'dead-letter', code: 'attempt_over_max', reason: `attempt ${attempt} exceeds max_attempts ${notification.max_attempts} of notification ${notification.id}` };
     }
 
     const log = deps.logger.child({ notificationId: notification.id, tenantId: notification.tenant_id, channel: notification.channel, attempt, traceId: deliveryTraceId(message.headers) });

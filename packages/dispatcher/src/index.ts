@@ -18,7 +18,9 @@ export { templateInsert, TemplateRejectedError, type TemplateInsertParams } from
 export { suppressionInsert, type SuppressionInsertParams } from './content/sql/suppression-insert.js';
 export { suppressionDelete, type SuppressionDeleteParams } from './content/sql/suppression-delete.js';
 export { suppressionMatch, type SuppressionMatchParams, type SuppressionRecord } from './content/sql/suppression-match.js';
-// The dispatcher: consumer, delivery handler, retries (issue 4).
+// The dispatcher: consumer, delivery handler, retries (issue 4). Besides createDispatcher, the
+// pieces the lab test composes without Kafka (handler, middleware, scheduler, planOutcome,
+// recordOutcome, repair sweep) are public, so that test runs the production code and no copy.
 export { createDispatcher, type Dispatcher, type DispatcherDeps } from './dispatcher.js';
 export { dispatcherConfigFrom, dispatcherConfig, type DispatcherConfig, type DispatcherConfigOverrides } from './config.js';
 export { nextAttemptAt, backoffDelayMs, type BackoffParams } from './retry/backoff.js';
@@ -39,6 +41,9 @@ export {
   orderingKey,
   fromKafkaMessage,
   headersToStrings,
+  parseFailureCode,
+  DEAD_LETTER_CODES,
+  type DeadLetterCode,
   type InboundMessage,
   type HandleResult,
   type MessageHandler,
@@ -48,12 +53,6 @@ export { deadLetter, deadLetterFor, createKafkaDeadLetterSink, type DeadLetter, 
 export { tracing, extractTraceContext, deliveryTraceId } from './middleware/tracing.js';
 export { planOutcome, type AttemptResult, type OutcomePlan, type PlanOutcomeParams } from './outcome.js';
 export { recordOutcome, outcomeMessages, type RecordOutcomeParams } from './record.js';
-export { callProvider, type ProviderCallResult } from './provider-call.js';
 export { createKeyedScheduler, type KeyedScheduler, type Task, type TaskResult } from './scheduler.js';
-export { PartitionOffsets } from './partition-offsets.js';
-export { createDeliveryConsumer, type DeliveryConsumer, type DeliveryConsumerDeps, type ConsumerStopReport } from './consumer.js';
+export type { ConsumerStopReport } from './consumer.js';
 export { createRepairSweep, type RepairSweep, type RepairSweepDeps } from './repair.js';
-export { notificationGet, type NotificationGetParams } from './sql/notification-get.js';
-export { notificationRecordOutcome, type NotificationRecordOutcomeParams } from './sql/notification-record-outcome.js';
-export { notificationListOverdue, type NotificationListOverdueParams, type OverdueNotification } from './sql/notification-list-overdue.js';
-export { notificationReschedule, type NotificationRescheduleParams } from './sql/notification-reschedule.js';

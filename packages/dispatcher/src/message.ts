@@ -15,6 +15,31 @@ export interface InboundMessage {
   readonly headers: Readonly<Record<string, string>>;
 }
 
+/**
+ * Why a message was dead-lettered, as a stable code (a metrics label; the `dlq-reason` header
+ * carries the human text, which may name ids).
+ */
+export const DEAD_LETTER_CODES = [
+  'empty',
+  'bad_json',
+  'unknown_version',
+  'invalid_message',
+  'unknown_notification',
+  'mismatch',
+  'attempt_ahead',
+  'attempt_over_max',
+] as const;
+/** One of `DEAD_LETTER_CODES`. */
+export type DeadLetterCode = (typeof DEAD_LETTER_CODES)[number];
+
+/** The code of a `parseDeliveryRequest` failure reason. */
+export function parseFailureCode(reason: string): DeadLetterCode {
+  if (reason.startsWith('empty message')) return 'empty';
+  if (reason.startsWith('value is not valid JSON')) return 'bad_json';
+  if (reason.startsWith('unknown schema version') || reason.startsWith('no schema version')) return 'unknown_version';
+  return 'invalid_message';
+}
+
 /** What handling one message came to. */
 export type HandleResult =
   /** The attempt was made (or its outcome decided without a provider call) and recorded. */
@@ -22,9 +47,9 @@ export type HandleResult =
   /** Nothing to do: the notification is terminal, the attempt was done, or another delivery recorded it first. */
   | { readonly kind: 'skipped'; readonly notificationId: string; readonly reason: 'terminal' | 'attempt-done' | 'raced' }
   /** The message is unusable: the dead-letter middleware publishes it to `<prefix>.dlq` with this reason. */
-  | { readonly kind: 'dead-letter'; readonly reason: string }
+  | { readonly kind: 'dead-letter'; readonly code: DeadLetterCode; readonly reason: string }
   /** Published to the dead-letter topic. */
-  | { readonly kind: 'dead-lettered'; readonly reason: string }
+  | { readonly kind: 'dead-lettered'; readonly code: DeadLetterCode; readonly reason: string }
   /** Not due yet (only if the clock moved back since the consumer checked): deliver again at `dueAt`. */
   | { readonly kind: 'not-due'; readonly dueAt: Date }
   /** Shutdown cut the provider call: nothing recorded, the message stays unacknowledged and comes again. */

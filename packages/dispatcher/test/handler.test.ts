@@ -184,9 +184,9 @@ describe('delivery handler', () => {
     const s = setup();
     const n = await s.add('/ok');
     const unknown = s.message({ ...n, id: 'ntf_01KZZZZZZZZZZZZZZZZZZZZZZZ' });
-    expect(await s.run(unknown)).toEqual({ kind: 'dead-lettered', reason: 'unknown notification ntf_01KZZZZZZZZZZZZZZZZZZZZZZZ' });
-    expect(await s.run(s.message({ ...n, tenant_id: 'other' }))).toMatchObject({ kind: 'dead-lettered', reason: expect.stringMatching(/does not match/) });
-    expect(await s.run(s.message(n, 2))).toMatchObject({ kind: 'dead-lettered', reason: expect.stringMatching(/ahead/) });
+    expect(await s.run(unknown)).toEqual({ kind: 'dead-lettered', code: 'unknown_notification', reason: 'unknown notification ntf_01KZZZZZZZZZZZZZZZZZZZZZZZ' });
+    expect(await s.run(s.message({ ...n, tenant_id: 'other' }))).toMatchObject({ kind: 'dead-lettered', code: 'mismatch', reason: expect.stringMatching(/does not match/) });
+    expect(await s.run(s.message(n, 2))).toMatchObject({ kind: 'dead-lettered', code: 'attempt_ahead', reason: expect.stringMatching(/ahead/) });
     expect(s.dlq.letters.map((l) => l.headers['dlq-reason'])).toHaveLength(3);
     expect((await s.row(n.id)).state).toBe('queued');
   });

@@ -61,7 +61,7 @@ describe('poison messages', () => {
     expect(byKey.get('p5')?.value).toBeNull();
 
     await waitFor(async () => (await countByState(h as Harness)).sent === 2, { timeoutMs: 15_000, message: 'both good notifications sent' });
-    expect(h.seen.deadLettered.map((e) => e.reason).sort()).toHaveLength(5);
+    expect(h.seen.deadLettered.map((e) => e.code).sort()).toEqual(['bad_json', 'bad_json', 'empty', 'unknown_notification', 'unknown_version']);
     expect(h.seen.consumerError.filter((e) => e.phase !== 'commit')).toHaveLength(0);
   });
 });

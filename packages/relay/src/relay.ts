@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import type { Kafka } from 'kafkajs';
-import type { Kysely } from 'kysely';
+import type { ControlledTransaction, Kysely } from 'kysely';
 import { type Clock, type Database, type Logger, fromKysely, silentLogger, systemClock, topicName } from '@notify/outbox';
 import { relayBackoffMs } from './backoff.js';
 import { type RelayConfig, resolveRelayConfig } from './config.js';
@@ -10,7 +10,6 @@ import { planLeases } from './lease-plan.js';
 import { PublishError, type PublishMessage, type Publisher } from './publisher.js';
 import { type ClaimedRow, outboxClaimBatch } from './sql/outbox-claim-batch.js';
 import { outboxHeldBack } from './sql/outbox-held-back.js';
-import { outboxMarkPublished } from './sql/outbox-mark-published.js';
 import { outboxPurgePublished } from './sql/outbox-purge-published.js';
 import { relayInstanceHeartbeat } from './sql/relay-instance-heartbeat.js';
 import { relayInstanceRemove } from './sql/relay-instance-remove.js';
@@ -26,14 +25,14 @@ import { type Wakeup, createWakeup } from './wakeup.js';
 /** Test seams. Not for production use. */
 export interface RelayHooks {
   /**
-   * Runs after the broker acknowledged a batch and before the batch is marked published (the
-   * claim transaction is still open). The crash test pauses here and SIGKILLs the process.
+   * Runs after the broker acknowledged a batch and before its transaction (which marks it
+   * published) commits. The crash test pauses here and SIGKILLs the process.
    */
   readonly afterPublish?: (ids: readonly string[]) => void | Promise<void>;
 }
 
 interface RelayDepsBase {
-  /** Claims, marks, leases and purges run on this pool (one connection per claim transaction). */
+  /** Claims, leases and purges run on this pool: up to two claim transactions (pipelining) plus one for leases or purge. */
   readonly db: Kysely<Database>;
   /** For the dedicated LISTEN connection. */
   readonly connectionString: string;
@@ -65,10 +64,13 @@ export interface Relay {
   slots(): readonly number[];
 }
 
-type BatchOutcome =
-  | { readonly kind: 'idle'; readonly heldBack: boolean }
-  | { readonly kind: 'published'; readonly count: number; readonly full: boolean; readonly heldBack: boolean }
-  | { readonly kind: 'failed'; readonly stage: BatchStage; readonly error: unknown };
+/** A claimed batch: its rows are marked published inside `trx`, which commits after the publish. */
+interface Claim {
+  readonly trx: ControlledTransaction<Database> | null;
+  readonly rows: readonly ClaimedRow[];
+  readonly heldBack: boolean;
+  readonly startedAt: number;
+}
 
 // The server ends a claim session idle this much longer than the publish timeout (a hung process).
 const IDLE_MARGIN_MS = 10_000;
@@ -92,8 +94,8 @@ function errorFields(err: unknown): { name: string; message: string; code?: stri
 }
 
 /**
- * Creates a relay instance: it claims unpublished outbox rows of the hash slots it leases,
- * publishes them, and marks them published, one batch per transaction. Several instances (in one
+ * Creates a relay instance: it claims unpublished outbox rows of the hash slots it leases and
+ * marks them published in one transaction per batch, publishes them, then commits. Several instances (in one
  * process or many) split the slots between them; per-key order holds across them. See
  * docs/relay.md for the design and the guarantees.
  */
@@ -137,63 +139,109 @@ export function createRelay(config: RelayConfig, deps: RelayDeps): Relay {
     return { topic: topicName(cfg.topicPrefix, row.topic), key: row.key, value: row.value, headers };
   };
 
-  async function runBatch(): Promise<BatchOutcome> {
-    const started = performance.now();
-    let stage: BatchStage = 'claim';
-    let publishMs = 0;
+  /** Opens a transaction, locks this instance's leases and claims (and marks) the next batch. */
+  async function claim(): Promise<Claim> {
+    const startedAt = performance.now();
+    const trx = await deps.db.startTransaction().execute();
     try {
-      const result = await deps.db.transaction().execute(async (trx) => {
-        const tx = fromKysely(trx);
-        await transactionIdleTimeout(tx, { ms: cfg.publishTimeoutMs + IDLE_MARGIN_MS });
-        const slots = await relayLeaseLockHeld(tx, { instanceId, now: clock.now() });
-        const rows = await outboxClaimBatch(tx, { slots, slotCount, limit: cfg.batchSize });
-        const heldBack = rows.length < cfg.batchSize ? await outboxHeldBack(tx, { slots, slotCount }) : false;
-        events.emit('claimed', { count: rows.length, slots: slots.length, heldBack });
-        if (rows.length === 0) return { rows, heldBack };
-        stage = 'publish';
-        const t0 = performance.now();
-        await withTimeout(publisher.publish(rows.map(toMessage)), cfg.publishTimeoutMs, `publish of ${rows.length} rows took over ${cfg.publishTimeoutMs} ms`);
-        publishMs = performance.now() - t0;
-        const ids = rows.map((r) => r.id);
-        if (deps.hooks?.afterPublish) await deps.hooks.afterPublish(ids);
-        stage = 'mark';
-        await outboxMarkPublished(tx, { ids, now: clock.now() });
-        return { rows, heldBack };
-      });
-      const { rows, heldBack } = result;
-      if (rows.length === 0) return { kind: 'idle', heldBack };
-      events.emit('published', {
-        count: rows.length,
-        durationMs: performance.now() - started,
-        publishMs,
-        firstId: rows[0]!.id,
-        lastId: rows[rows.length - 1]!.id,
-      });
-      return { kind: 'published', count: rows.length, full: rows.length === cfg.batchSize, heldBack };
+      const tx = fromKysely(trx);
+      await transactionIdleTimeout(tx, { ms: cfg.publishTimeoutMs + IDLE_MARGIN_MS });
+      const now = clock.now();
+      const slots = await relayLeaseLockHeld(tx, { instanceId, now });
+      const rows = await outboxClaimBatch(tx, { slots, slotCount, limit: cfg.batchSize, now });
+      const heldBack = rows.length < cfg.batchSize ? await outboxHeldBack(tx, { slots, slotCount }) : false;
+      events.emit('claimed', { count: rows.length, slots: slots.length, heldBack });
+      if (rows.length === 0) {
+        await trx.commit().execute();
+        return { trx: null, rows, heldBack, startedAt };
+      }
+      return { trx, rows, heldBack, startedAt };
     } catch (error) {
-      return { kind: 'failed', stage, error };
+      await trx.rollback().execute().catch(() => {});
+      throw error;
     }
   }
 
+  async function abandon(claimed: Claim | Promise<Claim> | null): Promise<void> {
+    if (!claimed) return;
+    const c = await Promise.resolve(claimed).catch(() => null);
+    await c?.trx?.rollback().execute().catch(() => {});
+  }
+
+  /**
+   * The batch loop. While there is a backlog it pipelines: batch n+1 is claimed (in its own
+   * transaction, skipping batch n's locked rows) while batch n is in Kafka, and published only
+   * after batch n committed. So the database work overlaps the publish, yet nothing is ever
+   * published ahead of an earlier batch that is not committed: a failure rolls back both.
+   */
   async function loop(): Promise<void> {
     let failures = 0;
     let heldBackDelay = cfg.heldBackRetryMs;
+    let ahead: Promise<Claim> | null = null;
+    const fail = async (stage: BatchStage, error: unknown) => {
+      failures++;
+      const retryInMs = relayBackoffMs({ attempt: failures, ...cfg.backoff, random: Math.random() });
+      logger.warn({ err: errorFields(error), stage, attempt: failures, retryInMs }, 'relay batch failed; rows stay unpublished');
+      events.emit('publishError', { error, stage, attempt: failures, retryInMs });
+      await signal.wait(retryInMs, { wakeable: false });
+    };
     while (state === 'running') {
-      signal.clear(); // this round's claim sees everything committed before now
-      const outcome = await runBatch();
-      if (state !== 'running') break;
-      if (outcome.kind === 'failed') {
-        failures++;
-        const retryInMs = relayBackoffMs({ attempt: failures, ...cfg.backoff, random: Math.random() });
-        logger.warn({ err: errorFields(outcome.error), stage: outcome.stage, attempt: failures, retryInMs }, 'relay batch failed; rows stay unpublished');
-        events.emit('publishError', { error: outcome.error, stage: outcome.stage, attempt: failures, retryInMs });
-        await signal.wait(retryInMs, { wakeable: false });
+      if (!ahead) signal.clear(); // this claim sees everything committed before now
+      let current: Claim;
+      try {
+        current = await (ahead ?? claim());
+      } catch (error) {
+        ahead = null;
+        await fail('claim', error);
+        continue;
+      }
+      ahead = null;
+      if (current.rows.length === 0) {
+        failures = 0;
+        if (state !== 'running') break;
+        if (current.heldBack) {
+          // Rows wait behind an older open transaction that may never notify: re-poll soon.
+          await signal.wait(heldBackDelay);
+          heldBackDelay = Math.min(heldBackDelay * 2, cfg.heldBackMaxMs);
+        } else {
+          heldBackDelay = cfg.heldBackRetryMs;
+          await signal.wait(cfg.pollIntervalMs);
+        }
+        continue;
+      }
+      const full = current.rows.length === cfg.batchSize;
+      if (full && state === 'running') {
+        ahead = claim();
+        ahead.catch(() => {}); // handled when awaited
+      }
+      let stage: BatchStage = 'publish';
+      let publishMs = 0;
+      try {
+        const t0 = performance.now();
+        const ids = current.rows.map((r) => r.id);
+        await withTimeout(publisher.publish(current.rows.map(toMessage)), cfg.publishTimeoutMs, `publish of ${ids.length} rows took over ${cfg.publishTimeoutMs} ms`);
+        publishMs = performance.now() - t0;
+        if (deps.hooks?.afterPublish) await deps.hooks.afterPublish(ids);
+        stage = 'commit';
+        await current.trx!.commit().execute();
+      } catch (error) {
+        await current.trx!.rollback().execute().catch(() => {});
+        await abandon(ahead);
+        ahead = null;
+        await fail(stage, error);
         continue;
       }
       failures = 0;
-      if (outcome.kind === 'published' && outcome.full) continue; // likely more: no sleep
-      if (outcome.heldBack) {
-        // Rows wait behind an older open transaction that may never notify: re-poll soon.
+      events.emit('published', {
+        count: current.rows.length,
+        durationMs: performance.now() - current.startedAt,
+        publishMs,
+        firstId: current.rows[0]!.id,
+        lastId: current.rows[current.rows.length - 1]!.id,
+      });
+      if (state !== 'running') break;
+      if (full) continue; // likely more: no sleep
+      if (current.heldBack) {
         await signal.wait(heldBackDelay);
         heldBackDelay = Math.min(heldBackDelay * 2, cfg.heldBackMaxMs);
         continue;
@@ -201,6 +249,7 @@ export function createRelay(config: RelayConfig, deps: RelayDeps): Relay {
       heldBackDelay = cfg.heldBackRetryMs;
       await signal.wait(cfg.pollIntervalMs);
     }
+    await abandon(ahead);
   }
 
   async function renewAndRebalance(): Promise<void> {

@@ -84,11 +84,18 @@ async function dispatch(argv: readonly string[], env: Env, io: CliIo, proc: Proc
       const logger = createLogger({ level: config.logLevel, base: { pid: process.pid } });
       // Trace context must follow async calls for the dispatcher's log lines to carry the delivery's traceId.
       installTraceContext();
+      // Handlers go in before start-up, which takes seconds: a signal meanwhile stops it once it is up.
+      let early: NodeJS.Signals | undefined;
+      let onSignal = (signal: NodeJS.Signals) => {
+        early ??= signal;
+      };
+      proc.onSignal('SIGTERM', () => onSignal('SIGTERM'));
+      proc.onSignal('SIGINT', () => onSignal('SIGINT'));
       const running = await startNotify(config, roles, { logger, clock: systemClock });
       io.out(`notify: ${roles.includes('api') ? 'API' : 'health and metrics'} listening on ${running.url} (roles: ${roles.join(', ')})`);
       return new Promise<number>((resolve) => {
         let signalled = false;
-        const onSignal = (signal: NodeJS.Signals) => {
+        onSignal = (signal: NodeJS.Signals) => {
           // A repeated signal is ignored, not a "force quit": under `pnpm notify` (pnpm → tsx → node)
           // one Ctrl-C reaches this process more than once. The deadline below bounds the wait.
           if (signalled) return;
@@ -98,7 +105,6 @@ async function dispatch(argv: readonly string[], env: Env, io: CliIo, proc: Proc
             logger.error({ deadlineMs: config.shutdownTimeoutMs }, 'shutdown deadline passed: exiting');
             proc.exit(1);
           }, config.shutdownTimeoutMs);
-          deadline.unref();
           running.stop().then(
             () => {
               clearTimeout(deadline);
@@ -112,8 +118,7 @@ async function dispatch(argv: readonly string[], env: Env, io: CliIo, proc: Proc
             },
           );
         };
-        proc.onSignal('SIGTERM', () => onSignal('SIGTERM'));
-        proc.onSignal('SIGINT', () => onSignal('SIGINT'));
+        if (early) onSignal(early);
       });
     }
     case 'api-keys': {

@@ -44,11 +44,11 @@ export function deadLetter(sink: DeadLetterSink, deps: { events: DispatcherEvent
     if (result.kind !== 'dead-letter') return result;
     await sink.send(deadLetterFor(message, result.reason));
     deps.logger.warn(
-      { topic: message.topic, partition: message.partition, offset: message.offset, reason: result.reason },
+      { topic: message.topic, partition: message.partition, offset: message.offset, code: result.code },
       'message dead-lettered',
     );
-    deps.events.emit('deadLettered', { reason: result.reason, topic: message.topic, partition: message.partition, offset: message.offset });
-    return { kind: 'dead-lettered', reason: result.reason };
+    deps.events.emit('deadLettered', { code: result.code, reason: result.reason, topic: message.topic, partition: message.partition, offset: message.offset });
+    return { kind: 'dead-lettered', code: result.code, reason: result.reason };
   };
 }
 

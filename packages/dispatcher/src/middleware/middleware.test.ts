@@ -72,9 +72,9 @@ describe('dead-letter middleware', () => {
     const events = createDispatcherEvents(silentLogger);
     const seen: string[] = [];
     events.on('deadLettered', (e) => seen.push(`${e.topic}/${e.partition}/${e.offset}: ${e.reason}`));
-    const handler = compose(deadLetter(sink, { events, logger: silentLogger }))(async () => ({ kind: 'dead-letter', reason: 'unknown schema version 9' }));
+    const handler = compose(deadLetter(sink, { events, logger: silentLogger }))(async () => ({ kind: 'dead-letter', code: 'unknown_version', reason: 'unknown schema version 9' }));
     const result = await handler(message({ origin: 'x' }), new AbortController().signal);
-    expect(result).toEqual({ kind: 'dead-lettered', reason: 'unknown schema version 9' });
+    expect(result).toEqual({ kind: 'dead-lettered', code: 'unknown_version', reason: 'unknown schema version 9' });
     expect(sink.letters).toEqual([
       {
         key: Buffer.from('k'),
@@ -96,7 +96,7 @@ describe('dead-letter middleware', () => {
         },
       },
       { events, logger: silentLogger },
-    )(async () => ({ kind: 'dead-letter', reason: 'bad' }));
+    )(async () => ({ kind: 'dead-letter', code: 'bad_json', reason: 'bad' }));
     await expect(broken(message(), new AbortController().signal)).rejects.toThrow('broker down');
   });
 });

@@ -1,0 +1,132 @@
+import pg from 'pg';
+import { type NotificationIntent, enqueue } from '@notify/outbox';
+import { sleep } from './stats.js';
+
+/** The notification every end-to-end scenario sends: a small webhook to the local receiver. */
+export function webhookIntent(to: string, n: number): NotificationIntent {
+  return { tenant_id: 'bench', channel: 'webhook', to, body: `Order ${n} has shipped.`, data: { order: n } };
+}
+
+/**
+ * Queues `count` notifications through enqueue(), `perTx` per transaction on `clients`
+ * connections: the fastest honest way to build a backlog (each row and its outbox rows are the
+ * real ones). Returns the ids.
+ */
+export async function prefillNotifications(url: string, count: number, to: string, options: { clients?: number; perTx?: number } = {}): Promise<string[]> {
+  const clients = options.clients ?? 4;
+  const perTx = options.perTx ?? 200;
+  const pool = new pg.Pool({ connectionString: url, max: clients, application_name: 'notify-bench-prefill' });
+  pool.on('error', () => {});
+  const ids: string[] = [];
+  let next = 0;
+  try {
+    await Promise.all(
+      Array.from({ length: clients }, async () => {
+        const client = await pool.connect();
+        try {
+          while (next < count) {
+            const from = next;
+            const to_ = Math.min(count, from + perTx);
+            next = to_;
+            await client.query('BEGIN');
+            for (let i = from; i < to_; i++) ids.push((await enqueue(client, webhookIntent(to, i))).notification.id);
+            await client.query('COMMIT');
+          }
+        } finally {
+          client.release();
+        }
+      }),
+    );
+  } finally {
+    await pool.end();
+  }
+  return ids;
+}
+
+/** What `offerAtRate` reports. */
+export interface OfferResult {
+  readonly issued: number;
+  readonly failed: number;
+  /** Issued per second over the window: below the target means the load generator could not keep up. */
+  readonly achievedRate: number;
+  /** Ticks at which the in-flight cap held back work (the generator fell behind). */
+  readonly stalls: number;
+}
+
+/**
+ * Issues `op(n)` at `rate` per second for `durationMs`, paced against the clock (not against
+ * completions), with at most `maxInFlight` outstanding. Each op records its own timing.
+ */
+export async function offerAtRate(options: { rate: number; durationMs: number; maxInFlight: number; op: (n: number) => Promise<void> }): Promise<OfferResult> {
+  const start = performance.now();
+  let issued = 0;
+  let failed = 0;
+  let stalls = 0;
+  const inFlight = new Set<Promise<void>>();
+  for (;;) {
+    const elapsed = performance.now() - start;
+    if (elapsed >= options.durationMs) break;
+    const due = Math.floor((options.rate * elapsed) / 1000);
+    while (issued < due) {
+      if (inFlight.size >= options.maxInFlight) {
+        stalls++;
+        break;
+      }
+      const p: Promise<void> = options
+        .op(issued)
+        .catch(() => {
+          failed++;
+        })
+        .finally(() => inFlight.delete(p));
+      inFlight.add(p);
+      issued++;
+    }
+    await sleep(2);
+  }
+  const window = performance.now() - start;
+  await Promise.all(inFlight);
+  return { issued, failed, achievedRate: issued / (window / 1000), stalls };
+}
+
+/** A pg pool for single-row business transactions: BEGIN; enqueue; COMMIT. Records the commit instant. */
+export function createEnqueuer(url: string, clients: number) {
+  const pool = new pg.Pool({ connectionString: url, max: clients, application_name: 'notify-bench-loader' });
+  pool.on('error', () => {});
+  return {
+    /** Enqueues one notification in its own transaction; resolves with its id and performance.now() right after COMMIT returned. */
+    async enqueueOne(intent: NotificationIntent): Promise<{ id: string; committedAt: number }> {
+      const client = await pool.connect();
+      try {
+        await client.query('BEGIN');
+        const { notification } = await enqueue(client, intent);
+        await client.query('COMMIT');
+        return { id: notification.id, committedAt: performance.now() };
+      } catch (err) {
+        await client.query('ROLLBACK').catch(() => {});
+        throw err;
+      } finally {
+        client.release();
+      }
+    },
+    close: () => pool.end(),
+  };
+}
+
+/** Counts rows matching a query until it reaches `target`; returns performance.now() of the poll that saw it. */
+export async function pollCount(
+  pool: pg.Pool,
+  sql: string,
+  target: number,
+  options: { timeoutMs: number; intervalMs?: number; onSample?: (count: number, at: number) => void },
+): Promise<number> {
+  const deadline = performance.now() + options.timeoutMs;
+  for (;;) {
+    const { rows } = await pool.query<{ n: number }>(sql);
+    const at = performance.now();
+    const n = rows[0]!.n;
+    options.onSample?.(n, at);
+    if (n >= target) return at;
+    if (at > deadline) throw new Error(`timed out after ${options.timeoutMs} ms: ${n} of ${target} (${sql})`);
+    await sleep(options.intervalMs ?? 100);
+  }
+}

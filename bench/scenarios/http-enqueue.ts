@@ -1,0 +1,91 @@
+import autocannon from 'autocannon';
+import pg from 'pg';
+import { generateApiKey, hashApiKey } from '@notify/api';
+import type { Figure } from '../lib/report.js';
+import { startNode } from '../lib/process.js';
+import { median } from '../lib/stats.js';
+import type { Scenario } from './types.js';
+
+const CONNECTIONS = 16;
+
+interface Round {
+  readonly rps: number;
+  readonly p50: number;
+  readonly p99: number;
+  readonly non2xx: number;
+  readonly errors: number;
+}
+
+async function hammer(url: string, headers: Record<string, string>, body: string, seconds: number): Promise<Round> {
+  const result = await autocannon({ url, method: 'POST', headers, body, connections: CONNECTIONS, duration: seconds });
+  return { rps: result['2xx'] / result.duration, p50: result.latency.p50, p99: result.latency.p99, non2xx: result.non2xx, errors: result.errors };
+}
+
+/**
+ * POST /v1/notifications (bearer auth, body validation, one Kysely transaction around enqueue)
+ * at 16 connections with autocannon, against a trivial route (parses the JSON, answers 202) on
+ * the same app, server and process. The server runs in a child process; autocannon runs here.
+ * Rounds alternate; each figure is the median round.
+ */
+export const httpEnqueueScenario: Scenario = {
+  name: 'http-enqueue',
+  description: `POST /v1/notifications vs a trivial Hono route on the same server (${CONNECTIONS} connections, autocannon)`,
+  needsKafka: false,
+  async run(ctx) {
+    const db = await ctx.stack.freshDatabase('http_enqueue');
+    const { id, key } = generateApiKey();
+    const admin = new pg.Client({ connectionString: db.url });
+    await admin.connect();
+    try {
+      await admin.query('INSERT INTO api_keys (id, tenant_id, key_hash, name) VALUES ($1, $2, $3, $4)', [id, 'bench', hashApiKey(key), 'bench']);
+    } finally {
+      await admin.end();
+    }
+    const server = startNode({
+      name: 'http-api',
+      script: 'bench/servers/http-api.ts',
+      ipc: true,
+      env: { DATABASE_URL: db.url, LOG_LEVEL: 'info', PORT: '0' },
+      ...(ctx.cpuProfDir ? { nodeFlags: ['--cpu-prof', `--cpu-prof-dir=${ctx.cpuProfDir}`, '--cpu-prof-name=http-api.cpuprofile'] } : {}),
+    });
+    try {
+      const { port } = await server.message((m): m is { type: 'listening'; port: number } => (m as { type?: string })?.type === 'listening', 60_000);
+      const base = `http://127.0.0.1:${port}`;
+      const headers = { 'content-type': 'application/json', authorization: `Bearer ${key}` };
+      const body = JSON.stringify({ channel: 'webhook', to: 'https://hooks.example.com/orders', body: 'Your order has shipped.' });
+      const rounds = ctx.quick ? 1 : 3;
+      const seconds = ctx.quick ? 3 : 8;
+      ctx.log(`http-enqueue: server on ${base}; ${rounds} rounds × ${seconds} s per route, ${CONNECTIONS} connections`);
+      await hammer(`${base}/bench/noop`, headers, body, 1);
+      await hammer(`${base}/v1/notifications`, headers, body, 1);
+      const api: Round[] = [];
+      const noop: Round[] = [];
+      for (let r = 0; r < rounds; r++) {
+        const order = r % 2 === 0 ? (['noop', 'api'] as const) : (['api', 'noop'] as const);
+        for (const which of order) {
+          const round = await hammer(`${base}${which === 'api' ? '/v1/notifications' : '/bench/noop'}`, headers, body, seconds);
+          if (round.non2xx > 0 || round.errors > 0) {
+            throw new Error(`${which}: ${round.non2xx} non-2xx responses and ${round.errors} errors; see ${server.logFile}`);
+          }
+          (which === 'api' ? api : noop).push(round);
+        }
+      }
+      const peak = await server.stop();
+      const figures: Figure[] = [
+        {
+          id: 'rps',
+          label: `POST /v1/notifications req/s, ${CONNECTIONS} conn`,
+          value: median(api.map((r) => r.rps)),
+          unit: '/s',
+          baseline: { label: 'trivial route', value: median(noop.map((r) => r.rps)) },
+        },
+        { id: 'p50', label: 'POST /v1/notifications p50', value: median(api.map((r) => r.p50)), unit: 'ms', baseline: { label: 'trivial route', value: median(noop.map((r) => r.p50)) } },
+        { id: 'p99', label: 'POST /v1/notifications p99', value: median(api.map((r) => r.p99)), unit: 'ms', baseline: { label: 'trivial route', value: median(noop.map((r) => r.p99)) } },
+      ];
+      return { figures, peakRss: { 'API server process': peak }, details: { connections: CONNECTIONS, seconds, api, noop } };
+    } finally {
+      await server.stop();
+      await db.drop();
+    }
+  },
+};

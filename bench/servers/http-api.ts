@@ -1,0 +1,36 @@
+// The server side of the `http-enqueue` scenario, in its own process: the real API (createApp,
+// the same middleware, logger and metrics a deployment has) on @hono/node-server, plus one
+// trivial route on the same app and server, the baseline. Reports its port over IPC; runs
+// until SIGTERM.
+import { createRequire } from 'node:module';
+import { pathToFileURL } from 'node:url';
+import { createDb, loadConfig } from '@notify/outbox';
+import { createApp, createLogger } from '@notify/api';
+
+// @hono/node-server is a dependency of @notify/api, not of the workspace root: resolve it from there.
+const fromApi = createRequire(new URL('../../packages/api/package.json', import.meta.url));
+type Serve = (
+  options: { fetch: (request: Request) => Response | Promise<Response>; port: number; hostname: string },
+  listening: (info: { port: number }) => void,
+) => { close(): void };
+const { serve } = (await import(pathToFileURL(fromApi.resolve('@hono/node-server')).href)) as { serve: Serve };
+
+const config = loadConfig(process.env);
+const db = createDb({ connectionString: config.databaseUrl, max: Number(process.env.BENCH_DB_POOL ?? 10), applicationName: 'notify-bench-api' });
+const logger = createLogger({ level: config.logLevel, base: { role: 'api' } });
+const app = createApp({ db, config, logger });
+
+/** The baseline: same app, same middleware (request id, request log line, HTTP metrics), no auth, no database. */
+app.post('/bench/noop', async (c) => {
+  const body = await c.req.json();
+  return c.json({ ok: typeof body === 'object' }, 202);
+});
+
+const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, (info) => {
+  process.send?.({ type: 'listening', port: info.port });
+});
+
+process.once('SIGTERM', () => {
+  server.close();
+  db.destroy().finally(() => process.exit(0));
+});

@@ -1,0 +1,192 @@
+import { randomBytes } from 'node:crypto';
+import { Kafka, logLevel } from 'kafkajs';
+import { inject } from 'vitest';
+import { fromKysely } from '@notify/outbox';
+import { createTestDatabase, type TestDatabase } from '../db.js';
+import { waitFor } from '../wait.js';
+import { type AuditReport, auditRun, waitForSettled } from './audit.js';
+import { type ChaosReceiver, type ReceiverBehaviour, type ReceiverRequest, startChaosReceiver } from './receiver.js';
+import { ChildSet, type NotifyChild, chaosEnv, retryOf, seededRandom, stackTopics, startEnqueueLoad } from './stack.js';
+
+/** One process of the stack under test: a name and the roles `notify start` runs in it. */
+export interface StackProcess {
+  readonly name: string;
+  readonly roles: readonly ('api' | 'relay' | 'dispatcher')[];
+}
+
+/** A fault scenario: N notifications through the real stack while `fault` does its worst, then the audit. */
+export interface Scenario {
+  /** The row name in the table. */
+  readonly name: string;
+  readonly notifications: number;
+  /** The load enqueues over about this long, so faults land while notifications are in every stage. */
+  readonly spreadMs: number;
+  /** Distinct receiver paths, i.e. distinct message keys. Default 25. */
+  readonly keys?: number;
+  /** Environment overrides for every `notify start` (see `chaosEnv` for the defaults). */
+  readonly env?: Readonly<Record<string, string>>;
+  /** How the receiver answers; default 200 at once. */
+  readonly behaviour?: (req: ReceiverRequest) => ReceiverBehaviour;
+  /** Started before the load; the fault may kill, restart and add processes. */
+  readonly processes: readonly StackProcess[];
+  /** Kafka to use; default the shared test broker. */
+  readonly brokers?: readonly string[];
+  /** Runs alongside the load; must leave a stack that can finish the work. */
+  readonly fault?: (ctx: ScenarioContext) => Promise<void>;
+  /** How long the run may take to settle after the load and the fault. Default 90 s. */
+  readonly settleTimeoutMs?: number;
+  /** Dead notifications the scenario allows (see `AuditParams.allowedDead`). */
+  readonly allowedDead?: number;
+  readonly seed: number;
+}
+
+/** What a fault sees. */
+export interface ScenarioContext {
+  readonly env: Readonly<Record<string, string>>;
+  readonly db: TestDatabase;
+  readonly receiver: ChaosReceiver;
+  readonly brokers: readonly string[];
+  readonly prefix: string;
+  /** Seeded: the same seed gives the same fault schedule. */
+  readonly random: () => number;
+  /** Notifications enqueued so far, and the target. */
+  enqueued(): number;
+  readonly total: number;
+  /** The running process of that name. */
+  process(name: string): NotifyChild;
+  /** Starts a (new or restarted) process. */
+  start(proc: StackProcess): Promise<NotifyChild>;
+  /** SIGKILLs the named process, then starts it again with the same roles. Returns the new child. */
+  killAndRestart(name: string, between?: () => Promise<void>): Promise<NotifyChild>;
+  /** Waits for a condition (no bare sleeps), with a deadline. */
+  until(condition: () => boolean | Promise<boolean>, message: string, timeoutMs?: number): Promise<void>;
+  /** Records a fault in the timeline. */
+  note(event: string): void;
+}
+
+/** The outcome of a scenario. */
+export interface ScenarioResult {
+  readonly report: AuditReport;
+  /** What the fault did, with seconds since the start. */
+  readonly timeline: readonly string[];
+  /** Processes that exited without being told to (must be none: a crash is a finding). */
+  readonly crashed: readonly string[];
+  /** Everything every process wrote. */
+  readonly logs: string;
+  readonly seed: number;
+}
+
+/**
+ * Runs one scenario on its own database and topic prefix: starts the receiver and the processes,
+ * runs the load and the fault together, waits for the run to settle, audits, and stops
+ * everything (also when something fails). The test asserts on the result.
+ */
+export async function runScenario(s: Scenario): Promise<ScenarioResult> {
+  const brokers = s.brokers ?? inject('kafkaBrokers').split(',');
+  const prefix = `${inject('runId')}.chaos.${randomBytes(3).toString('hex')}`;
+  const t0 = Date.now();
+  const timeline: string[] = [];
+  const note = (event: string) => timeline.push(`${((Date.now() - t0) / 1000).toFixed(1)}s ${event}`);
+  const random = seededRandom(s.seed);
+  const children = new ChildSet();
+  const running = new Map<string, { child: NotifyChild; proc: StackProcess }>();
+  const intentional = new Set<NotifyChild>();
+  const crashed: string[] = [];
+  const db = await createTestDatabase();
+  const receiver = await startChaosReceiver(s.behaviour);
+  const kafka = new Kafka({ clientId: 'chaos-admin', brokers: [...brokers], logLevel: logLevel.NOTHING });
+  const admin = kafka.admin();
+  const env = chaosEnv({ databaseUrl: db.url, brokers, prefix, extra: s.env });
+  const retry = retryOf(env);
+  const topics = stackTopics(env);
+
+  const start = async (proc: StackProcess) => {
+    const child = await children.start(proc.name, proc.roles, env);
+    running.set(proc.name, { child, proc });
+    child.child.on('close', (code, signal) => {
+      if (!intentional.has(child)) crashed.push(`${proc.name} (pid ${child.pid}) exited by itself: code ${code}, signal ${signal}`);
+    });
+    note(`started ${proc.name} (pid ${child.pid})`);
+    return child;
+  };
+  const processOf = (name: string) => {
+    const r = running.get(name);
+    if (!r) throw new Error(`no process ${name}`);
+    return r.child;
+  };
+
+  try {
+    await admin.connect();
+    await admin.createTopics({ topics: topics.map((topic) => ({ topic, numPartitions: Number(env.NOTIFY_TOPIC_PARTITIONS) })), waitForLeaders: true });
+    await Promise.all(s.processes.map(start));
+
+    const keys = s.keys ?? 25;
+    const load = startEnqueueLoad({
+      db: db.db,
+      count: s.notifications,
+      spreadMs: s.spreadMs,
+      tenant: 'chaos',
+      urlFor: (i) => `${receiver.url}/hooks/${i % keys}`,
+      retry,
+    });
+    const ctx: ScenarioContext = {
+      env,
+      db,
+      receiver,
+      brokers,
+      prefix,
+      random,
+      total: s.notifications,
+      enqueued: () => load.ids.length,
+      process: processOf,
+      start,
+      async killAndRestart(name, between) {
+        const { child, proc } = running.get(name) ?? (() => { throw new Error(`no process ${name}`); })();
+        intentional.add(child);
+        await child.kill();
+        note(`SIGKILL ${name} (pid ${child.pid})`);
+        running.delete(name);
+        if (between) await between();
+        return start(proc);
+      },
+      async until(condition, message, timeoutMs = 60_000) {
+        await waitFor(condition, { timeoutMs, intervalMs: 20, message });
+      },
+      note,
+    };
+    await Promise.all([load.done, s.fault?.(ctx)]);
+    note(`load done: ${load.ids.length} enqueued`);
+
+    const settled = await waitForSettled(fromKysely(db.db), {
+      timeoutMs: s.settleTimeoutMs ?? 90_000,
+      extra: async () => {
+        const { rows } = await db.pool.query<{ n: number }>("SELECT count(*)::int AS n FROM notifications WHERE state = 'queued'");
+        return rows[0]!.n === 0;
+      },
+    });
+    note(settled ? 'settled' : 'did NOT settle before the deadline');
+    const report = await auditRun({
+      scenario: s.name,
+      db: fromKysely(db.db),
+      ids: load.ids,
+      deliveries: receiver.deliveries,
+      retry,
+      allowedDead: s.allowedDead ?? 0,
+    });
+    if (receiver.anonymous > 0) (report.problems as string[]).push(`${receiver.anonymous} requests reached the receiver without a webhook-id`);
+    return { report, timeline, crashed: [...crashed], logs: children.logs(), seed: s.seed };
+  } finally {
+    for (const { child } of running.values()) intentional.add(child);
+    await children.stopAll().catch(() => {});
+    await children.killAll();
+    await receiver.close();
+    await admin.deleteTopics({ topics }).catch(() => {});
+    await admin.disconnect().catch(() => {});
+    await db.close();
+  }
+}
+
+/** `count` distinct seeded fractions in (lo, hi), ascending: when (in load progress) to strike. */
+export function strikePoints(random: () => number, count: number, lo = 0.1, hi = 0.9): number[] {
+  return Array.from({ length: count }, () => lo + random() * (hi - lo)).sort((a, b) => a - b);
+}
