@@ -5,11 +5,13 @@
 // and writes bench/results/<scenario>.json (bench/results/quick/ for --quick). Every figure sits
 // next to a baseline measured in the same run; the verdict is on the ratio where a target is one.
 import { spawnSync } from 'node:child_process';
+import { readdirSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { withDatabase } from '@notify/migrations';
 import { KAFKA_VERSION } from '../scripts/kafka.mjs';
+import { renderProfile, summariseProfile } from './lib/cpu-profile.js';
 import { ROOT, mib } from './lib/process.js';
 import { type ScenarioReport, judge, renderTable, writeReport } from './lib/report.js';
 import { createStack } from './lib/stack.js';
@@ -59,6 +61,35 @@ async function machine(serverUrl: string, floorRssBytes: number): Promise<Record
     java,
     idleChildRssMiB: Math.round(floorRssBytes / 1024 / 1024),
   };
+}
+
+/**
+ * Summarises the main-thread .cpuprofile of every child profiled since `sinceMs` (performance.now()
+ * time; one sub-directory per child): prints each and writes <file>.txt next to it.
+ */
+function summariseProfiles(dir: string, sinceMs: number): Record<string, unknown> {
+  const since = performance.timeOrigin + sinceMs;
+  const out: Record<string, unknown> = {};
+  let children: string[] = [];
+  try {
+    children = readdirSync(dir).filter((d) => statSync(path.join(dir, d)).isDirectory());
+  } catch {
+    return out;
+  }
+  for (const child of children) {
+    // CPU.<yyyymmdd>.<hhmmss>.<pid>.<thread>.<seq>.cpuprofile: thread 0 is the main thread (the tsx loader is another).
+    const files = readdirSync(path.join(dir, child)).filter((f) => /^CPU\.\d+\.\d+\.\d+\.0\.\d+\.cpuprofile$/.test(f));
+    for (const f of files) {
+      const file = path.join(dir, child, f);
+      if (statSync(file).mtimeMs < since) continue;
+      const summary = summariseProfile(file, 20);
+      const text = renderProfile(`${child} (${f})`, summary);
+      writeFileSync(`${file}.txt`, `${text}\n`);
+      process.stderr.write(`${text}\n`);
+      out[child] = summary;
+    }
+  }
+  return out;
 }
 
 async function main(): Promise<void> {
@@ -125,6 +156,7 @@ async function main(): Promise<void> {
     } finally {
       await stack.deleteTopics(stack.topicPrefix(scenario.name)).catch((err) => log(`could not delete topics: ${(err as Error).message}`));
     }
+    if (ctx.cpuProfDir) report = { ...report, details: { ...report.details, profiles: summariseProfiles(ctx.cpuProfDir, t0) } };
     const file = writeReport(outDir, report);
     log(`${scenario.name} done in ${(report.durationMs / 1000).toFixed(1)} s → ${path.relative(ROOT, file)}`);
     reports.push(report);

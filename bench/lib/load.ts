@@ -2,9 +2,16 @@ import pg from 'pg';
 import { type NotificationIntent, enqueue } from '@notify/outbox';
 import { sleep } from './stats.js';
 
-/** The notification every end-to-end scenario sends: a small webhook to the local receiver. */
-export function webhookIntent(to: string, n: number): NotificationIntent {
-  return { tenant_id: 'bench', channel: 'webhook', to, body: `Order ${n} has shipped.`, data: { order: n } };
+/**
+ * Distinct recipients the end-to-end workloads spread over. Notifications of one recipient are
+ * delivered one at a time, in order (the ordering guarantee), so a single-recipient workload
+ * measures one key's latency chain, not the system; 1,000 endpoints is a modest tenant base.
+ */
+export const RECIPIENTS = 1_000;
+
+/** The notification every end-to-end scenario sends: a small webhook to the local receiver, recipient `n mod RECIPIENTS`. */
+export function webhookIntent(receiverUrl: string, n: number): NotificationIntent {
+  return { tenant_id: 'bench', channel: 'webhook', to: `${receiverUrl}/${n % RECIPIENTS}`, body: `Order ${n} has shipped.`, data: { order: n } };
 }
 
 /**

@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { createWriteStream, mkdirSync, readFileSync } from 'node:fs';
+import { createWriteStream, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -78,6 +78,12 @@ export interface StartNodeOptions {
   readonly nodeFlags?: readonly string[];
   /** Open an IPC channel (the child can `process.send`). */
   readonly ipc?: boolean;
+  /**
+   * Profile the child with `--cpu-prof` into `<profileDir>/<name>/` (emptied first). Node writes
+   * one file per thread; the tsx loader runs in its own thread, so the main thread's file is the
+   * one named `CPU.<date>.<time>.<pid>.0.<seq>.cpuprofile` (see `mainThreadProfiles`).
+   */
+  readonly profileDir?: string | undefined;
 }
 
 /** A node child process running one of our TypeScript entry points under tsx, with its memory sampled. */
@@ -106,7 +112,14 @@ export function startNode(options: StartNodeOptions): NodeChild {
   mkdirSync(LOG_DIR, { recursive: true });
   const logFile = path.join(LOG_DIR, `${options.name}.log`);
   const log = createWriteStream(logFile);
-  const child = spawn(process.execPath, [...(options.nodeFlags ?? []), '--import', 'tsx', options.script, ...(options.args ?? [])], {
+  const profFlags: string[] = [];
+  if (options.profileDir) {
+    const dir = path.join(options.profileDir, options.name);
+    rmSync(dir, { recursive: true, force: true });
+    mkdirSync(dir, { recursive: true });
+    profFlags.push('--cpu-prof', `--cpu-prof-dir=${dir}`);
+  }
+  const child = spawn(process.execPath, [...profFlags, ...(options.nodeFlags ?? []), '--import', 'tsx', options.script, ...(options.args ?? [])], {
     cwd: ROOT,
     env: { ...process.env, ...options.env },
     stdio: ['ignore', 'pipe', 'pipe', ...(options.ipc ? (['ipc'] as const) : [])],

@@ -70,7 +70,7 @@ export function judge(figure: Figure): JudgedFigure {
 function formatValue(value: number, unit: string): string {
   if (!Number.isFinite(value)) return 'n/a';
   const v = round(value).toLocaleString('en-US');
-  return unit === '×' ? `${v}×` : unit === '%' ? `${v} %` : `${v} ${unit}`;
+  return unit === '×' ? `${v}×` : unit === '%' ? `${v} %` : unit === '' ? v : `${v} ${unit}`;
 }
 
 function formatTarget(t: Target, unit: string): string {

@@ -41,7 +41,7 @@ export async function startNotifyService(options: NotifyServiceOptions): Promise
       LOG_LEVEL: 'info',
       ...options.env,
     },
-    ...(options.cpuProfDir ? { nodeFlags: ['--cpu-prof', `--cpu-prof-dir=${options.cpuProfDir}`, `--cpu-prof-name=${options.name}.cpuprofile`] } : {}),
+    profileDir: options.cpuProfDir,
   });
   try {
     const line = await child.line(/listening on http:\/\/\S+/, options.startTimeoutMs ?? 120_000);

@@ -46,7 +46,7 @@ export const httpEnqueueScenario: Scenario = {
       script: 'bench/servers/http-api.ts',
       ipc: true,
       env: { DATABASE_URL: db.url, LOG_LEVEL: 'info', PORT: '0' },
-      ...(ctx.cpuProfDir ? { nodeFlags: ['--cpu-prof', `--cpu-prof-dir=${ctx.cpuProfDir}`, '--cpu-prof-name=http-api.cpuprofile'] } : {}),
+      profileDir: ctx.cpuProfDir,
     });
     try {
       const { port } = await server.message((m): m is { type: 'listening'; port: number } => (m as { type?: string })?.type === 'listening', 60_000);
@@ -54,7 +54,7 @@ export const httpEnqueueScenario: Scenario = {
       const headers = { 'content-type': 'application/json', authorization: `Bearer ${key}` };
       const body = JSON.stringify({ channel: 'webhook', to: 'https://hooks.example.com/orders', body: 'Your order has shipped.' });
       const rounds = ctx.quick ? 1 : 3;
-      const seconds = ctx.quick ? 3 : 8;
+      const seconds = ctx.quick ? 2 : 8;
       ctx.log(`http-enqueue: server on ${base}; ${rounds} rounds × ${seconds} s per route, ${CONNECTIONS} connections`);
       await hammer(`${base}/bench/noop`, headers, body, 1);
       await hammer(`${base}/v1/notifications`, headers, body, 1);

@@ -29,7 +29,7 @@ export const relayScenario: Scenario = {
   needsKafka: true,
   async run(ctx) {
     const brokers = await ctx.stack.kafkaBrokers();
-    const rows = ctx.quick ? 20_000 : 100_000;
+    const rows = ctx.quick ? 10_000 : 100_000;
     const rounds = ctx.quick ? 1 : 3;
     const startedAt = Date.now();
     const child = startNode({
@@ -37,7 +37,7 @@ export const relayScenario: Scenario = {
       script: 'bench/relay.ts',
       args: ['--rows', String(rows), '--rounds', String(rounds), '--batch', '1000'],
       env: { DATABASE_URL: ctx.stack.serverUrl, KAFKA_BROKERS: brokers.join(',') },
-      ...(ctx.cpuProfDir ? { nodeFlags: ['--cpu-prof', `--cpu-prof-dir=${ctx.cpuProfDir}`, '--cpu-prof-name=relay-script.cpuprofile'] } : {}),
+      profileDir: ctx.cpuProfDir,
     });
     ctx.log(`relay: bench/relay.ts --rows ${rows} --rounds ${rounds} (log: ${path.relative(ROOT, child.logFile)})`);
     const { code } = await Promise.race([

@@ -35,6 +35,10 @@ export interface DispatcherConfig {
    * delay-topic partition is noticed after it is resumed, so it is short. Default 100 ms.
    */
   readonly fetchMaxWaitMs: number;
+  /** kafkajs `sessionTimeout`: a member silent this long is removed from the group. Default 30 s. */
+  readonly sessionTimeoutMs: number;
+  /** kafkajs `heartbeatInterval`. Default 3 s. */
+  readonly heartbeatIntervalMs: number;
 }
 
 /** Optional overrides for `dispatcherConfigFrom`. */
@@ -72,6 +76,8 @@ export function dispatcherConfig(
     repairBatchSize: 500,
     shutdownTimeoutMs: 10_000,
     fetchMaxWaitMs: 100,
+    sessionTimeoutMs: 30_000,
+    heartbeatIntervalMs: 3_000,
     ...fields,
     tiers: delayTiers(fields.retry),
   };

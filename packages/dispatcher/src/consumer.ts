@@ -64,6 +64,8 @@ export function createDeliveryConsumer(config: DispatcherConfig, deps: DeliveryC
     groupId: config.groupId,
     allowAutoTopicCreation: false,
     maxWaitTimeInMs: config.fetchMaxWaitMs,
+    sessionTimeout: config.sessionTimeoutMs,
+    heartbeatInterval: config.heartbeatIntervalMs,
   });
   const scheduler = createKeyedScheduler({
     maxInFlight: config.maxInFlight,

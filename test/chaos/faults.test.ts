@@ -1,0 +1,88 @@
+/**
+ * The full fault suite (`pnpm test:chaos`): every scenario runs N notifications through the real
+ * stack (`notify start` child processes on real PostgreSQL and Kafka) while a fault strikes at
+ * seeded moments, then the audit (test/support/chaos/audit.ts). Each test attaches its row to the
+ * table printed at the end of the run. CHAOS_SEED replays a run's fault schedule.
+ */
+import type { KafkaMessage } from 'kafkajs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HEADERS } from '@notify/outbox';
+import { startPrivateKafka, stopPrivateKafka } from '../../scripts/kafka.mjs';
+import { runScenario } from '../support/chaos/scenario.js';
+import {
+  POISON,
+  hostileReceiverScenario,
+  kafkaOutageScenario,
+  pgTerminateScenario,
+  poisonScenario,
+  rebalanceScenario,
+  sigkillScenario,
+} from '../support/chaos/scenarios.js';
+import { expectNothingLost } from '../support/chaos/report.js';
+import { chaosSeed } from '../support/chaos/stack.js';
+
+const seed = chaosSeed();
+const size = (notifications: number, spreadMs: number, salt: number) => ({ notifications, spreadMs, seed: (seed + salt) >>> 0 });
+
+describe('faults against the real stack', () => {
+  it('SIGKILL the relay 4 times mid-run', async ({ task }) => {
+    const result = await runScenario(sigkillScenario('relay', 4, size(2000, 30_000, 1)));
+    expectNothingLost(task, result);
+    expect(result.report.row.sent).toBe(2000);
+  }, 600_000);
+
+  it('SIGKILL the dispatcher 3 times mid-run', async ({ task }) => {
+    const result = await runScenario({ ...sigkillScenario('dispatcher', 3, size(2000, 30_000, 2)), settleTimeoutMs: 120_000 });
+    expectNothingLost(task, result);
+    expect(result.report.row.sent).toBe(2000);
+  }, 600_000);
+
+  it('pg_terminate_backend on every service connection, 5 times', async ({ task }) => {
+    const result = await runScenario(pgTerminateScenario(5, size(2000, 30_000, 3)));
+    expectNothingLost(task, result);
+    expect(result.report.row.sent).toBe(2000);
+  }, 600_000);
+
+  it('receivers that hang past the timeout, reset connections, answer slowly', async ({ task }) => {
+    const result = await runScenario(hostileReceiverScenario(size(1000, 20_000, 4)));
+    expectNothingLost(task, result);
+    expect(result.report.row.sent).toBe(1000);
+    // Only the receivers that answered after the timeout can see a duplicate, and at most one each.
+    expect(Math.max(0, ...result.report.duplicated.values())).toBeLessThanOrEqual(2);
+  }, 600_000);
+
+  it('a consumer group rebalance during delivery: dispatchers join and leave', async ({ task }) => {
+    const result = await runScenario(rebalanceScenario(size(2000, 30_000, 5)));
+    expectNothingLost(task, result);
+    expect(result.report.row.sent).toBe(2000);
+  }, 600_000);
+
+  it('poison messages in the request and retry topics', async ({ task }) => {
+    const sink: { dlq?: KafkaMessage[] } = {};
+    const result = await runScenario(poisonScenario(size(500, 15_000, 6), sink));
+    expectNothingLost(task, result);
+    const dlq = sink.dlq ?? [];
+    for (const p of POISON) {
+      expect(dlq.filter((m) => m.headers?.['chaos-poison']?.toString() === p.name).length, `dead letters for "${p.name}"`).toBe(2);
+    }
+    expect(dlq.every((m) => (m.headers?.[HEADERS.dlqReason]?.length ?? 0) > 0)).toBe(true);
+    expect(result.report.row.sent).toBe(500);
+  }, 600_000);
+});
+
+describe('Kafka outage (a private broker: the shared one is never stopped)', () => {
+  const name = `chaos${process.pid}`;
+  let brokers: string[] = [];
+  beforeAll(async () => {
+    brokers = [(await startPrivateKafka({ name, log: () => {} })).brokers];
+  }, 120_000);
+  afterAll(async () => {
+    await stopPrivateKafka({ name, log: () => {} });
+  }, 60_000);
+
+  it('the broker stops for 30 s mid-run and comes back', async ({ task }) => {
+    const result = await runScenario(kafkaOutageScenario(30_000, { ...size(1500, 40_000, 7), brokerName: name, brokers }));
+    expectNothingLost(task, result);
+    expect(result.report.row.sent).toBe(1500);
+  }, 600_000);
+});

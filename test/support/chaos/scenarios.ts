@@ -1,0 +1,222 @@
+import { randomBytes } from 'node:crypto';
+import { Kafka, logLevel, type KafkaMessage } from 'kafkajs';
+import { HEADERS, TOPICS, topicName } from '@notify/outbox';
+import { startPrivateKafka, stopPrivateKafka } from '../../../scripts/kafka.mjs';
+import type { ReceiverBehaviour, ReceiverRequest } from './receiver.js';
+import { type Scenario, type ScenarioContext, type StackProcess, strikePoints } from './scenario.js';
+
+// The scenario catalogue: each builder returns a `Scenario` sized by its caller, so the fast CI
+// subset (test/faults) and the full suite (test/chaos) run the same code at different sizes.
+
+const RELAY: StackProcess = { name: 'relay', roles: ['relay'] };
+const DISPATCHER: StackProcess = { name: 'dispatcher', roles: ['dispatcher'] };
+
+/** Sizes every builder takes. */
+export interface Size {
+  readonly notifications: number;
+  readonly spreadMs: number;
+  readonly seed: number;
+}
+
+/** Waits until `fraction` of the load is enqueued. */
+function atProgress(ctx: ScenarioContext, fraction: number): Promise<void> {
+  return ctx.until(() => ctx.enqueued() >= Math.ceil(ctx.total * fraction), `${Math.round(fraction * 100)}% of the load enqueued`, 120_000);
+}
+
+/**
+ * SIGKILL the relay (or the dispatcher) `rounds` times at seeded moments of the load, each time
+ * letting the load go on a little while it is down (rows pile up in the outbox, or messages in
+ * Kafka), then restarting it. Relay and dispatcher run in separate processes.
+ */
+export function sigkillScenario(role: 'relay' | 'dispatcher', rounds: number, size: Size): Scenario {
+  return {
+    name: `SIGKILL ${role} ×${rounds}`,
+    ...size,
+    processes: [RELAY, DISPATCHER],
+    async fault(ctx) {
+      const points = strikePoints(ctx.random, rounds, 0.1, 0.8);
+      for (const p of points) {
+        await atProgress(ctx, p);
+        const gap = 0.02 + ctx.random() * 0.05;
+        await ctx.killAndRestart(role, () => atProgress(ctx, Math.min(1, p + gap)));
+      }
+    },
+  };
+}
+
+/**
+ * Receivers that misbehave, chosen per notification by a hash of its id (so the split is stable
+ * across retries): some hang past the send timeout once, some reset the connection twice, some
+ * answer slowly but in time, and some answer slowly *past* the timeout once — the receiver
+ * processed the request, the sender never heard, so it retries: the one source of duplicates here.
+ */
+export function hostileReceiverScenario(size: Size): Scenario {
+  const kindOf = (id: string) => {
+    const h = [...id].reduce((a, c) => (a * 31 + c.charCodeAt(0)) >>> 0, 7) % 100;
+    return h < 10 ? 'hang' : h < 20 ? 'reset' : h < 30 ? 'slow' : h < 35 ? 'late' : 'ok';
+  };
+  return {
+    name: 'receivers: hang, reset, slow',
+    ...size,
+    processes: [{ name: 'stack', roles: ['relay', 'dispatcher'] }],
+    // Send timeout 1 s: 'hang' is cut by it, 'slow' (300 ms) is not, 'late' (1.5 s) is.
+    env: { NOTIFY_SEND_TIMEOUT_MS: '1000' },
+    behaviour: (req: ReceiverRequest): ReceiverBehaviour => {
+      const kind = kindOf(req.webhookId);
+      if (kind === 'hang' && req.seen === 0) return { kind: 'hang' };
+      if (kind === 'reset' && req.seen < 2) return { kind: 'reset' };
+      if (kind === 'slow') return { kind: 'slow', delayMs: 300 };
+      if (kind === 'late' && req.seen === 0) return { kind: 'slow', delayMs: 1500 };
+      return { kind: 'ok' };
+    },
+  };
+}
+
+/**
+ * A consumer group rebalance during delivery: one dispatcher at first, a second and a third
+ * join at seeded moments, then the first leaves (SIGTERM, a graceful stop).
+ */
+export function rebalanceScenario(size: Size): Scenario {
+  return {
+    name: 'rebalance: +2 dispatchers, −1',
+    ...size,
+    processes: [RELAY, DISPATCHER],
+    async fault(ctx) {
+      const [a, b, c] = strikePoints(ctx.random, 3, 0.15, 0.85) as [number, number, number];
+      await atProgress(ctx, a);
+      await ctx.start({ name: 'dispatcher-2', roles: ['dispatcher'] });
+      await atProgress(ctx, b);
+      await ctx.start({ name: 'dispatcher-3', roles: ['dispatcher'] });
+      await atProgress(ctx, c);
+      const first = ctx.process('dispatcher');
+      ctx.note(`SIGTERM dispatcher (pid ${first.pid})`);
+      await first.stop();
+    },
+  };
+}
+
+/**
+ * `pg_terminate_backend` on every connection of the service (application_name notify-*, in this
+ * scenario's database only: other tests' sessions, and this test's own (notify-test), are never
+ * touched), `rounds` times at seeded moments of the load: the API, relay (its pool and its LISTEN
+ * connection) and dispatcher must all reconnect by themselves.
+ */
+export function pgTerminateScenario(rounds: number, size: Size): Scenario {
+  return {
+    name: `pg_terminate_backend ×${rounds}`,
+    ...size,
+    processes: [{ name: 'stack', roles: ['api', 'relay', 'dispatcher'] }],
+    async fault(ctx) {
+      const points = strikePoints(ctx.random, rounds, 0.1, 0.9);
+      for (const p of points) {
+        await atProgress(ctx, p);
+        const { rows } = await ctx.db.pool.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM (
+             SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+              WHERE datname = current_database() AND application_name LIKE 'notify-%'
+                AND application_name <> 'notify-test' AND pid <> pg_backend_pid()
+           ) t`,
+        );
+        ctx.note(`terminated ${rows[0]!.n} service connections`);
+      }
+    },
+  };
+}
+
+/**
+ * The Kafka broker stops for `outageMs` mid-run and starts again (a PRIVATE broker, on its kept
+ * data and port: the shared one is never stopped). Enqueue goes on meanwhile: it never depends
+ * on Kafka.
+ */
+export function kafkaOutageScenario(outageMs: number, size: Size & { readonly brokerName: string; readonly brokers: readonly string[] }): Scenario {
+  return {
+    name: `Kafka down ${Math.round(outageMs / 1000)} s`,
+    ...size,
+    brokers: size.brokers,
+    processes: [RELAY, DISPATCHER],
+    settleTimeoutMs: 120_000,
+    async fault(ctx) {
+      await atProgress(ctx, 0.2 + ctx.random() * 0.2);
+      await stopPrivateKafka({ name: size.brokerName, keepData: true, log: () => {} });
+      ctx.note('broker stopped');
+      const down = Date.now();
+      const enqueuedAtStop = ctx.enqueued();
+      // The outage is a duration by definition; waitFor on the clock keeps the one waiting primitive.
+      await ctx.until(() => Date.now() - down >= outageMs, `${outageMs} ms of outage`, outageMs + 10_000);
+      ctx.note(`broker starting again; ${ctx.enqueued() - enqueuedAtStop} enqueued while it was down`);
+      await startPrivateKafka({ name: size.brokerName, keepData: true, log: () => {} });
+      ctx.note('broker back');
+    },
+  };
+}
+
+const POISON_DUE = '2020-01-01T00:00:00.000Z';
+const request = (over: Record<string, unknown>) =>
+  Buffer.from(JSON.stringify({ v: 1, type: 'notification.deliver', id: 'ntf_01JAAAAAAAAAAAAAAAAAAAAAAA', tenant_id: 'chaos', channel: 'webhook', attempt: 1, due_at: POISON_DUE, ...over }));
+
+/** The poison messages `poisonScenario` injects (fixed bytes, so a test can compare them with the dead letters). */
+export const POISON: readonly { readonly name: string; readonly value: Buffer | null; readonly headers?: Record<string, string> }[] = [
+  { name: 'garbage bytes', value: randomBytes(512) },
+  { name: 'invalid UTF-8', value: Buffer.from([0x7b, 0x22, 0x76, 0x22, 0x3a, 0xff, 0xfe, 0x7d]) },
+  { name: 'not an object', value: Buffer.from('[1,2,3]') },
+  { name: 'empty value', value: Buffer.alloc(0) },
+  { name: 'null value (tombstone)', value: null },
+  { name: 'wrong version', value: request({ v: 2 }) },
+  { name: 'unknown notification', value: request({}) },
+  { name: 'wrong type of attempt', value: request({ attempt: '1' }) },
+  { name: 'huge value (900 KiB)', value: request({ id: `ntf_${'x'.repeat(900 * 1024)}` }) },
+  { name: 'deeply nested JSON', value: Buffer.from(`${'['.repeat(100_000)}${']'.repeat(100_000)}`) },
+  {
+    name: 'hostile headers',
+    value: request({ id: 'ntf_01JBBBBBBBBBBBBBBBBBBBBBBB' }),
+    headers: { [HEADERS.dueAt]: 'not-a-date', [HEADERS.attempt]: '-1', [HEADERS.notificationId]: '\u0000', [HEADERS.schemaVersion]: '999' },
+  },
+];
+
+/**
+ * Poison messages produced straight into `<prefix>.requests` and a retry topic, interleaved with
+ * real traffic. The test then checks that each one is on `<prefix>.dlq` with a reason, and that
+ * the dispatcher never exited (`ScenarioResult.crashed`) and delivered all the real ones.
+ */
+export function poisonScenario(size: Size, sink: { dlq?: KafkaMessage[] }): Scenario {
+  return {
+    name: 'poison messages → DLQ',
+    ...size,
+    processes: [RELAY, DISPATCHER],
+    async fault(ctx) {
+      const kafka = new Kafka({ clientId: 'chaos-poison', brokers: [...ctx.brokers], logLevel: logLevel.NOTHING });
+      const producer = kafka.producer({ allowAutoTopicCreation: false });
+      await producer.connect();
+      try {
+        const admin = kafka.admin();
+        await admin.connect();
+        const retryTopic = (await admin.listTopics()).find((t) => t.startsWith(`${ctx.prefix}.retry.`));
+        await admin.disconnect();
+        const targets = [topicName(ctx.prefix, TOPICS.requests), ...(retryTopic ? [retryTopic] : [])];
+        for (const [i, p] of POISON.entries()) {
+          await atProgress(ctx, 0.1 + (0.8 * i) / POISON.length);
+          for (const topic of targets) {
+            await producer.send({ topic, messages: [{ key: `poison-${i}`, value: p.value, headers: { 'chaos-poison': p.name, ...p.headers } }] });
+          }
+          ctx.note(`poison: ${p.name} → ${targets.length} topics`);
+        }
+        sink.dlq = [];
+        const expected = POISON.length * targets.length;
+        const consumer = kafka.consumer({ groupId: `${ctx.prefix}.dlq-reader`, allowAutoTopicCreation: false });
+        await consumer.connect();
+        try {
+          await consumer.subscribe({ topic: topicName(ctx.prefix, TOPICS.dlq), fromBeginning: true });
+          const got = sink.dlq;
+          await consumer.run({ eachMessage: async ({ message }) => void got.push(message) });
+          await ctx.until(() => got.length >= expected, `${expected} dead letters`, 20_000).catch(() => {});
+        } finally {
+          await consumer.disconnect();
+        }
+      } finally {
+        await producer.disconnect();
+      }
+    },
+  };
+}
+
+export { RELAY, DISPATCHER };
