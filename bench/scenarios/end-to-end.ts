@@ -8,6 +8,7 @@ import { startNode } from '../lib/process.js';
 import { type Receiver, startReceiver } from '../lib/receiver.js';
 import type { Figure } from '../lib/report.js';
 import { startNotifyService } from '../lib/service.js';
+import { type StageBreakdown, stageBreakdown } from '../lib/stages.js';
 import { latencySummary, sleep, waitUntil } from '../lib/stats.js';
 import type { BenchJob, PgBossWorkerInput } from '../workers/pgboss-worker.js';
 import type { BenchContext, Scenario } from './types.js';
@@ -25,6 +26,8 @@ interface PipelineResult {
   readonly timeline: readonly { atMs: number; done: number }[];
   /** CPU per notification during the drain, by process. */
   readonly cpu: CpuPerUnit;
+  /** Where the latency window's time went (notify only). */
+  readonly stages?: StageBreakdown;
 }
 
 /** The result of `measureDrain`. */
@@ -112,7 +115,7 @@ async function latencyAtRate(receiver: Receiver, w: E2eWorkload, send: (n: numbe
     if (arrived === undefined) undelivered++;
     latencies.push((arrived ?? gaveUpAt) - at);
   }
-  return { offered, latencyMs: latencySummary(latencies), undelivered };
+  return { offered, latencyMs: latencySummary(latencies), undelivered, ids: [...committed.keys()] };
 }
 
 async function runNotify(ctx: BenchContext, receiver: Receiver, w: E2eWorkload): Promise<PipelineResult> {
@@ -149,7 +152,9 @@ async function runNotify(ctx: BenchContext, receiver: Receiver, w: E2eWorkload):
         await enqueuer.close();
       }
       const peakRssBytes = await service.child.stop();
-      return { drainPerSec: drain.perSec, drainMs: drain.drainMs, ...latency, peakRssBytes, timeline: drain.timeline, cpu: drain.cpu };
+      const stages = await stageBreakdown(pool, receiver.firstDelivered, latency.ids);
+      const { ids: _ids, ...rest } = latency;
+      return { drainPerSec: drain.perSec, drainMs: drain.drainMs, ...rest, peakRssBytes, timeline: drain.timeline, cpu: drain.cpu, stages };
     } finally {
       await service.child.stop();
     }
@@ -211,7 +216,8 @@ async function runPgBoss(ctx: BenchContext, receiver: Receiver, w: E2eWorkload, 
         return { id: data.id, committedAt: performance.now() };
       });
       const peakRssBytes = await worker.stop();
-      return { drainPerSec: drain.perSec, drainMs: drain.drainMs, ...latency, peakRssBytes, timeline: drain.timeline, cpu: drain.cpu };
+      const { ids: _ids, ...rest } = latency;
+      return { drainPerSec: drain.perSec, drainMs: drain.drainMs, ...rest, peakRssBytes, timeline: drain.timeline, cpu: drain.cpu };
     } finally {
       await worker.stop();
     }
@@ -220,6 +226,23 @@ async function runPgBoss(ctx: BenchContext, receiver: Receiver, w: E2eWorkload, 
     await pool.end();
     await db.drop();
   }
+}
+
+/** The p99 of each latency stage as a figure (p50 in the note). */
+export function stageFigures(stages: StageBreakdown | undefined, where: string): Figure[] {
+  if (!stages || stages.count === 0) return [];
+  const f = (id: string, label: string, s: StageBreakdown['enqueueToPublished']): Figure => ({
+    id: `stage.${id}`,
+    label: `stage p99 ${where}: ${label}`,
+    value: s.p99,
+    unit: 'ms',
+    note: `p50 ${Math.round(s.p50)} ms`,
+  });
+  return [
+    f('relay', 'enqueue → published to Kafka', stages.enqueueToPublished),
+    f('consume', 'published → attempt started', stages.publishedToAttempt),
+    f('send', 'attempt started → arrived', stages.attemptToArrival),
+  ];
 }
 
 /**
@@ -272,6 +295,7 @@ export const endToEndScenario: Scenario = {
           targets: [{ on: 'value', op: '<=', value: 100 }],
           note: `offered ${Math.round(ours.offered.achievedRate)}/s to notify, ${Math.round(peer.offered.achievedRate)}/s to pg-boss; undelivered ${ours.undelivered} / ${peer.undelivered}`,
         },
+        ...stageFigures(ours.stages, `at ${w.rate}/s`),
         {
           id: 'cpu.total',
           label: 'CPU ms per notification, all processes (drain)',

@@ -2,7 +2,10 @@ import { createEnqueuer, offerAtRate, webhookIntent } from '../lib/load.js';
 import type { MemoryReading } from '../lib/process.js';
 import { startReceiver } from '../lib/receiver.js';
 import type { Figure } from '../lib/report.js';
+import pg from 'pg';
 import { startNotifyService } from '../lib/service.js';
+import { stageBreakdown } from '../lib/stages.js';
+import { stageFigures } from './end-to-end.js';
 import { latencySummary, median, waitUntil } from '../lib/stats.js';
 import type { Scenario } from './types.js';
 
@@ -61,6 +64,8 @@ export const soakScenario: Scenario = {
         }
         const lat = latencySummary(latencies);
         const peak = await service.child.stop();
+        const pool = new pg.Pool({ connectionString: db.url, max: 1 });
+        const stages = await stageBreakdown(pool, receiver.firstDelivered, [...committed.keys()]).finally(() => pool.end());
         const label = ctx.quick ? `quick mode: ${durationMs / 1000} s soak, not 5 minutes` : undefined;
         const figures: Figure[] = [
           {
@@ -72,6 +77,7 @@ export const soakScenario: Scenario = {
             note: `${Math.round(early / 2 ** 20)} MiB after warm-up → ${Math.round(late / 2 ** 20)} MiB at the end${label ? `; ${label}` : ''}`,
           },
           { id: 'p99', label: `commit → delivery p99 at ${rate}/s (soak)`, value: lat.p99, unit: 'ms', note: `p50 ${Math.round(lat.p50)} ms, ${lat.count} of ${committed.size} delivered` },
+          ...stageFigures(stages, `at ${rate}/s`),
         ];
         return {
           figures,
@@ -83,6 +89,7 @@ export const soakScenario: Scenario = {
             rssEarlyBytes: early,
             rssLateBytes: late,
             latencyMs: lat,
+            stages,
             rssTimeline: readings.filter((_, i) => i % 4 === 0).map((r) => ({ atMs: Math.round(r.atMs), rssMiB: Math.round((r.rssBytes / 2 ** 20) * 10) / 10 })),
           },
         };

@@ -36,7 +36,6 @@ export { NOTIFICATION_ACTIONS, type NotificationAction } from './sql/notificatio
 export { createLogger, REDACT_PATHS, type CreateLoggerOptions } from './observability/logger.js';
 export {
   createMetrics,
-  reasonClass,
   type Metrics,
   type CreateMetricsOptions,
   type AttemptObservation,

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { callProvider } from './provider-call.js';
 import type { Delivery, Provider, SendResult } from './provider/provider.js';
 
@@ -60,5 +60,38 @@ describe('callProvider', () => {
     const sent = callProvider(waitForAbort({ kind: 'sent' }), delivery, { timeoutMs: 10_000, shutdown: again.signal });
     again.abort();
     expect(await sent).toEqual({ kind: 'result', result: { kind: 'sent' } });
+  });
+
+  it('admits a rate-limited provider before the attempt timeout starts', async () => {
+    let admitted!: (ok: boolean) => void;
+    let sendSignal: AbortSignal | undefined;
+    const limited: Provider = {
+      channel: 'webhook',
+      admit: () => new Promise<boolean>((resolve) => (admitted = resolve)),
+      send: async (_d, signal) => {
+        sendSignal = signal;
+        return { kind: 'sent' };
+      },
+    };
+    vi.useFakeTimers();
+    try {
+      const call = callProvider(limited, delivery, { timeoutMs: 5, shutdown: live() });
+      // Held in admit for far longer than the attempt timeout: the attempt must not time out meanwhile.
+      await vi.advanceTimersByTimeAsync(1000);
+      expect(sendSignal).toBeUndefined();
+      admitted(true);
+      expect(await call).toEqual({ kind: 'result', result: { kind: 'sent' } });
+      expect(sendSignal?.aborted).toBe(false);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('abandons the attempt when admission is refused (shutdown while waiting for a token)', async () => {
+    const send = async (): Promise<SendResult> => ({ kind: 'sent' });
+    let sent = false;
+    const refused: Provider = { channel: 'webhook', admit: async () => false, send: async (d, s) => ((sent = true), send()) };
+    expect(await callProvider(refused, delivery, { timeoutMs: 1000, shutdown: live() })).toEqual({ kind: 'abandoned' });
+    expect(sent).toBe(false);
   });
 });

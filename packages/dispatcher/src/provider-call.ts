@@ -10,6 +10,7 @@ const GAVE_UP = Symbol('gave-up');
 /**
  * Calls `provider.send` with an AbortSignal that fires after `timeoutMs` (the per-attempt
  * timeout) or when `shutdown` aborts.
+ * - A provider with `admit` (rate limit) is admitted before the timeout starts.
  * - A throw is a transient failure with the error's message (the port's contract).
  * - On timeout the provider gets up to `graceMs` to return what it has (an honest provider
  *   returns a transient "timeout"; one that finished just then may still return "sent", which
@@ -23,6 +24,9 @@ export async function callProvider(
   delivery: Delivery,
   options: { readonly timeoutMs: number; readonly shutdown: AbortSignal; readonly graceMs?: number },
 ): Promise<ProviderCallResult> {
+  // A rate-limited provider is admitted first, outside the attempt's timeout: waiting for a token
+  // is delay, not a failed attempt. Only shutdown interrupts the wait.
+  if (provider.admit && !(await provider.admit(delivery, options.shutdown))) return { kind: 'abandoned' };
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(new Error(`timeout after ${options.timeoutMs} ms`)), options.timeoutMs);
   const onShutdown = () => controller.abort(new Error('dispatcher shutting down'));

@@ -43,7 +43,7 @@ describe('lifecycle metrics', () => {
     d.emit('attempt', { notificationId: 'm', channel: 'email', attempt: 1, outcome: 'suppressed', durationMs: 0, providerStatus: null });
     d.emit('stateChanged', { notificationId: 'm', channel: 'email', from: 'queued', to: 'dead', deadReason: 'suppressed', attempts: 1 });
     d.emit('stateChanged', { notificationId: 'n', channel: 'webhook', from: 'queued', to: 'sent', deadReason: null, attempts: 2 });
-    d.emit('deadLettered', { reason: 'value is not valid JSON', topic: 'p.requests', partition: 0, offset: '7' });
+    d.emit('deadLettered', { code: 'bad_json', reason: 'value is not valid JSON', topic: 'p.requests', partition: 0, offset: '7' });
     d.emit('consumerError', { phase: 'commit', error: new Error('x') });
     d.emit('dispatched', { topic: 'p.requests', notificationId: 'n', attempt: 1, latenessMs: 40 });
     d.emit('retryScheduled', { notificationId: 'n', attempt: 2, delayMs: 1000, topic: 'retry.1s' });
@@ -57,7 +57,7 @@ describe('lifecycle metrics', () => {
     expect(text).not.toContain('notify_provider_latency_seconds_count{channel="email"');
     expect(text).toContain('notify_dead_total{channel="email",reason="suppressed"} 1');
     expect(text).not.toContain('notify_dead_total{channel="webhook"');
-    expect(text).toContain('notify_dead_letters_total{reason="value is not valid json"} 1');
+    expect(text).toContain('notify_dead_letters_total{reason="bad_json"} 1');
     expect(text).toContain('notify_consumer_errors_total{phase="commit"} 1');
     expect(text).toContain('notify_dispatch_lateness_seconds_count 1');
     expect(text).toContain('notify_retries_scheduled_total{topic="retry.1s"} 1');

@@ -24,7 +24,7 @@ export interface DispatcherEventSource {
     listener: Listener<{ readonly channel: string; readonly to: string; readonly deadReason: string | null }>,
   ): () => void;
   on(event: 'retryScheduled', listener: Listener<{ readonly topic: string }>): () => void;
-  on(event: 'deadLettered', listener: Listener<{ readonly reason: string }>): () => void;
+  on(event: 'deadLettered', listener: Listener<{ readonly code: string }>): () => void;
   on(event: 'consumerError', listener: Listener<{ readonly phase: string }>): () => void;
   on(event: 'repaired', listener: Listener<{ readonly count: number }>): () => void;
 }
@@ -58,7 +58,7 @@ export function watchDispatcher(metrics: Metrics, dispatcher: DispatcherEventSou
       if (e.to === 'dead') metrics.observeDead(e.channel, e.deadReason ?? 'unknown');
     }),
     dispatcher.on('retryScheduled', (e) => metrics.observeRetryScheduled(e.topic)),
-    dispatcher.on('deadLettered', (e) => metrics.observeDeadLetter(e.reason)),
+    dispatcher.on('deadLettered', (e) => metrics.observeDeadLetter(e.code)),
     dispatcher.on('consumerError', (e) => metrics.observeConsumerError(e.phase)),
     dispatcher.on('repaired', (e) => metrics.observeRepaired(e.count)),
   ];

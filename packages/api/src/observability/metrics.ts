@@ -59,7 +59,7 @@ export interface Metrics {
   /** The repair sweep re-published overdue notifications. */
   observeRepaired(count: number): void;
   /** A message moved to `<prefix>.dlq`. */
-  observeDeadLetter(reason: string): void;
+  observeDeadLetter(code: string): void;
   /** A notification became dead (terminal), by channel and dead_reason. */
   observeDead(channel: string, reason: string): void;
 }
@@ -267,8 +267,8 @@ export function createMetrics(options: CreateMetricsOptions = {}): Metrics {
       repaired.inc(count);
     },
     observeDeadLetter(reason) {
-      // A reason class, not the full text: "invalid message: id: …" → "invalid message" (bounded label values).
-      deadLetters.inc({ reason: reasonClass(reason) });
+      // The dispatcher's stable dead-letter code (DEAD_LETTER_CODES): a bounded set of label values.
+      deadLetters.inc({ reason });
     },
     observeDead(channel, reason) {
       dead.inc({ channel, reason });
@@ -287,7 +287,3 @@ function seconds(now: Date, then: Date | string): number {
   return Math.max(0, (now.getTime() - new Date(then).getTime()) / 1000);
 }
 
-/** The part of a dead-letter reason before the first ":" or "(", lower-cased and bounded, for a label value. */
-export function reasonClass(reason: string): string {
-  return (reason.split(/[:(]/)[0] ?? '').trim().toLowerCase().slice(0, 40) || 'unknown';
-}

@@ -1,0 +1,45 @@
+import type pg from 'pg';
+import { latencySummary } from './stats.js';
+
+/** Where a first delivery's time went, stage by stage (milliseconds; p50/p90/p99/max per stage). */
+export interface StageBreakdown {
+  /** notifications.created_at (set by enqueue just before its INSERT) → the relay marked the request row published. */
+  readonly enqueueToPublished: ReturnType<typeof latencySummary>;
+  /** published → the dispatcher started attempt 1 (Kafka, consumer fetch, in-flight queue, the notification read). */
+  readonly publishedToAttempt: ReturnType<typeof latencySummary>;
+  /** attempt 1 started → the receiver saw the request (content, provider, HTTP). */
+  readonly attemptToArrival: ReturnType<typeof latencySummary>;
+  readonly count: number;
+}
+
+/**
+ * Splits each notification's enqueue → arrival time into stages, from the rows the service wrote
+ * (all timestamps come from this machine's clock) and the receiver's arrival instants.
+ */
+export async function stageBreakdown(pool: pg.Pool, firstDelivered: ReadonlyMap<string, number>, ids: readonly string[]): Promise<StageBreakdown> {
+  const { rows } = await pool.query<{ id: string; created_at: Date; published_at: Date | null; started_at: Date | null }>(
+    `SELECT n.id, n.created_at, o.published_at, a.started_at
+       FROM notifications n
+       JOIN outbox o ON o.topic = 'requests' AND o.headers->>'notification-id' = n.id
+       LEFT JOIN attempts a ON a.notification_id = n.id AND a.attempt = 1
+      WHERE n.id = ANY($1::text[])`,
+    [ids],
+  );
+  const relay: number[] = [];
+  const consume: number[] = [];
+  const send: number[] = [];
+  for (const r of rows) {
+    const arrived = firstDelivered.get(r.id);
+    if (!r.published_at || !r.started_at || arrived === undefined) continue;
+    const arrivedWall = performance.timeOrigin + arrived;
+    relay.push(r.published_at.getTime() - r.created_at.getTime());
+    consume.push(r.started_at.getTime() - r.published_at.getTime());
+    send.push(arrivedWall - r.started_at.getTime());
+  }
+  return {
+    enqueueToPublished: latencySummary(relay),
+    publishedToAttempt: latencySummary(consume),
+    attemptToArrival: latencySummary(send),
+    count: relay.length,
+  };
+}
