@@ -119,6 +119,22 @@ export function createEnqueuer(url: string, clients: number) {
   };
 }
 
+/**
+ * Warms a just-started service: `rate`/s of ordinary notifications for `durationMs` (JIT, pools,
+ * consumer fetch sessions), then waits until they have all arrived. Nothing of it is measured.
+ */
+export async function warmUp(url: string, receiverUrl: string, arrived: () => number, options: { rate: number; durationMs: number }): Promise<void> {
+  const enqueuer = createEnqueuer(url, 8);
+  const before = arrived();
+  try {
+    const { issued } = await offerAtRate({ rate: options.rate, durationMs: options.durationMs, maxInFlight: 32, op: (n) => enqueuer.enqueueOne(webhookIntent(receiverUrl, n)).then(() => {}) });
+    const deadline = performance.now() + 30_000;
+    while (arrived() - before < issued && performance.now() < deadline) await sleep(100);
+  } finally {
+    await enqueuer.close();
+  }
+}
+
 /** Counts rows matching a query until it reaches `target`; returns performance.now() of the poll that saw it. */
 export async function pollCount(
   pool: pg.Pool,

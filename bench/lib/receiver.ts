@@ -22,6 +22,8 @@ export interface Receiver {
   firstRequestAt(): number | undefined;
   /** Forgets every arrival (between phases). */
   reset(): void;
+  /** Changes the share of requests answered 503 from now on. */
+  setFailureRate(rate: number): void;
   close(): Promise<void>;
 }
 
@@ -31,7 +33,7 @@ export interface Receiver {
  * 503 for a `failureRate` share of requests. Keep-alive, like a real endpoint.
  */
 export async function startReceiver(options: ReceiverOptions = {}): Promise<Receiver> {
-  const failureRate = options.failureRate ?? 0;
+  let failureRate = options.failureRate ?? 0;
   const random = options.random ?? Math.random;
   const firstDelivered = new Map<string, number>();
   let requests = 0;
@@ -68,6 +70,9 @@ export async function startReceiver(options: ReceiverOptions = {}): Promise<Rece
     delivered: () => delivered,
     firstDelivered,
     firstRequestAt: () => firstRequest,
+    setFailureRate(rate: number) {
+      failureRate = rate;
+    },
     reset() {
       firstDelivered.clear();
       requests = 0;

@@ -10,6 +10,8 @@ export interface StageBreakdown {
   /** attempt 1 started → the receiver saw the request (content, provider, HTTP). */
   readonly attemptToArrival: ReturnType<typeof latencySummary>;
   readonly count: number;
+  /** Per second of enqueue time (from the first): count and p50/p99 of the whole enqueue → arrival, to tell start-up from steady state. */
+  readonly perSecond: readonly { readonly second: number; readonly count: number; readonly p50: number; readonly p99: number }[];
 }
 
 /**
@@ -28,6 +30,8 @@ export async function stageBreakdown(pool: pg.Pool, firstDelivered: ReadonlyMap<
   const relay: number[] = [];
   const consume: number[] = [];
   const send: number[] = [];
+  const buckets = new Map<number, number[]>();
+  const t0 = Math.min(...rows.map((r) => r.created_at.getTime()));
   for (const r of rows) {
     const arrived = firstDelivered.get(r.id);
     if (!r.published_at || !r.started_at || arrived === undefined) continue;
@@ -35,11 +39,21 @@ export async function stageBreakdown(pool: pg.Pool, firstDelivered: ReadonlyMap<
     relay.push(r.published_at.getTime() - r.created_at.getTime());
     consume.push(r.started_at.getTime() - r.published_at.getTime());
     send.push(arrivedWall - r.started_at.getTime());
+    const second = Math.floor((r.created_at.getTime() - t0) / 1000);
+    let b = buckets.get(second);
+    if (!b) buckets.set(second, (b = []));
+    b.push(arrivedWall - r.created_at.getTime());
   }
   return {
     enqueueToPublished: latencySummary(relay),
     publishedToAttempt: latencySummary(consume),
     attemptToArrival: latencySummary(send),
     count: relay.length,
+    perSecond: [...buckets.entries()]
+      .sort((a, b) => a[0] - b[0])
+      .map(([second, xs]) => {
+        const l = latencySummary(xs);
+        return { second, count: l.count, p50: Math.round(l.p50), p99: Math.round(l.p99) };
+      }),
   };
 }

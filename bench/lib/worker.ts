@@ -39,9 +39,16 @@ export async function runWorker<I, O>(
   name: string,
   script: string,
   input: I,
-  options: { timeoutMs: number; nodeFlags?: readonly string[]; env?: Record<string, string> },
+  options: { timeoutMs: number; nodeFlags?: readonly string[]; env?: Record<string, string>; profileDir?: string | undefined },
 ): Promise<{ output: O; peakRssBytes: number; child: NodeChild }> {
-  const child = startNode({ name, script, ipc: true, ...(options.nodeFlags ? { nodeFlags: options.nodeFlags } : {}), ...(options.env ? { env: options.env } : {}) });
+  const child = startNode({
+    name,
+    script,
+    ipc: true,
+    profileDir: options.profileDir,
+    ...(options.nodeFlags ? { nodeFlags: options.nodeFlags } : {}),
+    ...(options.env ? { env: options.env } : {}),
+  });
   try {
     const reply = child.message(isResult, options.timeoutMs);
     child.process.send(input as object);

@@ -13,8 +13,8 @@ import { latencySummary, sleep, waitUntil } from '../lib/stats.js';
 import type { BenchJob, PgBossWorkerInput } from '../workers/pgboss-worker.js';
 import type { BenchContext, Scenario } from './types.js';
 
-/** The shape of one system's results in this scenario. */
-interface PipelineResult {
+/** One system's results in this scenario. */
+export interface PipelineResult {
   /** Notifications from the first delivery to the last `sent` of a pre-filled backlog, per second. */
   readonly drainPerSec: number;
   readonly drainMs: number;
@@ -83,6 +83,7 @@ export interface E2eWorkload {
   readonly latencyWindowMs: number;
 }
 
+/** The end-to-end workload of a mode. */
 export function e2eWorkload(quick: boolean): E2eWorkload {
   return { backlog: quick ? 3_000 : 30_000, rate: 1_000, latencyWindowMs: quick ? 3_000 : 20_000 };
 }
@@ -173,7 +174,8 @@ function job(receiverBody: string, n: number): BenchJob {
   return { id: randomUUID(), tenant_id: 'bench', body: receiverBody, data: { order: n }, created_at: new Date().toISOString() };
 }
 
-async function runPgBoss(ctx: BenchContext, receiver: Receiver, w: E2eWorkload, settings: Omit<PgBossWorkerInput, 'connectionString' | 'queue' | 'receiverUrl'>): Promise<PipelineResult> {
+/** The peer baseline: the same backlog drain and fixed-rate latency on pg-boss 10, its worker in a child process. */
+export async function runPgBoss(ctx: BenchContext, receiver: Receiver, w: E2eWorkload, settings: Omit<PgBossWorkerInput, 'connectionString' | 'queue' | 'receiverUrl'>): Promise<PipelineResult> {
   const db = await ctx.stack.freshDatabase('e2e_pgboss');
   const pool = new pg.Pool({ connectionString: db.url, max: 2 });
   pool.on('error', () => {});

@@ -31,6 +31,7 @@ export const enqueueScenario: Scenario = {
       ctx.log(`enqueue: ${input.rounds} rounds × ${input.roundMs} ms per variant (${variants.join(', ')}) and concurrency`);
       const { output, peakRssBytes } = await runWorker<EnqueueLoadInput, EnqueueLoadOutput>('enqueue-load', 'bench/workers/enqueue-load.ts', input, {
         timeoutMs: 10 * 60_000,
+        profileDir: ctx.cpuProfDir,
       });
       const figures: Figure[] = [];
       for (const [c, r] of Object.entries(output)) {

@@ -1,4 +1,4 @@
-import { readFile, stat } from 'node:fs/promises';
+import { readFile, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Figure } from '../lib/report.js';
 import { ROOT, startNode } from '../lib/process.js';
@@ -32,6 +32,9 @@ export const relayScenario: Scenario = {
     const rows = ctx.quick ? 10_000 : 100_000;
     const rounds = ctx.quick ? 1 : 3;
     const startedAt = Date.now();
+    // bench/relay.ts always writes bench/results/relay.json, the file this harness writes for a full
+    // run; keep what was there so a quick run does not replace the full run's report.
+    const previous = await readFile(SCRIPT_OUTPUT, 'utf8').catch(() => undefined);
     const child = startNode({
       name: 'relay-script',
       script: 'bench/relay.ts',
@@ -48,6 +51,8 @@ export const relayScenario: Scenario = {
     if (code !== 0) throw new Error(`bench/relay.ts exited with code ${code}; see ${path.relative(ROOT, child.logFile)}`);
     if ((await stat(SCRIPT_OUTPUT)).mtimeMs < startedAt) throw new Error('bench/relay.ts did not write bench/results/relay.json');
     const report = JSON.parse(await readFile(SCRIPT_OUTPUT, 'utf8')) as RelayScriptReport;
+    if (previous !== undefined) await writeFile(SCRIPT_OUTPUT, previous);
+    else await rm(SCRIPT_OUTPUT, { force: true });
     const figures: Figure[] = report.summary.map((s) => ({
       id: `batch${s.batchSize}.rate`,
       label: `relay rows/s, ${report.rows.toLocaleString('en-US')} rows, batch ${s.batchSize}`,

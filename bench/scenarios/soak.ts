@@ -1,4 +1,4 @@
-import { createEnqueuer, offerAtRate, webhookIntent } from '../lib/load.js';
+import { createEnqueuer, offerAtRate, warmUp, webhookIntent } from '../lib/load.js';
 import type { MemoryReading } from '../lib/process.js';
 import { startReceiver } from '../lib/receiver.js';
 import type { Figure } from '../lib/report.js';
@@ -37,6 +37,8 @@ export const soakScenario: Scenario = {
         cpuProfDir: ctx.cpuProfDir,
       });
       try {
+        await warmUp(db.url, receiver.url, () => receiver.delivered(), { rate, durationMs: ctx.quick ? 3_000 : 10_000 });
+        receiver.reset();
         const enqueuer = createEnqueuer(db.url, 8);
         const committed = new Map<string, number>();
         ctx.log(`soak: ${rate}/s for ${durationMs / 1000} s`);

@@ -1,7 +1,7 @@
 import type { Logger } from '@notify/outbox';
 
-/** Where a batch failed: claiming it (database), publishing it (Kafka), or committing it as published (database). */
-export type BatchStage = 'claim' | 'publish' | 'commit';
+/** Where a batch failed: claiming it (database), publishing it (Kafka), or marking it published and committing (database). */
+export type BatchStage = 'claim' | 'publish' | 'mark';
 
 /** Background work other than batches whose failures are reported (and retried) without stopping the relay. */
 export type BackgroundStage = 'lease' | 'wakeup' | 'purge' | 'stop';
@@ -14,7 +14,7 @@ export type BackgroundStage = 'lease' | 'wakeup' | 'purge' | 'stop';
 export interface RelayEventMap {
   /** One claim finished: `count` rows claimed (0 when idle). `heldBack`: unpublished rows of this relay's slots exist but wait for an older open transaction. */
   claimed: { readonly count: number; readonly slots: number; readonly heldBack: boolean };
-  /** A batch was published to Kafka and committed as published. `durationMs` covers claim, publish and commit; `publishMs` the Kafka part. */
+  /** A batch was published to Kafka and committed as published. `durationMs` covers claim, publish, mark and commit; `publishMs` the Kafka part. */
   published: { readonly count: number; readonly durationMs: number; readonly publishMs: number; readonly firstId: string; readonly lastId: string };
   /** A batch failed; its rows stay unpublished and the relay retries after `retryInMs`. `attempt` counts consecutive failures. */
   publishError: { readonly error: unknown; readonly stage: BatchStage; readonly attempt: number; readonly retryInMs: number };

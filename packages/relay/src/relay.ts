@@ -10,6 +10,7 @@ import { planLeases } from './lease-plan.js';
 import { PublishError, type PublishMessage, type Publisher } from './publisher.js';
 import { type ClaimedRow, outboxClaimBatch } from './sql/outbox-claim-batch.js';
 import { outboxHeldBack } from './sql/outbox-held-back.js';
+import { outboxMarkPublished } from './sql/outbox-mark-published.js';
 import { outboxPurgePublished } from './sql/outbox-purge-published.js';
 import { relayInstanceHeartbeat } from './sql/relay-instance-heartbeat.js';
 import { relayInstanceRemove } from './sql/relay-instance-remove.js';
@@ -17,14 +18,15 @@ import { relayLeaseAcquire } from './sql/relay-lease-acquire.js';
 import { relayLeaseRelease } from './sql/relay-lease-release.js';
 import { relayLeaseRenew } from './sql/relay-lease-renew.js';
 import { relaySlotCount } from './sql/relay-slot-count.js';
+import { relaySlotLock } from './sql/relay-slot-lock.js';
 import { WakeSignal } from './wake-signal.js';
 import { type Wakeup, createWakeup } from './wakeup.js';
 
 /** Test seams. Not for production use. */
 export interface RelayHooks {
   /**
-   * Runs after the broker acknowledged a batch and before its transaction (which marks it
-   * published) commits. The crash test pauses here and SIGKILLs the process.
+   * Runs after the broker acknowledged a batch and before the batch is marked published and
+   * committed. The crash test pauses here and SIGKILLs the process.
    */
   readonly afterPublish?: (ids: readonly string[]) => void | Promise<void>;
 }
@@ -62,7 +64,7 @@ export interface Relay {
   slots(): readonly number[];
 }
 
-/** A claimed batch: its rows are marked published inside `trx`, which commits after the publish. */
+/** A claimed batch, read in `trx`; `trx` marks it published and commits after the publish. */
 interface Claim {
   readonly trx: ControlledTransaction<Database> | null;
   readonly rows: readonly ClaimedRow[];
@@ -92,8 +94,8 @@ function errorFields(err: unknown): { name: string; message: string; code?: stri
 }
 
 /**
- * Creates a relay instance: it claims unpublished outbox rows of the hash slots it leases and
- * marks them published in one transaction per batch, publishes them, then commits. Several instances (in one
+ * Creates a relay instance: per batch, one transaction locks the hash slots it leases, reads
+ * their next unpublished outbox rows, publishes them, marks them published and commits. Several instances (in one
  * process or many) split the slots between them; per-key order holds across them. See
  * docs/relay.md for the design and the guarantees.
  */
@@ -138,26 +140,21 @@ export function createRelay(config: RelayConfig, deps: RelayDeps): Relay {
   };
 
   /**
-   * Opens a transaction, locks this instance's leases and claims (and marks) the next batch.
-   * `onSent` runs once the claim statement is on its way to the server.
+   * Opens a transaction, locks this instance's slots (shared advisory locks) and reads the next
+   * batch, after `after` when pipelining. `onSent` runs once the read is on its way to the server.
    */
-  async function claim(onSent?: () => void): Promise<Claim> {
+  async function claim(after?: ClaimedRow, onSent?: () => void): Promise<Claim> {
     const startedAt = performance.now();
-    const trx = await deps.db.startTransaction().execute();
+    // READ COMMITTED explicitly: the batch read must see a takeover committed before the locks.
+    const trx = await deps.db.startTransaction().setIsolationLevel('read committed').execute();
     try {
       const tx = fromKysely(trx);
-      const claiming = outboxClaimBatch(tx, {
-        instanceId,
-        slotCount,
-        limit: cfg.batchSize,
-        now: clock.now(),
-        idleTimeoutMs: cfg.publishTimeoutMs + IDLE_MARGIN_MS,
-      });
+      const now = clock.now();
+      const slots = await relaySlotLock(tx, { instanceId, now, idleTimeoutMs: cfg.publishTimeoutMs + IDLE_MARGIN_MS });
+      const reading = outboxClaimBatch(tx, { instanceId, now, slots, slotCount, limit: cfg.batchSize, ...(after ? { after } : {}) });
       // Kysely reaches pg's client.query within microtasks; by the next macrotask it is sent.
       if (onSent) setImmediate(onSent);
-      const rows = await claiming;
-      // A hint for how soon to look again, so the slots as of the last heartbeat are good enough.
-      const slots = held;
+      const rows = await reading;
       const heldBack = rows.length < cfg.batchSize ? await outboxHeldBack(tx, { slots, slotCount }) : false;
       events.emit('claimed', { count: rows.length, slots: slots.length, heldBack });
       if (rows.length === 0) {
@@ -177,16 +174,39 @@ export function createRelay(config: RelayConfig, deps: RelayDeps): Relay {
     await c?.trx?.rollback().execute().catch(() => {});
   }
 
+  /** Marks a published batch and commits it; on failure rolls it back and rethrows. */
+  async function markAndCommit(c: Claim, publishMs: number): Promise<void> {
+    const trx = c.trx!;
+    try {
+      await outboxMarkPublished(fromKysely(trx), { ids: c.rows.map((r) => r.id), now: clock.now() });
+      await trx.commit().execute();
+    } catch (error) {
+      await trx.rollback().execute().catch(() => {});
+      throw error;
+    }
+    events.emit('published', {
+      count: c.rows.length,
+      durationMs: performance.now() - c.startedAt,
+      publishMs,
+      firstId: c.rows[0]!.id,
+      lastId: c.rows[c.rows.length - 1]!.id,
+    });
+  }
+
   /**
-   * The batch loop. While there is a backlog it pipelines: batch n+1 is claimed (in its own
-   * transaction, skipping batch n's locked rows) while batch n is in Kafka, and published only
-   * after batch n committed. So the database work overlaps the publish, yet nothing is ever
-   * published ahead of an earlier batch that is not committed: a failure rolls back both.
+   * The batch loop. While there is a backlog it pipelines, with two batches in flight: batch
+   * n+1 is read (after batch n's last row) while batch n is in Kafka, and batch n is marked and
+   * committed while batch n+1 is in Kafka. Commits happen strictly in batch order, and a failed
+   * commit rolls back every later batch, so the rows left unmarked after any failure are a
+   * suffix of what was published: a replay repeats that suffix in order (at-least-once) and
+   * never sends an older row after a newer one on its own. The publish itself is never
+   * concurrent: batch n+1 is handed to Kafka only after batch n was acknowledged.
    */
   async function loop(): Promise<void> {
     let failures = 0;
     let heldBackDelay = cfg.heldBackRetryMs;
     let ahead: Promise<Claim> | null = null;
+    let committing: Promise<void> | null = null; // mark + commit of the previous batch
     const fail = async (stage: BatchStage, error: unknown) => {
       failures++;
       const retryInMs = relayBackoffMs({ attempt: failures, ...cfg.backoff, random: Math.random() });
@@ -194,42 +214,66 @@ export function createRelay(config: RelayConfig, deps: RelayDeps): Relay {
       events.emit('publishError', { error, stage, attempt: failures, retryInMs });
       await signal.wait(retryInMs, { wakeable: false });
     };
+    /** Waits for the previous batch's commit; false (after reporting) if it failed. */
+    const settle = async (): Promise<boolean> => {
+      if (!committing) return true;
+      const pending = committing;
+      committing = null;
+      try {
+        await pending;
+        return true;
+      } catch (error) {
+        await abandon(ahead);
+        ahead = null;
+        await fail('mark', error);
+        return false;
+      }
+    };
+    const idle = async (heldBack: boolean) => {
+      if (heldBack) {
+        // Rows wait behind an older open transaction that may never notify: re-poll soon.
+        await signal.wait(heldBackDelay);
+        heldBackDelay = Math.min(heldBackDelay * 2, cfg.heldBackMaxMs);
+      } else {
+        heldBackDelay = cfg.heldBackRetryMs;
+        await signal.wait(cfg.pollIntervalMs);
+      }
+    };
+
     while (state === 'running') {
       if (!ahead) signal.clear(); // this claim sees everything committed before now
       let current: Claim;
       try {
+        const a0 = performance.now(); const wasAhead = !!ahead;
         current = await (ahead ?? claim());
+        if (wasAhead) (((globalThis as any).__t ??= {}).ahead ??= []).push(performance.now() - a0);
       } catch (error) {
         ahead = null;
+        if (!(await settle())) continue;
         await fail('claim', error);
         continue;
       }
       ahead = null;
       if (current.rows.length === 0) {
+        if (!(await settle())) continue;
         failures = 0;
         if (state !== 'running') break;
-        if (current.heldBack) {
-          // Rows wait behind an older open transaction that may never notify: re-poll soon.
-          await signal.wait(heldBackDelay);
-          heldBackDelay = Math.min(heldBackDelay * 2, cfg.heldBackMaxMs);
-        } else {
-          heldBackDelay = cfg.heldBackRetryMs;
-          await signal.wait(cfg.pollIntervalMs);
-        }
+        await idle(current.heldBack);
         continue;
       }
       const full = current.rows.length === cfg.batchSize;
       if (full && state === 'running') {
-        // Claim the next batch now, and let its statement reach the server before kafkajs
-        // encodes this batch: the encoding holds the event loop (about 50 ms per 1,000
-        // messages, measured), and the server runs the claim meanwhile instead of after.
+        // Read the next batch now, and let the read reach the server before kafkajs encodes
+        // this batch: the encoding holds the event loop (about 50 ms per 1,000 messages,
+        // measured), and the server runs the read meanwhile instead of after.
         let sent!: () => void;
         const onSent = new Promise<void>((r) => (sent = r));
-        ahead = claim(sent);
+        ahead = claim(current.rows[current.rows.length - 1], sent);
         ahead.catch(() => {}); // handled when awaited
+        const s0 = performance.now();
         await Promise.race([onSent, ahead.then(() => {}, () => {})]);
+        (((globalThis as any).__t ??= {}).sent ??= []).push(performance.now() - s0);
       }
-      let stage: BatchStage = 'publish';
       let publishMs = 0;
       try {
         const t0 = performance.now();
@@ -237,33 +281,29 @@ export function createRelay(config: RelayConfig, deps: RelayDeps): Relay {
         await withTimeout(publisher.publish(current.rows.map(toMessage)), cfg.publishTimeoutMs, `publish of ${ids.length} rows took over ${cfg.publishTimeoutMs} ms`);
         publishMs = performance.now() - t0;
         if (deps.hooks?.afterPublish) await deps.hooks.afterPublish(ids);
-        stage = 'commit';
-        await current.trx!.commit().execute();
       } catch (error) {
         await current.trx!.rollback().execute().catch(() => {});
         await abandon(ahead);
         ahead = null;
-        await fail(stage, error);
+        if (!(await settle())) continue;
+        await fail('publish', error);
+        continue;
+      }
+      // The previous batch must have committed before this one may.
+      const c0 = performance.now(); const ok = await settle(); (((globalThis as any).__t ??= {}).settle ??= []).push(performance.now() - c0);
+      if (!ok) {
+        await current.trx!.rollback().execute().catch(() => {});
         continue;
       }
       failures = 0;
-      events.emit('published', {
-        count: current.rows.length,
-        durationMs: performance.now() - current.startedAt,
-        publishMs,
-        firstId: current.rows[0]!.id,
-        lastId: current.rows[current.rows.length - 1]!.id,
-      });
+      committing = markAndCommit(current, publishMs);
+      committing.catch(() => {}); // handled by settle()
       if (state !== 'running') break;
       if (full) continue; // likely more: no sleep
-      if (current.heldBack) {
-        await signal.wait(heldBackDelay);
-        heldBackDelay = Math.min(heldBackDelay * 2, cfg.heldBackMaxMs);
-        continue;
-      }
-      heldBackDelay = cfg.heldBackRetryMs;
-      await signal.wait(cfg.pollIntervalMs);
+      if (!(await settle())) continue;
+      await idle(current.heldBack);
     }
+    await settle().catch(() => {});
     await abandon(ahead);
   }
 
@@ -357,7 +397,7 @@ export function createRelay(config: RelayConfig, deps: RelayDeps): Relay {
     await bounded(leaseRound, left());
     await bounded(purgeRound, left());
     try {
-      // Safe even if a batch is still in flight: its FOR KEY SHARE locks fence the next owner.
+      // Safe even if a batch is still in flight: its shared slot locks fence the next owner.
       await relayLeaseRelease(db, { instanceId });
       await relayInstanceRemove(db, { instanceId });
     } catch (error) {

@@ -3,6 +3,7 @@ import { type TestDatabase, createTestDatabase } from '../../../test/support/db.
 import { type TestKafka, createTestKafka } from '../../../test/support/kafka.js';
 import { waitFor } from '../../../test/support/wait.js';
 import { type Publisher, type Relay, type RelayConfig, createKafkaPublisher, createRelay } from '../src/index.js';
+import { SLOT_LOCK_NAMESPACE } from '../src/sql/relay-slot-lock.js';
 import { decode, insertMessages, keyOrderViolations, outboxCounts, testMessage } from './support.js';
 
 let tdb: TestDatabase;
@@ -83,7 +84,7 @@ describe('relay leases', () => {
     await waitFor(() => entered, { message: 'a is publishing rows 0..4' });
 
     // "b" joins: "a" releases slots 32..63 (the key's slot among them) at its next heartbeat,
-    // but its claim transaction holds every lease it had FOR KEY SHARE until it commits.
+    // but its claim transaction holds the shared lock of every slot it had until it commits.
     const b = relay('b', { batchSize: 5 });
     let bClaims = 0;
     b.on('claimed', () => void bClaims++);
@@ -114,14 +115,14 @@ describe('relay leases', () => {
     await insertMessages(tdb.pool, [testMessage(other, 0, 'fence')]);
 
     // A "ghost" relay mid-batch: its lease on the slot has expired, but its claim transaction is
-    // still open, holding the lease row FOR KEY SHARE and the key's first row FOR UPDATE (as a
-    // claim does while it waits for Kafka).
+    // still open, holding the slot's shared advisory lock (as a claim does while it waits for
+    // Kafka); it has published row 0 and not yet marked it.
     await tdb.pool.query(`UPDATE relay_leases SET owner = 'ghost', expires_at = now() - interval '1 minute' WHERE slot = $1`, [slot]);
     const ghost = await tdb.pool.connect();
     try {
       await ghost.query('BEGIN');
-      await ghost.query('SELECT slot FROM relay_leases WHERE slot = $1 FOR KEY SHARE', [slot]);
-      const { rows } = await ghost.query<{ id: string }>('SELECT id FROM outbox WHERE key = $1 ORDER BY id LIMIT 1 FOR UPDATE', [key]);
+      await ghost.query('SELECT pg_advisory_xact_lock_shared($1, $2)', [SLOT_LOCK_NAMESPACE, slot]);
+      const { rows } = await ghost.query<{ id: string }>('SELECT id FROM outbox WHERE key = $1 ORDER BY id LIMIT 1', [key]);
 
       const r = relay('newcomer');
       await r.start();
@@ -129,7 +130,7 @@ describe('relay leases', () => {
       expect(r.slots()).toHaveLength(63);
       expect(r.slots()).not.toContain(slot);
 
-      // The ghost finishes its batch (it had published row 0) and commits; the slot is free to take.
+      // The ghost marks row 0 and commits; only now may the slot move.
       await ghost.query('UPDATE outbox SET published_at = now() WHERE id = $1', [rows[0]!.id]);
       await ghost.query('COMMIT');
     } finally {

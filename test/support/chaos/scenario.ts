@@ -37,6 +37,8 @@ export interface Scenario {
   readonly settleTimeoutMs?: number;
   /** Dead notifications the scenario allows (see `AuditParams.allowedDead`). */
   readonly allowedDead?: number;
+  /** How often a progress line goes into the timeline. Default 5 s. */
+  readonly sampleEveryMs?: number;
   readonly seed: number;
 }
 
@@ -56,6 +58,8 @@ export interface ScenarioContext {
   process(name: string): NotifyChild;
   /** Starts a (new or restarted) process. */
   start(proc: StackProcess): Promise<NotifyChild>;
+  /** SIGTERMs the named process (a graceful stop) and waits for it to exit; returns its exit code. */
+  stop(name: string): Promise<number | null>;
   /** SIGKILLs the named process, then starts it again with the same roles. Returns the new child. */
   killAndRestart(name: string, between?: () => Promise<void>): Promise<NotifyChild>;
   /** Waits for a condition (no bare sleeps), with a deadline. */
@@ -104,7 +108,10 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
     const child = await children.start(proc.name, proc.roles, env);
     running.set(proc.name, { child, proc });
     child.child.on('close', (code, signal) => {
-      if (!intentional.has(child)) crashed.push(`${proc.name} (pid ${child.pid}) exited by itself: code ${code}, signal ${signal}`);
+      if (!intentional.has(child)) {
+        const tail = child.output().trimEnd().split('\n').slice(-12).map((l) => `      | ${l.slice(0, 400)}`).join('\n');
+        crashed.push(`${proc.name} (pid ${child.pid}) exited by itself: code ${code}, signal ${signal}; its last lines:\n${tail}`);
+      }
     });
     note(`started ${proc.name} (pid ${child.pid})`);
     return child;
@@ -115,6 +122,7 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
     return r.child;
   };
 
+  let settledOk = false;
   try {
     await admin.connect();
     await admin.createTopics({ topics: topics.map((topic) => ({ topic, numPartitions: Number(env.NOTIFY_TOPIC_PARTITIONS) })), waitForLeaders: true });
@@ -140,6 +148,15 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
       enqueued: () => load.ids.length,
       process: processOf,
       start,
+      async stop(name) {
+        const child = processOf(name);
+        intentional.add(child);
+        note(`SIGTERM ${name} (pid ${child.pid})`);
+        const code = await child.stop();
+        running.delete(name);
+        note(`${name} exited with ${code}`);
+        return code;
+      },
       async killAndRestart(name, between) {
         const { child, proc } = running.get(name) ?? (() => { throw new Error(`no process ${name}`); })();
         intentional.add(child);
@@ -154,17 +171,30 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
       },
       note,
     };
-    await Promise.all([load.done, s.fault?.(ctx)]);
-    note(`load done: ${load.ids.length} enqueued`);
-
-    const settled = await waitForSettled(fromKysely(db.db), {
-      timeoutMs: s.settleTimeoutMs ?? 90_000,
-      extra: async () => {
-        const { rows } = await db.pool.query<{ n: number }>("SELECT count(*)::int AS n FROM notifications WHERE state = 'queued'");
-        return rows[0]!.n === 0;
-      },
-    });
-    note(settled ? 'settled' : 'did NOT settle before the deadline');
+    // A progress line every few seconds, so the timeline shows which stage lags after a fault.
+    const sampler = setInterval(() => {
+      db.pool
+        .query<{ unpublished: number; queued: number }>(
+          `SELECT (SELECT count(*)::int FROM outbox WHERE published_at IS NULL) AS unpublished,
+                  (SELECT count(*)::int FROM notifications WHERE state = 'queued') AS queued`,
+        )
+        .then(({ rows }) => note(`  progress: ${load.ids.length} enqueued, ${rows[0]!.unpublished} outbox rows unpublished, ${rows[0]!.queued} queued, ${receiver.acceptedIds.size} received`))
+        .catch(() => {});
+    }, s.sampleEveryMs ?? 5_000);
+    try {
+      await Promise.all([load.done, s.fault?.(ctx)]);
+      note(`load done: ${load.ids.length} enqueued`);
+      settledOk = await waitForSettled(fromKysely(db.db), {
+        timeoutMs: s.settleTimeoutMs ?? 90_000,
+        extra: async () => {
+          const { rows } = await db.pool.query<{ n: number }>("SELECT count(*)::int AS n FROM notifications WHERE state = 'queued'");
+          return rows[0]!.n === 0;
+        },
+      });
+    } finally {
+      clearInterval(sampler);
+    }
+    note(settledOk ? 'settled' : 'did NOT settle before the deadline');
     const report = await auditRun({
       scenario: s.name,
       db: fromKysely(db.db),

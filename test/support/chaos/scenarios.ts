@@ -88,9 +88,9 @@ export function rebalanceScenario(size: Size): Scenario {
       await atProgress(ctx, b);
       await ctx.start({ name: 'dispatcher-3', roles: ['dispatcher'] });
       await atProgress(ctx, c);
-      const first = ctx.process('dispatcher');
-      ctx.note(`SIGTERM dispatcher (pid ${first.pid})`);
-      await first.stop();
+      // A graceful leave: it finishes or abandons its in-flight deliveries and exits 0.
+      const code = await ctx.stop('dispatcher');
+      if (code !== 0) throw new Error(`the dispatcher exited with ${code} on SIGTERM`);
     },
   };
 }

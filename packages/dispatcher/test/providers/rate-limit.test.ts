@@ -59,7 +59,9 @@ describe('rate limit on the real clock', () => {
     const bare = make();
     const withoutAdmit = await Promise.all(Array.from({ length: 15 }, () => bare.send(contractDelivery({ channel: 'webhook', to }), AbortSignal.timeout(500))));
     expect(withoutAdmit.at(-1)).toEqual({ kind: 'transient', error: 'timeout', providerStatus: 'rate_limited' });
-    expect(withoutAdmit.every((r) => r.kind === 'sent' || (r.kind === 'transient' && r.providerStatus === 'rate_limited'))).toBe(true);
+    // The others are sent, or transient: a send granted just before its 500 ms deadline may time out in
+    // the HTTP call on a loaded machine ("timeout" without rate_limited). What never happens is a throw or a permanent.
+    expect(withoutAdmit.every((r) => r.kind === 'sent' || (r.kind === 'transient' && r.error === 'timeout'))).toBe(true);
     await admitted.close?.();
     await bare.close?.();
   });

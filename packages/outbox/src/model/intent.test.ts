@@ -38,6 +38,27 @@ describe('validateIntent', () => {
       expect((err as ValidationError).issues.map((i) => i.path).sort()).toEqual(['subject', 'to']);
     }
   });
+  it('refuses what PostgreSQL cannot store: U+0000, lone surrogates, very deep data', () => {
+    const issue = (i: NotificationIntent) => {
+      try {
+        validateIntent(i, now);
+        return undefined;
+      } catch (err) {
+        return (err as ValidationError).issues[0];
+      }
+    };
+    expect(issue({ ...base, body: 'a\u0000b' })).toEqual({ path: 'body', message: expect.stringContaining('U+0000') });
+    expect(issue({ ...base, subject: 'x\uD800' })).toMatchObject({ path: 'subject' });
+    expect(issue({ ...base, data: { ['k\u0000']: 1 } })).toMatchObject({ path: 'data.k\u0000' });
+    expect(issue({ ...base, metadata: { a: '\uDC00' } })).toMatchObject({ path: 'metadata.a' });
+    let deep: unknown = 'leaf';
+    for (let i = 0; i < 5000; i++) deep = { d: deep };
+    expect(issue({ ...base, data: deep as Record<string, unknown> })).toMatchObject({ message: expect.stringContaining('32 levels') });
+    let ok: unknown = 'leaf';
+    for (let i = 0; i < 30; i++) ok = [ok];
+    expect(issue({ ...base, data: { ok }, body: 'paired 😀 surrogates are fine' })).toBeUndefined();
+  });
+
   it('keeps a well-formed traceparent and drops a malformed one', () => {
     const tp = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
     expect(validateIntent({ ...base, traceparent: tp }, now).traceparent).toBe(tp);

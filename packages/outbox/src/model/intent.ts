@@ -5,6 +5,29 @@ import { CHANNELS, type Channel } from './state.js';
 /** Largest serialized size of body + data + metadata + subject that an intent may carry. */
 export const MAX_CONTENT_BYTES = 64 * 1024;
 
+/** Deepest nesting of objects and arrays in `data`. PostgreSQL's jsonb parser fails on very deep values. */
+export const MAX_DATA_DEPTH = 32;
+
+// PostgreSQL text and jsonb cannot hold U+0000, and a lone UTF-16 surrogate has no UTF-8 form:
+// both would fail at INSERT time, so they are refused as invalid input instead.
+const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** The first problem that would stop `value` from being stored (a string PostgreSQL refuses, or nesting too deep), with its path. */
+function storageProblem(value: unknown, path: string, depth: number): FieldIssue | null {
+  if (typeof value === 'string') {
+    return UNSTORABLE.test(value) ? { path, message: 'must not contain U+0000 or unpaired surrogates' } : null;
+  }
+  if (value === null || typeof value !== 'object') return null;
+  if (depth > MAX_DATA_DEPTH) return { path, message: `must not nest deeper than ${MAX_DATA_DEPTH} levels` };
+  for (const [key, child] of Object.entries(value)) {
+    const childPath = `${path}.${key}`;
+    if (UNSTORABLE.test(key)) return { path: childPath, message: 'keys must not contain U+0000 or unpaired surrogates' };
+    const problem = storageProblem(child, childPath, depth + 1);
+    if (problem) return problem;
+  }
+  return null;
+}
+
 const E164 = /^\+[1-9]\d{6,14}$/;
 // Deliberately simple: one @, no spaces, a dot in the domain. The SMTP server is the final judge.
 const EMAIL = /^[^\s@<>()[\]\\,;:"]+@[^\s@<>()[\]\\,;:"]+\.[^\s@<>()[\]\\,;:"]+$/;
@@ -83,6 +106,10 @@ function zodIssues(error: z.ZodError): FieldIssue[] {
 export function validateIntent(intent: NotificationIntent, now: Date): ValidIntent {
   const { tenant_id, idempotency_key, traceparent, ...fields } = intent;
   const issues: FieldIssue[] = [];
+  for (const [key, value] of Object.entries({ tenant_id, idempotency_key, ...fields })) {
+    const problem = storageProblem(value, key, 1);
+    if (problem) issues.push(problem);
+  }
   if (typeof tenant_id !== 'string' || tenant_id === '' || tenant_id.length > 200) {
     issues.push({ path: 'tenant_id', message: 'must be a non-empty string of at most 200 characters' });
   }

@@ -3,13 +3,14 @@ import type { SqlExecutor } from '@notify/outbox';
 /** Parameters of `outboxClaimBatch`. */
 export interface OutboxClaimBatchParams {
   readonly instanceId: string;
+  readonly now: Date;
+  /** Slots locked by `relaySlotLock` earlier in this transaction. */
+  readonly slots: readonly number[];
   /** Rows of `relay_leases`: the modulus of `outbox_key_slot`. */
   readonly slotCount: number;
   readonly limit: number;
-  /** Lease validity is checked against it, and it becomes `published_at` (committed only after the broker acknowledged the rows). */
-  readonly now: Date;
-  /** `idle_in_transaction_session_timeout` for this transaction (see below). */
-  readonly idleTimeoutMs: number;
+  /** Only rows after this (txid, id): the previous batch, still in flight, when the relay pipelines. */
+  readonly after?: { readonly txid: string; readonly id: string };
 }
 
 /** A claimed outbox row. `id` and `txid` are 64-bit integers as strings. */
@@ -23,58 +24,33 @@ export interface ClaimedRow {
 }
 
 /**
- * Claims the next batch, in the caller's transaction, in one statement:
+ * Second statement of a claim transaction: the next batch of unpublished rows of the slots
+ * this instance locked and (checked again, with this statement's fresh snapshot) still owns,
+ * in (txid, id) order. Reads only; the caller publishes the rows, marks them
+ * (`outboxMarkPublished`) and commits.
  *
- * 1. **Leases.** The slots this instance holds with an unexpired lease, locked FOR KEY SHARE
- *    until the transaction ends. Taking a slot needs FOR UPDATE on its lease row
- *    (`relayLeaseAcquire`), so no other instance can take these slots while this batch is in
- *    flight, even if a lease expires or is released meanwhile (renewals and releases are
- *    UPDATEs of non-key columns and do not conflict). That is the fence that keeps per-key order
- *    across instances. Evaluated as an InitPlan, before any outbox row is locked; a lease taken
- *    over since the statement's snapshot fails the lock's recheck and drops out.
- * 2. **Rows.** Up to `limit` unpublished rows of those slots in (txid, id) order, skipping rows
- *    locked by another transaction (this instance's previous batch, while it pipelines). Only
- *    rows whose writing transaction is below the snapshot's xmin: every transaction below xmin
- *    has finished, so no row that sorts before a returned row can still appear later (the rule
- *    Watermill's PostgreSQL forwarder uses). A slow transaction holds later ones back instead of
- *    being overtaken. One range scan of outbox_unpublished_txid_idx (0.6 ms for 500 of 100,000
- *    unpublished rows, measured; with the slots joined as a subquery the planner sorted every
- *    unpublished row: 43 ms).
- * 3. **Mark.** `published_at = now` on those rows. The caller publishes, then commits; if the
- *    publish fails or the process dies, the transaction rolls back and they are unpublished.
+ * Only rows whose writing transaction is older than this snapshot's xmin are read: every
+ * transaction below xmin has finished, so no row that sorts before a returned row can still
+ * appear later (the rule Watermill's PostgreSQL forwarder uses). A slow transaction that wrote
+ * a row of the same key holds back every later transaction's rows instead of being overtaken.
  *
- * It also sets `idle_in_transaction_session_timeout` for the transaction: it waits on Kafka
- * holding its lease locks, and if this process hangs there the server ends the session, the
- * locks go, and another relay can take the slots. One statement instead of four saves round
- * trips that would each wait behind kafkajs encoding the previous batch on the event loop.
+ * One range scan of outbox_unpublished_txid_idx (0.6 ms for 500 of 100,000 unpublished rows,
+ * measured; joining the slots as a subquery instead made the planner sort every unpublished
+ * row: 43 ms). The slot set is an array (an InitPlan), which keeps the index scan.
  */
 export async function outboxClaimBatch(db: SqlExecutor, params: OutboxClaimBatchParams): Promise<ClaimedRow[]> {
-  if (params.limit <= 0) return [];
+  if (params.slots.length === 0 || params.limit <= 0) return [];
   const { rows } = await db.query<ClaimedRow>(
-    `WITH held AS (
-       SELECT slot FROM relay_leases
-        WHERE owner = $1 AND expires_at > $2
-          AND set_config('idle_in_transaction_session_timeout', $5, true) IS NOT NULL
-        FOR KEY SHARE
-     ), batch AS (
-       SELECT id FROM outbox
-        WHERE published_at IS NULL
-          AND txid < pg_snapshot_xmin(pg_current_snapshot())
-          AND outbox_key_slot(key, $3) = ANY (ARRAY(SELECT slot FROM held))
-        ORDER BY txid, id
-        LIMIT $4
-        FOR UPDATE SKIP LOCKED
-     )
-     UPDATE outbox o SET published_at = $2
-       FROM batch
-      WHERE o.id = batch.id
-     RETURNING o.id, o.txid::text AS txid, o.topic, o.key, o.value, o.headers`,
-    [params.instanceId, params.now, params.slotCount, params.limit, `${Math.max(1, Math.round(params.idleTimeoutMs))}ms`],
+    `SELECT id, txid::text AS txid, topic, key, value, headers
+       FROM outbox
+      WHERE published_at IS NULL
+        AND txid < pg_snapshot_xmin(pg_current_snapshot())
+        AND ($5::xid8 IS NULL OR (txid, id) > ($5::xid8, $6::bigint))
+        AND outbox_key_slot(key, $4) = ANY (ARRAY(
+              SELECT slot FROM relay_leases WHERE owner = $1 AND expires_at > $2 AND slot = ANY($3::int[])))
+      ORDER BY txid, id
+      LIMIT $7`,
+    [params.instanceId, params.now, params.slots, params.slotCount, params.after?.txid ?? null, params.after?.id ?? null, params.limit],
   );
-  // RETURNING has no defined order.
-  return rows.sort((a, b) => compareBig(a.txid, b.txid) || compareBig(a.id, b.id));
-}
-
-function compareBig(a: string, b: string): number {
-  return a.length !== b.length ? a.length - b.length : a < b ? -1 : a > b ? 1 : 0;
+  return rows;
 }

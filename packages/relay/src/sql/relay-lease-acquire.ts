@@ -1,4 +1,5 @@
 import type { SqlExecutor } from '@notify/outbox';
+import { SLOT_LOCK_NAMESPACE } from './relay-slot-lock.js';
 
 /** Parameters of `relayLeaseAcquire`. */
 export interface RelayLeaseAcquireParams {
@@ -10,10 +11,13 @@ export interface RelayLeaseAcquireParams {
 }
 
 /**
- * Takes up to `count` slots that are free or whose lease has expired, and returns them. Uses
- * FOR UPDATE SKIP LOCKED on the lease rows: a slot whose previous owner still has a claim
- * transaction open (FOR KEY SHARE, see `relayLeaseLockHeld`) is skipped until that transaction
- * ends, so a new owner never publishes a slot while the old owner's batch is in flight.
+ * Takes up to `count` slots that are free or whose lease has expired, and returns them.
+ *
+ * A slot is taken only with its exclusive advisory lock: a previous owner whose claim
+ * transaction is still open holds the shared lock (`relaySlotLock`), so the slot is skipped
+ * until that batch has committed or rolled back. A new owner never publishes a slot while the
+ * old owner's batch is in flight. FOR UPDATE on the lease row re-checks "free or expired" on the
+ * newest row version, so a renewal that committed after this statement's snapshot wins.
  */
 export async function relayLeaseAcquire(db: SqlExecutor, params: RelayLeaseAcquireParams): Promise<number[]> {
   if (params.count <= 0) return [];
@@ -21,13 +25,14 @@ export async function relayLeaseAcquire(db: SqlExecutor, params: RelayLeaseAcqui
     `UPDATE relay_leases l
         SET owner = $1, expires_at = $3
        FROM (SELECT slot FROM relay_leases
-              WHERE owner IS NULL OR expires_at <= $2
+              WHERE (owner IS NULL OR expires_at <= $2)
+                AND pg_try_advisory_xact_lock($5, slot)
               ORDER BY slot
               LIMIT $4
               FOR UPDATE SKIP LOCKED) free
       WHERE l.slot = free.slot
       RETURNING l.slot`,
-    [params.instanceId, params.now, params.expiresAt, params.count],
+    [params.instanceId, params.now, params.expiresAt, params.count, SLOT_LOCK_NAMESPACE],
   );
   return rows.map((r) => r.slot).sort((a, b) => a - b);
 }

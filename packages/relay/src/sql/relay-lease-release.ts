@@ -9,7 +9,7 @@ export interface RelayLeaseReleaseParams {
 
 /**
  * Gives up leases so another instance can take them at once, without waiting for expiry. Safe
- * while a batch of these slots is in flight: that batch's FOR KEY SHARE lock still fences the
+ * while a batch of these slots is in flight: that batch's shared advisory lock still fences the
  * taker until it commits. Returns the released slots.
  */
 export async function relayLeaseRelease(db: SqlExecutor, params: RelayLeaseReleaseParams): Promise<number[]> {
