@@ -18,10 +18,14 @@ const log = (line: string) => process.stderr.write(`[sweep] ${line}\n`);
 const quick = process.argv.includes('--quick');
 const stack = await createStack(process.env, log);
 const receiver = await startReceiver();
-const w = { ...e2eWorkload(quick), latencyWindowMs: 5_000 };
+const w = { ...e2eWorkload(quick), backlog: quick ? 3_000 : 10_000, latencyWindowMs: 5_000 };
 try {
   for (const s of SETTINGS) {
-    const r = await runPgBoss({ quick, stack, log }, receiver, w, s);
+    const r = await runPgBoss({ quick, stack, log }, receiver, w, s).catch((err: Error) => err);
+    if (r instanceof Error) {
+      process.stdout.write(`workers ${s.workers} × batch ${s.batchSize} × ${s.concurrencyPerWorker} concurrent: ${r.message.split('\n')[0]}\n`);
+      continue;
+    }
     process.stdout.write(
       `workers ${s.workers} × batch ${s.batchSize} × ${s.concurrencyPerWorker} concurrent: drain ${Math.round(r.drainPerSec)}/s, p50 ${Math.round(r.latencyMs.p50)} ms, p99 ${Math.round(r.latencyMs.p99)} ms at ${Math.round(r.offered.achievedRate)}/s, CPU ${r.cpu.totalMs.toFixed(3)} ms/job\n`,
     );

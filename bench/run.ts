@@ -12,7 +12,7 @@ import pg from 'pg';
 import { withDatabase } from '@notify/migrations';
 import { KAFKA_VERSION } from '../scripts/kafka.mjs';
 import { renderProfile, summariseProfile } from './lib/cpu-profile.js';
-import { ROOT, mib } from './lib/process.js';
+import { ROOT, mib, terminateChildren } from './lib/process.js';
 import { type ScenarioReport, judge, renderTable, writeReport } from './lib/report.js';
 import { createStack } from './lib/stack.js';
 import { runWorker } from './lib/worker.js';
@@ -104,7 +104,8 @@ async function main(): Promise<void> {
   const started = performance.now();
   const stack = await createStack(process.env, log);
   const onSignal = () => {
-    log('interrupted: dropping this run’s databases');
+    log('interrupted: stopping child processes, dropping this run’s databases');
+    terminateChildren();
     stack.cleanup().finally(() => process.exit(130));
   };
   process.once('SIGINT', onSignal);

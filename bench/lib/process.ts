@@ -125,6 +125,8 @@ export function startNode(options: StartNodeOptions): NodeChild {
     stdio: ['ignore', 'pipe', 'pipe', ...(options.ipc ? (['ipc'] as const) : [])],
   });
   if (child.pid === undefined) throw new Error(`could not start ${options.script}`);
+  live.add(child);
+  child.on('exit', () => live.delete(child));
   const pid = child.pid;
   const memory = sampleMemory(pid);
   const lineWaiters = new Set<{ match: RegExp; resolve: (l: string) => void }>();
@@ -204,6 +206,13 @@ export function startNode(options: StartNodeOptions): NodeChild {
       return memory.peakBytes();
     },
   };
+}
+
+const live = new Set<ChildProcess>();
+
+/** Sends SIGTERM to every child still running (the runner calls it when it is interrupted). */
+export function terminateChildren(): void {
+  for (const c of live) c.kill('SIGTERM');
 }
 
 /** Bytes → "123 MiB". */

@@ -20,6 +20,11 @@ export interface Figure {
   /** `/s`, `ms`, `MiB`, `%`, `×`. */
   readonly unit: string;
   readonly baseline?: { readonly label: string; readonly value: number };
+  /**
+   * The ratio to the baseline when it was measured pairwise (the median of per-round value/baseline
+   * ratios, each round's pair run back to back). Default: value / baseline.
+   */
+  readonly ratio?: number;
   readonly targets?: readonly Target[];
   /** Why the figure is what it is, or a caveat (e.g. "quick mode: 30 s soak"). */
   readonly note?: string;
@@ -27,7 +32,7 @@ export interface Figure {
 
 /** A figure with its ratio and verdict worked out. */
 export interface JudgedFigure extends Figure {
-  /** value / baseline (for latencies too: below 1 means faster than the baseline). */
+  /** The paired ratio, else value / baseline (for latencies too: below 1 means faster than the baseline). */
   readonly ratio?: number;
   /** undefined when the figure has no target. */
   readonly pass?: boolean;
@@ -57,7 +62,7 @@ export interface ScenarioReport {
 
 /** Works out ratios and pass/miss. */
 export function judge(figure: Figure): JudgedFigure {
-  const ratio = figure.baseline && figure.baseline.value !== 0 ? figure.value / figure.baseline.value : undefined;
+  const ratio = figure.ratio ?? (figure.baseline && figure.baseline.value !== 0 ? figure.value / figure.baseline.value : undefined);
   if (!figure.targets || figure.targets.length === 0) return { ...figure, ...(ratio !== undefined ? { ratio } : {}) };
   const pass = figure.targets.every((t) => {
     const x = t.on === 'ratio' ? ratio : figure.value;

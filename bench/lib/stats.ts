@@ -21,6 +21,11 @@ export function median(values: readonly number[]): number {
   return percentile(values, 0.5);
 }
 
+/** The median of per-round ratios a[i] / b[i] (rounds run back to back, so drift between rounds cancels). */
+export function pairedRatio(a: readonly number[], b: readonly number[]): number {
+  return median(a.map((x, i) => x / b[i]!));
+}
+
 /** Rounds for display: 3 significant figures below 100, whole numbers above. */
 export function round(n: number): number {
   if (!Number.isFinite(n)) return n;

@@ -1,5 +1,5 @@
 import type { Figure } from '../lib/report.js';
-import { median } from '../lib/stats.js';
+import { median, pairedRatio } from '../lib/stats.js';
 import { runWorker } from '../lib/worker.js';
 import { ENQUEUE_VARIANTS, type EnqueueLoadInput, type EnqueueLoadOutput, type EnqueueVariant } from '../workers/enqueue-load.js';
 import type { Scenario } from './types.js';
@@ -8,7 +8,7 @@ import type { Scenario } from './types.js';
  * enqueue(): single-row business transactions (BEGIN; enqueue; COMMIT) on a raw pg client, at 4
  * and 16 concurrent clients, against a plain single-row INSERT + COMMIT into a comparable table
  * with the same transaction shape, the same pool and the same database. Rounds alternate; each
- * figure is the median round. The load runs in a child process whose peak RSS is reported.
+ * rate is the median round and each ratio the median of per-round ratios. The load runs in a child process whose peak RSS is reported.
  * Full mode adds diagnostic variants (prepared statement, NOTIFY trigger off) that show what the
  * gap is made of; they carry no target.
  */
@@ -44,11 +44,17 @@ export const enqueueScenario: Scenario = {
           value: rate('enqueue'),
           unit: '/s',
           baseline: base,
+          ratio: pairedRatio(r.enqueue!.rates, plain.rates),
           targets: [{ on: 'ratio', op: '>=', value: 0.8 }],
         });
-        if (r.kysely) figures.push({ id: `c${c}.kysely`, label: `${ENQUEUE_VARIANTS.kysely} tx/s, ${c} clients`, value: rate('kysely'), unit: '/s', baseline: base });
+        const paired = (v: EnqueueVariant) => pairedRatio(r[v]!.rates, plain.rates);
+        if (r.kysely) {
+          figures.push({ id: `c${c}.kysely`, label: `${ENQUEUE_VARIANTS.kysely} tx/s, ${c} clients`, value: rate('kysely'), unit: '/s', baseline: base, ratio: paired('kysely') });
+        }
         for (const v of ['prepared', 'noTrigger'] as const) {
-          if (r[v]) figures.push({ id: `c${c}.${v}`, label: `diag: ${ENQUEUE_VARIANTS[v]} tx/s, ${c} clients`, value: rate(v), unit: '/s', baseline: base });
+          if (r[v]) {
+            figures.push({ id: `c${c}.${v}`, label: `diag: ${ENQUEUE_VARIANTS[v]} tx/s, ${c} clients`, value: rate(v), unit: '/s', baseline: base, ratio: paired(v) });
+          }
         }
         figures.push({
           id: `c${c}.p99`,

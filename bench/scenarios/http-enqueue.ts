@@ -3,7 +3,7 @@ import pg from 'pg';
 import { generateApiKey, hashApiKey } from '@notify/api';
 import type { Figure } from '../lib/report.js';
 import { startNode } from '../lib/process.js';
-import { median } from '../lib/stats.js';
+import { median, pairedRatio } from '../lib/stats.js';
 import type { Scenario } from './types.js';
 
 const CONNECTIONS = 16;
@@ -78,6 +78,10 @@ export const httpEnqueueScenario: Scenario = {
           value: median(api.map((r) => r.rps)),
           unit: '/s',
           baseline: { label: 'trivial route', value: median(noop.map((r) => r.rps)) },
+          ratio: pairedRatio(
+            api.map((r) => r.rps),
+            noop.map((r) => r.rps),
+          ),
         },
         { id: 'p50', label: 'POST /v1/notifications p50', value: median(api.map((r) => r.p50)), unit: 'ms', baseline: { label: 'trivial route', value: median(noop.map((r) => r.p50)) } },
         { id: 'p99', label: 'POST /v1/notifications p99', value: median(api.map((r) => r.p99)), unit: 'ms', baseline: { label: 'trivial route', value: median(noop.map((r) => r.p99)) } },

@@ -13,8 +13,7 @@
 import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import { Kafka, logLevel } from 'kafkajs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { inject } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startHttpReceiver, startSmtpSink, type HttpReceiver, type SmtpSink } from '@notify/dispatcher/testing';
 import { verifyWebhookSignature, webhookSecretKey } from '@notify/dispatcher';
 import { fromKysely } from '@notify/outbox';

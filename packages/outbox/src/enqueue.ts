@@ -1,7 +1,7 @@
 import type { Clock } from './clock.js';
 import { systemClock } from './clock.js';
 import { buildDeliveryRequest, buildStatusEvent, type OutboxMessage } from './contract/messages.js';
-import { toExecutor, type TransactionLike } from './db/executor.js';
+import { prepared, toExecutor, type TransactionLike } from './db/executor.js';
 import type { Notification } from './db/schema.js';
 import { IdempotencyConflictError, IdempotencyInProgressError } from './errors.js';
 import { requestHash } from './idempotency.js';
@@ -32,7 +32,7 @@ const COLUMNS = [
 // One round trip: the notification row and its outbox rows are written by one statement. When the
 // (tenant, key) already exists, ON CONFLICT DO NOTHING inserts neither (the outbox CTE reads `n`).
 // A concurrent insert of the same key makes this statement wait for that transaction's outcome.
-const INSERT_SQL = `
+const INSERT_SQL = prepared('notify_enqueue_v1', `
 WITH n AS (
   INSERT INTO notifications (${COLUMNS.join(', ')})
   VALUES (${COLUMNS.map((c, i) => (c === 'data' || c === 'metadata' ? `$${i + 1}::jsonb` : `$${i + 1}`)).join(', ')})
@@ -45,7 +45,7 @@ WITH n AS (
          WITH ORDINALITY AS m(topic, key, value, headers, ord)
    ORDER BY m.ord
 )
-SELECT * FROM n`;
+SELECT * FROM n`);
 
 /**
  * Records a notification intent in the caller's transaction: the `notifications` row (state

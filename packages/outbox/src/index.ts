@@ -52,6 +52,8 @@ export {
   fromKysely,
   fromPgClient,
   toExecutor,
+  prepared,
+  preparedName,
 } from './db/executor.js';
 export type {
   Database,

@@ -12,7 +12,11 @@ export type BackgroundStage = 'lease' | 'wakeup' | 'purge' | 'stop';
  * ignored; it never stops the relay. Metrics come from here (see docs/relay.md).
  */
 export interface RelayEventMap {
-  /** One claim finished: `count` rows claimed (0 when idle). `heldBack`: unpublished rows of this relay's slots exist but wait for an older open transaction. */
+  /**
+   * One claim (a batch read) finished: `count` rows (0 when idle), over `slots` locked slots.
+   * `heldBack`: unpublished rows of those slots exist but wait for an older open transaction.
+   * A read made ahead (pipelining) and abandoned after a failure is counted too.
+   */
   claimed: { readonly count: number; readonly slots: number; readonly heldBack: boolean };
   /** A batch was published to Kafka and committed as published. `durationMs` covers claim, publish, mark and commit; `publishMs` the Kafka part. */
   published: { readonly count: number; readonly durationMs: number; readonly publishMs: number; readonly firstId: string; readonly lastId: string };

@@ -16,9 +16,8 @@ export interface PublishMessage {
  * - **Not atomic.** A rejected call may have written any subset of its messages (partitions
  *   fail independently). The caller republishes the whole batch, so delivery is at-least-once.
  * - **Ordered within a key.** Messages of one topic and key are written in array order, and
- *   every message of a call is written after every message of a call that settled before it
- *   started. A failed call's messages may land late but never interleave with a later call's
- *   messages of the same key ahead of their own predecessors.
+ *   after every message of a call that resolved before this call started. Messages of a call
+ *   that rejected may still land (a duplicate when the caller republishes them).
  * - **Safe for concurrent callers.** Calls are serialized internally, in call order; throughput
  *   comes from large batches, not from concurrency.
  */

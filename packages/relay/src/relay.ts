@@ -32,7 +32,7 @@ export interface RelayHooks {
 }
 
 interface RelayDepsBase {
-  /** Claims, leases and purges run on this pool: up to two claim transactions (pipelining) plus one for leases or purge. */
+  /** Claims, leases and purges run on this pool: up to three claim transactions (one being marked, one being published, one read ahead) plus one for leases or purge. */
   readonly db: Kysely<Database>;
   /** For the dedicated LISTEN connection. */
   readonly connectionString: string;
@@ -67,6 +67,8 @@ export interface Relay {
 /** A claimed batch, read in `trx`; `trx` marks it published and commits after the publish. */
 interface Claim {
   readonly trx: ControlledTransaction<Database> | null;
+  /** The slots it locked and read. */
+  readonly slots: readonly number[];
   readonly rows: readonly ClaimedRow[];
   readonly heldBack: boolean;
   readonly startedAt: number;
@@ -95,9 +97,9 @@ function errorFields(err: unknown): { name: string; message: string; code?: stri
 
 /**
  * Creates a relay instance: per batch, one transaction locks the hash slots it leases, reads
- * their next unpublished outbox rows, publishes them, marks them published and commits. Several instances (in one
- * process or many) split the slots between them; per-key order holds across them. See
- * docs/relay.md for the design and the guarantees.
+ * their next unpublished outbox rows, publishes them, marks them published and commits.
+ * Several instances (in one process or many) split the slots between them; per-key order holds
+ * across them. See docs/relay.md for the design and the guarantees.
  */
 export function createRelay(config: RelayConfig, deps: RelayDeps): Relay {
   const cfg = resolveRelayConfig(config);
@@ -141,16 +143,24 @@ export function createRelay(config: RelayConfig, deps: RelayDeps): Relay {
 
   /**
    * Opens a transaction, locks this instance's slots (shared advisory locks) and reads the next
-   * batch, after `after` when pipelining. `onSent` runs once the read is on its way to the server.
+   * batch. When pipelining, `previous` is the batch still in flight: the read continues after
+   * its last row and only within its slots (see `outboxClaimBatch`). `onSent` runs once the
+   * read is on its way to the server.
    */
-  async function claim(after?: ClaimedRow, onSent?: () => void): Promise<Claim> {
+  async function claim(previous?: Claim, onSent?: () => void): Promise<Claim> {
     const startedAt = performance.now();
     // READ COMMITTED explicitly: the batch read must see a takeover committed before the locks.
     const trx = await deps.db.startTransaction().setIsolationLevel('read committed').execute();
     try {
       const tx = fromKysely(trx);
       const now = clock.now();
-      const slots = await relaySlotLock(tx, { instanceId, now, idleTimeoutMs: cfg.publishTimeoutMs + IDLE_MARGIN_MS });
+      const slots = await relaySlotLock(tx, {
+        instanceId,
+        now,
+        idleTimeoutMs: cfg.publishTimeoutMs + IDLE_MARGIN_MS,
+        ...(previous ? { only: previous.slots } : {}),
+      });
+      const after = previous?.rows[previous.rows.length - 1];
       const reading = outboxClaimBatch(tx, { instanceId, now, slots, slotCount, limit: cfg.batchSize, ...(after ? { after } : {}) });
       // Kysely reaches pg's client.query within microtasks; by the next macrotask it is sent.
       if (onSent) setImmediate(onSent);
@@ -159,9 +169,9 @@ export function createRelay(config: RelayConfig, deps: RelayDeps): Relay {
       events.emit('claimed', { count: rows.length, slots: slots.length, heldBack });
       if (rows.length === 0) {
         await trx.commit().execute();
-        return { trx: null, rows, heldBack, startedAt };
+        return { trx: null, slots, rows, heldBack, startedAt };
       }
-      return { trx, rows, heldBack, startedAt };
+      return { trx, slots, rows, heldBack, startedAt };
     } catch (error) {
       await trx.rollback().execute().catch(() => {});
       throw error;
@@ -241,12 +251,15 @@ export function createRelay(config: RelayConfig, deps: RelayDeps): Relay {
     };
 
     while (state === 'running') {
-      if (!ahead) signal.clear(); // this claim sees everything committed before now
+      if (!ahead) {
+        // A fresh claim reads from the first unpublished row: the previous batch must be
+        // committed (marked) first, or it would be read and published again.
+        if (!(await settle())) continue;
+        signal.clear(); // this claim sees everything committed before now
+      }
       let current: Claim;
       try {
-        const a0 = performance.now(); const wasAhead = !!ahead;
         current = await (ahead ?? claim());
-        if (wasAhead) (((globalThis as any).__t ??= {}).ahead ??= []).push(performance.now() - a0);
       } catch (error) {
         ahead = null;
         if (!(await settle())) continue;
@@ -262,17 +275,18 @@ export function createRelay(config: RelayConfig, deps: RelayDeps): Relay {
         continue;
       }
       const full = current.rows.length === cfg.batchSize;
-      if (full && state === 'running') {
+      // Pipeline only while this batch covered every slot the instance holds; otherwise the next
+      // claim starts afresh (no cursor), so newly taken slots are not starved by a long backlog.
+      const coversHeld = held.every((s) => current.slots.includes(s));
+      if (full && coversHeld && state === 'running') {
         // Read the next batch now, and let the read reach the server before kafkajs encodes
         // this batch: the encoding holds the event loop (about 50 ms per 1,000 messages,
         // measured), and the server runs the read meanwhile instead of after.
         let sent!: () => void;
         const onSent = new Promise<void>((r) => (sent = r));
-        ahead = claim(current.rows[current.rows.length - 1], sent);
+        ahead = claim(current, sent);
         ahead.catch(() => {}); // handled when awaited
-        const s0 = performance.now();
         await Promise.race([onSent, ahead.then(() => {}, () => {})]);
-        (((globalThis as any).__t ??= {}).sent ??= []).push(performance.now() - s0);
       }
       let publishMs = 0;
       try {
@@ -290,8 +304,7 @@ export function createRelay(config: RelayConfig, deps: RelayDeps): Relay {
         continue;
       }
       // The previous batch must have committed before this one may.
-      const c0 = performance.now(); const ok = await settle(); (((globalThis as any).__t ??= {}).settle ??= []).push(performance.now() - c0);
-      if (!ok) {
+      if (!(await settle())) {
         await current.trx!.rollback().execute().catch(() => {});
         continue;
       }

@@ -13,7 +13,7 @@ const running: Relay[] = [];
 beforeAll(async () => {
   tdb = await createTestDatabase();
   tk = await createTestKafka();
-  await tk.createTopics(['fence', 'handover', 'expiry'], 3);
+  await tk.createTopics(['fence', 'handover', 'expiry', 'joined'], 3);
 });
 
 afterEach(async () => {
@@ -140,6 +140,44 @@ describe('relay leases', () => {
     const messages = (await tk.readAll('fence', 5)).filter((m) => decode(m).key === key);
     // Rows 1..4 (row 0 was the ghost's), in order: the newcomer never overtook the ghost's row.
     expect(messages.map((m) => decode(m).seq)).toEqual([1, 2, 3, 4]);
+  });
+
+  it('a slot taken over in the middle of a backlog is published from its first row, in order', async () => {
+    // Rows of two keys, interleaved: "mine" (a slot the relay gets at once) and "late" (a slot a
+    // ghost holds for another second). The relay drains its backlog in pipelined batches; the
+    // late slot joins mid-drain, when the pipeline's cursor is already past the late key's first
+    // rows. They must not be skipped (and published after the ones above the cursor).
+    let mine = '';
+    let late = '';
+    for (let i = 0; mine === '' || late === '' || (await slotOf(mine)) === (await slotOf(late)); i++) {
+      mine = `tenant/email/mine-${i}`;
+      late = `tenant/email/late-${i}`;
+    }
+    const lateSlot = await slotOf(late);
+    await tdb.pool.query(`UPDATE relay_leases SET owner = 'ghost', expires_at = now() + interval '1 second' WHERE slot = $1`, [lateSlot]);
+    const rows = [];
+    for (let seq = 0; seq < 100; seq++) rows.push(testMessage(mine, seq, 'joined'), testMessage(late, seq, 'joined'));
+    await insertMessages(tdb.pool, rows);
+
+    // The third batch waits until the late slot is taken, so the takeover lands mid-drain.
+    const kafkaPublisher = createKafkaPublisher(tk.kafka);
+    let calls = 0;
+    let r!: Relay;
+    const publisher: Publisher = {
+      async publish(messages) {
+        if (++calls === 3) await waitFor(() => r.slots().includes(lateSlot), { timeoutMs: 10_000, message: 'the late slot taken' });
+        await kafkaPublisher.publish(messages);
+      },
+      close: () => kafkaPublisher.close(),
+    };
+    r = relay('joiner', { batchSize: 10 }, publisher);
+    await r.start();
+    await waitFor(async () => (await outboxCounts(tdb.pool)).unpublished === 0, { timeoutMs: 15_000, message: 'all 200 published' });
+    expect(calls).toBeGreaterThan(3);
+    const messages = await tk.readAll('joined', 200);
+    expect(keyOrderViolations(messages, new Map([[mine, 100], [late, 100]]), true)).toEqual([]);
+    await r.stop();
+    await kafkaPublisher.close();
   });
 
   it('takes an abandoned lease only after it expires', async () => {

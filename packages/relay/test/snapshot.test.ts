@@ -4,8 +4,8 @@ import { fromPgClient, outboxInsert } from '@notify/outbox';
 import { type TestDatabase, createTestDatabase } from '../../../test/support/db.js';
 import { type TestKafka, createTestKafka } from '../../../test/support/kafka.js';
 import { waitFor } from '../../../test/support/wait.js';
-import { type Relay, type RelayEventMap, createRelay } from '../src/index.js';
-import { decode, outboxCounts, testMessage } from './support.js';
+import { type Publisher, type Relay, type RelayEventMap, createKafkaPublisher, createRelay } from '../src/index.js';
+import { decode, insertMessages, outboxCounts, testMessage } from './support.js';
 
 // "No row overtaken by a slow transaction": the relay reads only rows whose transaction is below
 // its snapshot's xmin, so a transaction that wrote first but commits last holds later ones back.
@@ -18,7 +18,7 @@ const clients: pg.PoolClient[] = [];
 beforeAll(async () => {
   tdb = await createTestDatabase();
   tk = await createTestKafka();
-  await tk.createTopics(['slow', 'xid'], 1);
+  await tk.createTopics(['slow', 'xid', 'stuck', 'digits'], 1);
 });
 
 afterEach(async () => {
@@ -100,5 +100,74 @@ describe('the snapshot rule', () => {
     await waitFor(async () => (await outboxCounts(tdb.pool)).unpublished === 0 && (await outboxCounts(tdb.pool)).total === 2, { message: "late's row published" });
     const messages = await tk.readAll('xid', 2);
     expect(messages.map((m) => decode(m).seq)).toEqual([0, 1]);
+  });
+
+  it('orders transaction ids as numbers, also across a digit boundary (and so does the pipeline cursor)', async () => {
+    // Rows stamped with old xids (explicit, far below xmin): by number 9 < 99 < 999 < 1000 < 10000;
+    // as text "10000" < "1000" < "9" < "99" < "999". Written in an order that is neither.
+    const key = 'tenant/email/digits';
+    const stamps = ['1000', '99', '10000', '9', '999'];
+    for (const txid of stamps) {
+      await tdb.pool.query(`INSERT INTO outbox (topic, key, value, headers, txid) VALUES ('digits', $1, $2, '{}', $3::xid8)`, [
+        key,
+        JSON.stringify({ k: key, seq: [9, 99, 999, 1000, 10000].indexOf(Number(txid)) }),
+        txid,
+      ]);
+    }
+    relay = createRelay(
+      { topicPrefix: tk.prefix, batchSize: 1, pollIntervalMs: 50, retentionMs: 3_600_000, instanceId: 'digits' },
+      { db: tdb.db, connectionString: tdb.url, kafka: tk.kafka },
+    );
+    await relay.start();
+    await waitFor(async () => (await outboxCounts(tdb.pool)).unpublished === 0, { message: 'five rows published' });
+    const messages = await tk.readAll('digits', 5);
+    expect(messages.map((m) => decode(m).seq)).toEqual([0, 1, 2, 3, 4]);
+  });
+
+  it('a relay stuck in a publish does not hold back the other relays (its claim transaction has no xid)', async () => {
+    // Relay "a" publishes through a gate that never opens during the test; relay "b" holds the
+    // other half of the slots. If a claim transaction held an xid while it waits for Kafka (row
+    // locks or an early UPDATE would give it one), every row written after it started would sit
+    // above every other relay's xmin until it ends, and "b" would stall too.
+    const inner = createKafkaPublisher(tk.kafka);
+    let open!: () => void;
+    const gate = new Promise<void>((r) => (open = r));
+    let stuck = false;
+    const gated: Publisher = {
+      async publish(messages) {
+        stuck = true;
+        await gate;
+        await inner.publish(messages);
+      },
+      close: () => inner.close(),
+    };
+    const config = (instanceId: string) => ({ topicPrefix: tk.prefix, batchSize: 10, pollIntervalMs: 50, retentionMs: 3_600_000, instanceId, heartbeatIntervalMs: 100 });
+    const a = createRelay(config('a'), { db: tdb.db, connectionString: tdb.url, publisher: gated });
+    const b = createRelay(config('b'), { db: tdb.db, connectionString: tdb.url, kafka: tk.kafka });
+    try {
+      await a.start();
+      await b.start();
+      await waitFor(() => a.slots().length === 32 && b.slots().length === 32, { message: 'a and b split the slots' });
+      const keyIn = async (slots: readonly number[], tag: string) => {
+        for (let i = 0; ; i++) {
+          const key = `tenant/email/${tag}-${i}`;
+          const { rows } = await tdb.pool.query<{ slot: number }>('SELECT outbox_key_slot($1, 64) AS slot', [key]);
+          if (slots.includes(rows[0]!.slot)) return key;
+        }
+      };
+      const aKey = await keyIn(a.slots(), 'a');
+      const bKey = await keyIn(b.slots(), 'b');
+
+      await insertMessages(tdb.pool, [testMessage(aKey, 0, 'stuck')]);
+      await waitFor(() => stuck, { message: 'a stuck in its publish' });
+      await insertMessages(tdb.pool, [testMessage(bKey, 0, 'stuck')]); // written after a's claim began
+      await waitFor(async () => (await unpublishedValues()).length === 1, { timeoutMs: 10_000, message: "b publishes its row while a is stuck" });
+      const messages = await tk.readAll('stuck', 1);
+      expect(messages.map((m) => decode(m).key)).toEqual([bKey]);
+    } finally {
+      open();
+      await Promise.all([a.stop(), b.stop()]);
+      await inner.close();
+    }
   });
 });

@@ -33,8 +33,19 @@ describe('wake-up on NOTIFY', () => {
     );
     const claims: RelayEventMap['claimed'][] = [];
     const connected: RelayEventMap['wakeupConnected'][] = [];
-    relay.on('claimed', (e) => void claims.push(e));
-    relay.on('wakeupConnected', (e) => void connected.push(e));
+    const trace: string[] = []; // for the failure message
+    const t0 = Date.now();
+    relay.on('claimed', (e) => void (claims.push(e), trace.push(`${Date.now() - t0}ms claimed ${e.count} heldBack=${e.heldBack}`)));
+    relay.on('wakeupConnected', (e) => void (connected.push(e), trace.push(`${Date.now() - t0}ms connected reconnect=${e.reconnect}`)));
+    relay.on('published', (e) => void trace.push(`${Date.now() - t0}ms published ${e.count} in ${Math.round(e.durationMs)}ms`));
+    relay.on('publishError', (e) => void trace.push(`${Date.now() - t0}ms publishError ${e.stage} ${String(e.error)}`));
+    relay.on('error', (e) => void trace.push(`${Date.now() - t0}ms error ${e.stage} ${String(e.error)}`));
+    const explain = async (err: unknown) => {
+      const { rows } = await tdb.pool.query(
+        `SELECT txid::text, published_at, pg_current_snapshot()::text AS snapshot FROM outbox ORDER BY id`,
+      );
+      return new Error(`${(err as Error).message}\nrows: ${JSON.stringify(rows)}\n${trace.join('\n')}`);
+    };
     await relay.start();
     try {
       await waitFor(() => claims.length >= 1 && connected.length === 1, { message: 'the first (empty) claim' });
@@ -49,10 +60,13 @@ describe('wake-up on NOTIFY', () => {
       );
       expect(killed.rows.map((r) => r.ok)).toEqual([true]);
       await waitFor(() => connected.some((c) => c.reconnect), { timeoutMs: DEADLINE_MS, message: 'LISTEN reconnected' });
+      trace.push(`${Date.now() - t0}ms inserting row 1`);
       await insertMessages(tdb.pool, [testMessage('tenant/email/w', 1)]);
       await waitFor(async () => (await outboxCounts(tdb.pool)).unpublished === 0 && (await outboxCounts(tdb.pool)).total === 2, {
         timeoutMs: DEADLINE_MS,
         message: 'row 1 published on NOTIFY after the reconnect',
+      }).catch(async (err: unknown) => {
+        throw await explain(err);
       });
 
       // Idle cost: only the two notifications, the reconnect and the rows' own rounds woke it;

@@ -24,6 +24,13 @@ export interface ChaosRow {
   readonly lost: number;
   /** Deliveries the receiver accepted beyond the first, per `webhook-id`. */
   readonly duplicates: number;
+  /**
+   * Of those, the ones with no failed attempt in the history to explain them: the same attempt
+   * delivered twice (a crash between the provider call and the commit, a rebalance, a message
+   * published twice). The rest followed an attempt the service recorded as failed although the
+   * receiver had it (an answer after the timeout, a reset after the request was read).
+   */
+  readonly redelivered: number;
   /** Largest `attempt start − due time` over every recorded attempt, in ms (see `AuditReport.maxLatenessMs`). */
   readonly maxLatenessMs: number;
   readonly sent: number;
@@ -215,10 +222,13 @@ export async function auditRun(params: AuditParams): Promise<AuditReport> {
 
   const duplicated = new Map<string, number>();
   let duplicates = 0;
+  let redelivered = 0;
   for (const [id, count] of accepted) {
     if (count > 1 && known.has(id)) {
       duplicated.set(id, count);
       duplicates += count - 1;
+      const failed = (historyOf.get(id) ?? []).filter((a) => a.outcome !== 'sent').length;
+      redelivered += Math.max(0, count - 1 - failed);
     }
   }
 
@@ -228,6 +238,7 @@ export async function auditRun(params: AuditParams): Promise<AuditReport> {
       notifications: ids.length,
       lost: lostIds.length,
       duplicates,
+      redelivered,
       maxLatenessMs: Math.round(maxLatenessMs),
       sent,
       dead,
@@ -272,12 +283,13 @@ export async function waitForSettled(
 
 /** The table, as printed at the end of `pnpm test:chaos`. */
 export function formatChaosTable(rows: readonly ChaosRow[]): string {
-  const header = ['scenario', 'notifications', 'lost', 'duplicates', 'max lateness', 'sent', 'dead', 'waiting'];
+  const header = ['scenario', 'notifications', 'lost', 'duplicates', 'of which redelivered', 'max lateness', 'sent', 'dead', 'waiting'];
   const lines = rows.map((r) => [
     r.scenario,
     String(r.notifications),
     String(r.lost),
     String(r.duplicates),
+    String(r.redelivered),
     formatMs(r.maxLatenessMs),
     String(r.sent),
     String(r.dead),

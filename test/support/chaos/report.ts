@@ -20,7 +20,7 @@ export function expectNothingLost(task: TaskLike, result: ScenarioResult): void 
     [
       `[chaos] ${row.scenario} (seed ${result.seed}; replay with CHAOS_SEED=${result.seed})`,
       `  ${row.notifications} notifications: ${row.sent} sent, ${row.dead} dead, ${row.waiting} waiting, lost ${row.lost}, ` +
-        `duplicates ${row.duplicates}${dup.length ? ` (on ${dup.length} ids, at most ${Math.max(...dup)}× each)` : ''}, max lateness ${row.maxLatenessMs} ms`,
+        `duplicates ${row.duplicates}${dup.length ? ` (on ${dup.length} ids, at most ${Math.max(...dup)}× each; ${row.redelivered} without a failed attempt)` : ''}, max lateness ${row.maxLatenessMs} ms`,
       ...result.timeline.map((l) => `  ${l}`),
       ...problems.slice(0, 30).map((p) => `  PROBLEM ${p}`),
       ...result.crashed.map((c) => `  CRASHED ${c}`),

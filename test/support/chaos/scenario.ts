@@ -96,6 +96,8 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
   const running = new Map<string, { child: NotifyChild; proc: StackProcess }>();
   const intentional = new Set<NotifyChild>();
   const crashed: string[] = [];
+  const restarts = new Map<string, number>();
+  let closing = false;
   const db = await createTestDatabase();
   const receiver = await startChaosReceiver(s.behaviour);
   const kafka = new Kafka({ clientId: 'chaos-admin', brokers: [...brokers], logLevel: logLevel.NOTHING });
@@ -109,8 +111,16 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
     running.set(proc.name, { child, proc });
     child.child.on('close', (code, signal) => {
       if (!intentional.has(child)) {
-        const tail = child.output().trimEnd().split('\n').slice(-12).map((l) => `      | ${l.slice(0, 400)}`).join('\n');
+        const tail = child.output().trimEnd().split('\n').slice(-40).map((l) => `      | ${l.slice(0, 400)}`).join('\n');
         crashed.push(`${proc.name} (pid ${child.pid}) exited by itself: code ${code}, signal ${signal}; its last lines:\n${tail}`);
+        // Like any process supervisor would: start it again (a few times at most), so the audit
+        // still tells whether a crash lost anything. The crash itself fails the test regardless.
+        if (!closing && (restarts.get(proc.name) ?? 0) < 5) {
+          restarts.set(proc.name, (restarts.get(proc.name) ?? 0) + 1);
+          note(`${proc.name} (pid ${child.pid}) CRASHED with code ${code}; the supervisor restarts it`);
+          running.delete(proc.name);
+          start(proc).catch((err: unknown) => note(`restart of ${proc.name} failed: ${(err as Error).message.split('\n')[0]}`));
+        }
       }
     });
     note(`started ${proc.name} (pid ${child.pid})`);
@@ -206,6 +216,7 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
     if (receiver.anonymous > 0) (report.problems as string[]).push(`${receiver.anonymous} requests reached the receiver without a webhook-id`);
     return { report, timeline, crashed: [...crashed], logs: children.logs(), seed: s.seed };
   } finally {
+    closing = true;
     for (const { child } of running.values()) intentional.add(child);
     await children.stopAll().catch(() => {});
     await children.killAll();

@@ -23,10 +23,16 @@ function atProgress(ctx: ScenarioContext, fraction: number): Promise<void> {
   return ctx.until(() => ctx.enqueued() >= Math.ceil(ctx.total * fraction), `${Math.round(fraction * 100)}% of the load enqueued`, 120_000);
 }
 
+/** Waits until `fraction` of the load has reached the receiver. */
+function atDelivered(ctx: ScenarioContext, fraction: number): Promise<void> {
+  return ctx.until(() => ctx.receiver.acceptedIds.size >= Math.ceil(ctx.total * fraction), `${Math.round(fraction * 100)}% of the load delivered`, 180_000);
+}
+
 /**
- * SIGKILL the relay (or the dispatcher) `rounds` times at seeded moments of the load, each time
- * letting the load go on a little while it is down (rows pile up in the outbox, or messages in
- * Kafka), then restarting it. Relay and dispatcher run in separate processes.
+ * SIGKILL the relay (or the dispatcher) `rounds` times, each at a seeded point of *delivery*
+ * progress (so every kill lands while the stack is busy, also after a previous restart), then
+ * restart it. For the relay, the load goes on a little while it is down, so rows pile up in the
+ * outbox first. Relay and dispatcher run in separate processes.
  */
 export function sigkillScenario(role: 'relay' | 'dispatcher', rounds: number, size: Size): Scenario {
   return {
@@ -34,11 +40,14 @@ export function sigkillScenario(role: 'relay' | 'dispatcher', rounds: number, si
     ...size,
     processes: [RELAY, DISPATCHER],
     async fault(ctx) {
-      const points = strikePoints(ctx.random, rounds, 0.1, 0.8);
+      const points = strikePoints(ctx.random, rounds, 0.05, 0.75);
+      let deliveredAtRestart = 0;
       for (const p of points) {
-        await atProgress(ctx, p);
-        const gap = 0.02 + ctx.random() * 0.05;
-        await ctx.killAndRestart(role, () => atProgress(ctx, Math.min(1, p + gap)));
+        // Never strike a process that has not delivered anything since its restart: 3% of the load at least.
+        await atDelivered(ctx, Math.max(p, deliveredAtRestart / ctx.total + 0.03));
+        const pileUp = role === 'relay' ? () => atProgress(ctx, Math.min(1, ctx.enqueued() / ctx.total + 0.02 + ctx.random() * 0.05)) : undefined;
+        await ctx.killAndRestart(role, pileUp);
+        deliveredAtRestart = ctx.receiver.acceptedIds.size;
       }
     },
   };
@@ -105,16 +114,21 @@ export function pgTerminateScenario(rounds: number, size: Size): Scenario {
   return {
     name: `pg_terminate_backend ×${rounds}`,
     ...size,
-    processes: [{ name: 'stack', roles: ['api', 'relay', 'dispatcher'] }],
+    // One process per role, so a crash names its role.
+    processes: [{ name: 'api', roles: ['api'] }, RELAY, DISPATCHER],
     async fault(ctx) {
       const points = strikePoints(ctx.random, rounds, 0.1, 0.9);
+      const service = `datname = current_database() AND application_name LIKE 'notify-%' AND application_name <> 'notify-test'`;
       for (const p of points) {
         await atProgress(ctx, p);
+        // Strike a stack that is up: every role connected (after a crash, the restarted process must reconnect first).
+        await ctx.until(async () => {
+          const { rows } = await ctx.db.pool.query<{ n: number }>(`SELECT count(DISTINCT application_name)::int AS n FROM pg_stat_activity WHERE ${service}`);
+          return rows[0]!.n >= 3;
+        }, 'the service connected again', 90_000);
         const { rows } = await ctx.db.pool.query<{ n: number }>(
           `SELECT count(*)::int AS n FROM (
-             SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-              WHERE datname = current_database() AND application_name LIKE 'notify-%'
-                AND application_name <> 'notify-test' AND pid <> pg_backend_pid()
+             SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE ${service} AND pid <> pg_backend_pid()
            ) t`,
         );
         ctx.note(`terminated ${rows[0]!.n} service connections`);
@@ -219,4 +233,3 @@ export function poisonScenario(size: Size, sink: { dlq?: KafkaMessage[] }): Scen
   };
 }
 
-export { RELAY, DISPATCHER };

@@ -9,7 +9,12 @@ export interface OutboxClaimBatchParams {
   /** Rows of `relay_leases`: the modulus of `outbox_key_slot`. */
   readonly slotCount: number;
   readonly limit: number;
-  /** Only rows after this (txid, id): the previous batch, still in flight, when the relay pipelines. */
+  /**
+   * Only rows after this (txid, id): the previous batch, still in flight, when the relay
+   * pipelines. Valid only if `slots` is a subset of the previous batch's slots: a slot that was
+   * not in the previous batch may have unpublished rows below the cursor, which would be
+   * skipped and published later, out of order.
+   */
   readonly after?: { readonly txid: string; readonly id: string };
 }
 
@@ -40,17 +45,31 @@ export interface ClaimedRow {
  */
 export async function outboxClaimBatch(db: SqlExecutor, params: OutboxClaimBatchParams): Promise<ClaimedRow[]> {
   if (params.slots.length === 0 || params.limit <= 0) return [];
+  // The cursor is its own query text, not "$x IS NULL OR …": only a bare row comparison is an
+  // index condition, and without it each pipelined read walked the index from the start over
+  // every row marked earlier in the drain.
+  const after = params.after ? 'AND (o.txid, o.id) > ($6::xid8, $7::bigint)' : '';
+  // ORDER BY names the table's columns (o.txid), not the text output column "txid": a bare name
+  // would sort by the text of the xid ("1000000" before "999999") and, no longer matching the
+  // index, sort every unpublished row for each batch.
   const { rows } = await db.query<ClaimedRow>(
-    `SELECT id, txid::text AS txid, topic, key, value, headers
-       FROM outbox
-      WHERE published_at IS NULL
-        AND txid < pg_snapshot_xmin(pg_current_snapshot())
-        AND ($5::xid8 IS NULL OR (txid, id) > ($5::xid8, $6::bigint))
-        AND outbox_key_slot(key, $4) = ANY (ARRAY(
-              SELECT slot FROM relay_leases WHERE owner = $1 AND expires_at > $2 AND slot = ANY($3::int[])))
-      ORDER BY txid, id
-      LIMIT $7`,
-    [params.instanceId, params.now, params.slots, params.slotCount, params.after?.txid ?? null, params.after?.id ?? null, params.limit],
+    `SELECT o.id, o.txid::text AS txid, o.topic, o.key, o.value, o.headers
+       FROM outbox o
+      WHERE o.published_at IS NULL
+        AND o.txid < pg_snapshot_xmin(pg_current_snapshot())
+        ${after}
+        AND outbox_key_slot(o.key, $4) = ANY (ARRAY(
+              SELECT l.slot FROM relay_leases l WHERE l.owner = $1 AND l.expires_at > $2 AND l.slot = ANY($3::int[])))
+      ORDER BY o.txid, o.id
+      LIMIT $5`,
+    [
+      params.instanceId,
+      params.now,
+      params.slots,
+      params.slotCount,
+      params.limit,
+      ...(params.after ? [params.after.txid, params.after.id] : []),
+    ],
   );
   return rows;
 }

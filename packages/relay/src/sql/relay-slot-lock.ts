@@ -9,6 +9,8 @@ export interface RelaySlotLockParams {
   readonly now: Date;
   /** `idle_in_transaction_session_timeout` for this transaction (see below). */
   readonly idleTimeoutMs: number;
+  /** Lock only these of its slots (a pipelined read continues the previous batch's slots only). */
+  readonly only?: readonly number[];
 }
 
 /**
@@ -33,9 +35,10 @@ export async function relaySlotLock(db: SqlExecutor, params: RelaySlotLockParams
   const { rows } = await db.query<{ slot: number }>(
     `SELECT slot, set_config('idle_in_transaction_session_timeout', $4, true) AS timeout
        FROM relay_leases
-      WHERE CASE WHEN owner = $1 AND expires_at > $2 THEN pg_try_advisory_xact_lock_shared($3, slot) ELSE false END
+      WHERE CASE WHEN owner = $1 AND expires_at > $2 AND ($5::int[] IS NULL OR slot = ANY($5::int[]))
+                 THEN pg_try_advisory_xact_lock_shared($3, slot) ELSE false END
       ORDER BY slot`,
-    [params.instanceId, params.now, SLOT_LOCK_NAMESPACE, `${Math.max(1, Math.round(params.idleTimeoutMs))}ms`],
+    [params.instanceId, params.now, SLOT_LOCK_NAMESPACE, `${Math.max(1, Math.round(params.idleTimeoutMs))}ms`, params.only ?? null],
   );
   return rows.map((r) => r.slot);
 }

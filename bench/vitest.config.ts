@@ -1,0 +1,11 @@
+import { defineConfig } from 'vitest/config';
+
+// The harness's own pure helpers (statistics, verdicts, profile summaries): no I/O, no timing.
+// `pnpm vitest run --config bench/vitest.config.ts`
+export default defineConfig({
+  test: {
+    name: 'bench',
+    root: new URL('..', import.meta.url).pathname,
+    include: ['bench/**/*.test.ts'],
+  },
+});
