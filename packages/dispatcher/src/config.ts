@@ -39,7 +39,30 @@ export interface DispatcherConfig {
   readonly sessionTimeoutMs: number;
   /** kafkajs `heartbeatInterval`. Default 3 s. */
   readonly heartbeatIntervalMs: number;
+  /**
+   * NOTIFY_OUTCOME_BATCH_SIZE: delivery outcomes written in one transaction at most (group
+   * commit, `createOutcomeWriter`). Default 64. 1 writes every outcome in its own transaction.
+   */
+  readonly outcomeBatchSize: number;
+  /**
+   * NOTIFY_OUTCOME_BATCH_DELAY_MS: how long the first outcome of a group waits for others before
+   * the group is written (0: until the end of the event-loop turn). Default 5 ms. It adds at most
+   * this much to each delivery's duration, and so holds its in-flight permit that much longer.
+   */
+  readonly outcomeBatchDelayMs: number;
+  /** Notifications read per query at most (the loader behind concurrently starting deliveries). Default 256. */
+  readonly readBatchSize: number;
+  /** How long the first read of a batch waits for others (0: until the end of the event-loop turn). Default 0. */
+  readonly readBatchDelayMs: number;
 }
+
+/** The defaults of the batching settings (also used by a handler given a config without them). */
+export const BATCHING_DEFAULTS = {
+  outcomeBatchSize: 64,
+  outcomeBatchDelayMs: 5,
+  readBatchSize: 256,
+  readBatchDelayMs: 0,
+} as const satisfies Pick<DispatcherConfig, 'outcomeBatchSize' | 'outcomeBatchDelayMs' | 'readBatchSize' | 'readBatchDelayMs'>;
 
 /** Optional overrides for `dispatcherConfigFrom`. */
 export type DispatcherConfigOverrides = Partial<Omit<DispatcherConfig, 'tiers' | 'retry'>>;
@@ -52,6 +75,8 @@ export function dispatcherConfigFrom(config: Config, overrides: DispatcherConfig
     sendTimeoutMs: config.dispatcher.sendTimeoutMs,
     maxInFlight: config.dispatcher.maxInFlight,
     repairAfterMs: config.dispatcher.repairAfterMs,
+    outcomeBatchSize: config.dispatcher.outcomeBatchSize,
+    outcomeBatchDelayMs: config.dispatcher.outcomeBatchDelayMs,
     // Two thirds of the process' shutdown budget (NOTIFY_SHUTDOWN_TIMEOUT_MS) for running deliveries;
     // the rest is for aborting stragglers, committing and leaving the group.
     shutdownTimeoutMs: Math.max(100, Math.floor((config.shutdownTimeoutMs * 2) / 3)),
@@ -78,9 +103,14 @@ export function dispatcherConfig(
     fetchMaxWaitMs: 100,
     sessionTimeoutMs: 30_000,
     heartbeatIntervalMs: 3_000,
+    ...BATCHING_DEFAULTS,
     ...fields,
     tiers: delayTiers(fields.retry),
   };
   check('maxBuffered', config.maxBuffered, config.maxInFlight);
+  check('outcomeBatchSize', config.outcomeBatchSize, 1);
+  check('outcomeBatchDelayMs', config.outcomeBatchDelayMs, 0);
+  check('readBatchSize', config.readBatchSize, 1);
+  check('readBatchDelayMs', config.readBatchDelayMs, 0);
   return config;
 }

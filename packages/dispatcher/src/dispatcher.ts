@@ -1,14 +1,15 @@
-import type { Channel, Clock, Database, Logger } from '@notify/outbox';
+import { fromKysely, type Channel, type Clock, type Database, type Logger } from '@notify/outbox';
 import type { Kafka } from 'kafkajs';
 import type { Kysely } from 'kysely';
 import type { DispatcherConfig } from './config.js';
 import { createDeliveryConsumer, type ConsumerStopReport } from './consumer.js';
 import type { ContentPreparer } from './content/content.js';
 import { createDispatcherEvents, type OnDispatcherEvent } from './events.js';
-import { createDeliveryHandler } from './handler.js';
+import { createDeliveryHandler, createNotificationLoader } from './handler.js';
 import { compose } from './message.js';
 import { createKafkaDeadLetterSink, deadLetter } from './middleware/dead-letter.js';
 import { tracing } from './middleware/tracing.js';
+import { createOutcomeWriter } from './outcome-writer.js';
 import type { Provider } from './provider/provider.js';
 import { createRepairSweep } from './repair.js';
 
@@ -52,6 +53,14 @@ export function createDispatcher(config: DispatcherConfig, deps: DispatcherDeps)
   const logger = deps.logger.child({ component: 'dispatcher' });
   const events = createDispatcherEvents(logger);
   const dlq = createKafkaDeadLetterSink(deps.kafka, config.topicPrefix);
+  // Group commit of outcomes and batched reads: one transaction and one query per group of
+  // concurrently finishing (starting) deliveries instead of one each (docs/retries.md, "Batching").
+  const outcomes = createOutcomeWriter(fromKysely(deps.db), {
+    maxBatch: config.outcomeBatchSize,
+    maxDelayMs: config.outcomeBatchDelayMs,
+    onFlush: (flush) => events.emit('outcomesFlushed', flush),
+  });
+  const notifications = createNotificationLoader(deps.db, { maxBatch: config.readBatchSize, delayMs: config.readBatchDelayMs });
   const handler = compose(
     tracing(),
     deadLetter(dlq, { events, logger }),
@@ -64,6 +73,8 @@ export function createDispatcher(config: DispatcherConfig, deps: DispatcherDeps)
       logger,
       events,
       config,
+      outcomes,
+      notifications,
       ...(deps.random ? { random: deps.random } : {}),
     }),
   );
@@ -90,6 +101,12 @@ export function createDispatcher(config: DispatcherConfig, deps: DispatcherDeps)
       state = 'stopped';
       await repair.stop();
       const report = await consumer.stop(options.timeoutMs ?? config.shutdownTimeoutMs);
+      // Deliveries wait for their group's commit, so after the consumer stopped nothing should be
+      // queued; an outcome of a delivery the consumer gave up waiting for is still written (it is
+      // not acknowledged: the next owner re-reads it and skips it by the guard).
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([outcomes.flush(), new Promise<void>((r) => (timer = setTimeout(r, 2_000)))]);
+      clearTimeout(timer);
       await dlq.disconnect().catch(() => undefined);
       logger.info(report, 'dispatcher stopped');
       return report;

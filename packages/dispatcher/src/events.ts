@@ -1,5 +1,6 @@
 import type { AttemptOutcome, Channel, DeadReason, Logger, NotificationState } from '@notify/outbox';
 import type { DeadLetterCode } from './message.js';
+import type { OutcomeFlush } from './outcome-writer.js';
 
 /**
  * Lifecycle events of the dispatcher, for metrics and for tests to await. A listener that throws
@@ -38,6 +39,12 @@ export interface DispatcherEventMap {
   consumerError: { readonly phase: 'handler' | 'commit' | 'consumer' | 'repair' | 'dead-letter'; readonly error: unknown };
   /** The repair sweep re-published `count` overdue notifications. */
   repaired: { readonly count: number };
+  /**
+   * One group commit of delivery outcomes (see `createOutcomeWriter`): `size` outcomes in one
+   * transaction, `recorded` of them written, `failed` not written (their deliveries are retried);
+   * `isolated` when the group's statement failed and its outcomes were written one by one.
+   */
+  outcomesFlushed: OutcomeFlush;
 }
 
 /** The name of a dispatcher event. */

@@ -1,16 +1,17 @@
 import { performance } from 'node:perf_hooks';
-import { fromKysely, isTerminal, parseDeliveryRequest, type Channel, type Clock, type Database, type Logger } from '@notify/outbox';
+import { fromKysely, isTerminal, type Channel, type Clock, type Database, type Logger, type Notification } from '@notify/outbox';
 import type { Kysely } from 'kysely';
-import type { DispatcherConfig } from './config.js';
+import { createBatchLoader, type BatchLoader } from './batch-loader.js';
+import { BATCHING_DEFAULTS, type DispatcherConfig } from './config.js';
 import type { ContentPreparer } from './content/content.js';
 import { errorMessage, type DispatcherEvents } from './events.js';
-import { parseFailureCode, type HandleResult, type MessageHandler } from './message.js';
+import { parseFailureCode, parseInboundRequest, type HandleResult, type MessageHandler } from './message.js';
 import { deliveryTraceId } from './middleware/tracing.js';
 import { planOutcome, type AttemptResult } from './outcome.js';
 import { callProvider } from './provider-call.js';
 import type { Provider } from './provider/provider.js';
-import { recordOutcome } from './record.js';
-import { notificationGet } from './sql/notification-get.js';
+import { createOutcomeWriter, type OutcomeWriter } from './outcome-writer.js';
+import { notificationGetMany } from './sql/notification-get-many.js';
 
 /** What the delivery handler needs. */
 export interface DeliveryHandlerDeps {
@@ -22,7 +23,25 @@ export interface DeliveryHandlerDeps {
   readonly events: DispatcherEvents;
   /** Uniform in [0, 1) for jitter. Default Math.random. */
   readonly random?: () => number;
-  readonly config: Pick<DispatcherConfig, 'retry' | 'tiers' | 'sendTimeoutMs'>;
+  readonly config: Pick<DispatcherConfig, 'retry' | 'tiers' | 'sendTimeoutMs'> &
+    Partial<Pick<DispatcherConfig, 'outcomeBatchSize' | 'outcomeBatchDelayMs' | 'readBatchSize' | 'readBatchDelayMs'>>;
+  /**
+   * The group-commit writer of outcomes. Default: one of this handler's own, from the config's
+   * `outcomeBatchSize` / `outcomeBatchDelayMs` (defaults 64 / 5 ms). The dispatcher passes its
+   * own so that `stop()` can wait for the last group.
+   */
+  readonly outcomes?: OutcomeWriter;
+  /** Loads notifications by id. Default: a micro-batching loader (`readBatchSize`, `readBatchDelayMs`). */
+  readonly notifications?: BatchLoader<string, Notification | undefined>;
+}
+
+/** The loader the delivery handler reads notifications with: concurrent reads share one `WHERE id = ANY($1)` query. */
+export function createNotificationLoader(
+  db: Kysely<Database>,
+  options: { readonly maxBatch: number; readonly delayMs: number },
+): BatchLoader<string, Notification | undefined> {
+  const exec = fromKysely(db);
+  return createBatchLoader({ loadMany: (ids) => notificationGetMany(exec, { ids }), maxBatch: options.maxBatch, delayMs: options.delayMs });
 }
 
 /**
@@ -34,21 +53,40 @@ export interface DeliveryHandlerDeps {
  * 3. Check the expiry. 4. Prepare the content (template, preferences): suppressed or broken
  *    content ends dead without a provider call. 5. Call the provider with the per-attempt
  *    timeout. 6. Classify (`planOutcome`) and record attempt row + state change + outbox rows
- *    in one transaction (`recordOutcome`), guarded so a duplicate writes nothing.
+ *    in one transaction, guarded so a duplicate writes nothing.
+ *
+ * The database work is batched across concurrently running deliveries without changing what
+ * one delivery sees: the notification comes from a loader whose query is sent after the request
+ * (so it is as fresh as a single read), and the outcome goes through the group-commit writer,
+ * which resolves only after the transaction holding it committed, and says whether this
+ * outcome's own guard matched.
  */
 export function createDeliveryHandler(deps: DeliveryHandlerDeps): MessageHandler {
   const { clock, events, config } = deps;
   const db = fromKysely(deps.db);
   const random = deps.random ?? Math.random;
+  const notifications =
+    deps.notifications ??
+    createNotificationLoader(deps.db, {
+      maxBatch: config.readBatchSize ?? BATCHING_DEFAULTS.readBatchSize,
+      delayMs: config.readBatchDelayMs ?? BATCHING_DEFAULTS.readBatchDelayMs,
+    });
+  const outcomes =
+    deps.outcomes ??
+    createOutcomeWriter(db, {
+      maxBatch: config.outcomeBatchSize ?? BATCHING_DEFAULTS.outcomeBatchSize,
+      maxDelayMs: config.outcomeBatchDelayMs ?? BATCHING_DEFAULTS.outcomeBatchDelayMs,
+      onFlush: (flush) => events.emit('outcomesFlushed', flush),
+    });
 
   return async (message, signal): Promise<HandleResult> => {
-    const parsed = parseDeliveryRequest(message.value);
+    const parsed = parseInboundRequest(message.value);
     if (!parsed.ok) return { kind: 'dead-letter', code: parseFailureCode(parsed.reason), reason: parsed.reason };
     const request = parsed.message;
     const dueAt = new Date(request.due_at);
     if (clock.now().getTime() < dueAt.getTime()) return { kind: 'not-due', dueAt };
 
-    const notification = await notificationGet(db, { id: request.id });
+    const notification = await notifications.load(request.id);
     if (!notification) return { kind: 'dead-letter', code: 'unknown_notification', reason: `unknown notification ${request.id}` };
     if (notification.tenant_id !== request.tenant_id || notification.channel !== request.channel) {
       return { kind: 'dead-letter', code: 'mismatch', reason: `message does not match notification ${request.id} (tenant or channel differs)` };
@@ -67,7 +105,9 @@ export function createDeliveryHandler(deps: DeliveryHandlerDeps): MessageHandler
       return { kind: 'dead-letter', code: 'attempt_over_max', reason: `attempt ${attempt} exceeds max_attempts ${notification.max_attempts} of notification ${notification.id}` };
     }
 
-    const log = deps.logger.child({ notificationId: notification.id, tenantId: notification.tenant_id, channel: notification.channel, attempt, traceId: deliveryTraceId(message.headers) });
+    // The delivery's log fields, merged into each line rather than bound in a child logger: pino
+    // serialises a child's bindings when it is made, and a delivery writes one line.
+    const ids = { notificationId: notification.id, tenantId: notification.tenant_id, channel: notification.channel, attempt, traceId: deliveryTraceId(message.headers) };
     const startedAt = clock.now();
     events.emit('dispatched', { topic: message.topic, notificationId: notification.id, attempt, latenessMs: startedAt.getTime() - dueAt.getTime() });
 
@@ -95,7 +135,7 @@ export function createDeliveryHandler(deps: DeliveryHandlerDeps): MessageHandler
           const call = await callProvider(provider, prepared.delivery, { timeoutMs: config.sendTimeoutMs, shutdown: signal });
           durationMs = performance.now() - t0;
           if (call.kind === 'abandoned') {
-            log.info({ durationMs }, 'delivery abandoned by shutdown; the notification stays queued');
+            deps.logger.info({ ...ids, durationMs }, 'delivery abandoned by shutdown; the notification stays queued');
             return { kind: 'abandoned', notificationId: notification.id };
           }
           result = call.result;
@@ -105,9 +145,9 @@ export function createDeliveryHandler(deps: DeliveryHandlerDeps): MessageHandler
 
     const finishedAt = clock.now();
     const plan = planOutcome({ notification, attempt, result, now: finishedAt, retry: config.retry, tiers: config.tiers, random });
-    const recorded = await recordOutcome(db, { notification, plan, startedAt, finishedAt });
+    const recorded = await outcomes.record({ notification, plan, startedAt, finishedAt });
     if (!recorded) {
-      log.info({ outcome: plan.attemptOutcome }, 'attempt already recorded by another delivery; outcome discarded');
+      deps.logger.info({ ...ids, outcome: plan.attemptOutcome }, 'attempt already recorded by another delivery; outcome discarded');
       return skipped('raced');
     }
 
@@ -131,6 +171,7 @@ export function createDeliveryHandler(deps: DeliveryHandlerDeps): MessageHandler
       events.emit('retryScheduled', { notificationId: notification.id, attempt: attempt + 1, delayMs: plan.delayMs, topic: plan.retryTopic });
     }
     const fields = {
+      ...ids,
       outcome: plan.attemptOutcome,
       state: plan.to,
       deadReason: plan.deadReason ?? undefined,
@@ -138,8 +179,8 @@ export function createDeliveryHandler(deps: DeliveryHandlerDeps): MessageHandler
       nextAttemptAt: plan.nextAttemptAt?.toISOString(),
       durationMs: Math.round(durationMs),
     };
-    if (plan.to === 'dead') log.warn(fields, 'notification dead');
-    else log.info(fields, plan.to === 'sent' ? 'notification sent' : 'attempt failed; retry scheduled');
+    if (plan.to === 'dead') deps.logger.warn(fields, 'notification dead');
+    else deps.logger.info(fields, plan.to === 'sent' ? 'notification sent' : 'attempt failed; retry scheduled');
     return { kind: 'recorded', notificationId: notification.id, plan };
   };
 }

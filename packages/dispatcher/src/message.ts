@@ -91,11 +91,28 @@ export function fromKafkaMessage(topic: string, partition: number, message: Kafk
  * dead-letters it).
  */
 export function messageDueAt(message: Pick<InboundMessage, 'value' | 'headers'>): Date | undefined {
-  const parsed = parseDeliveryRequest(message.value);
+  const parsed = parseInboundRequest(message.value);
   const raw = parsed.ok ? parsed.message.due_at : message.headers[HEADERS.dueAt];
   if (raw === undefined) return undefined;
   const due = new Date(raw);
   return Number.isNaN(due.getTime()) ? undefined : due;
+}
+
+const parsedValues = new WeakMap<Buffer, ReturnType<typeof parseDeliveryRequest>>();
+
+/**
+ * `parseDeliveryRequest` of a message's value, computed once per value buffer: the consumer reads
+ * `due_at` when the message arrives and the handler the rest when it runs, from one JSON parse and
+ * one schema check. The result is read-only; a value that is not a Buffer is parsed every time.
+ */
+export function parseInboundRequest(value: Buffer | null): ReturnType<typeof parseDeliveryRequest> {
+  if (!Buffer.isBuffer(value)) return parseDeliveryRequest(value);
+  let parsed = parsedValues.get(value);
+  if (!parsed) {
+    parsed = parseDeliveryRequest(value);
+    parsedValues.set(value, parsed);
+  }
+  return parsed;
 }
 
 /** The ordering key: the Kafka key (tenant/channel/recipient hash); a keyless message is ordered with its partition. */

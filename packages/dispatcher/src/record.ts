@@ -1,6 +1,7 @@
 import { buildDeliveryRequest, buildStatusEvent, type MessageSubject, type Notification, type OutboxMessage, type SqlExecutor, type StatusEventType } from '@notify/outbox';
 import type { OutcomePlan } from './outcome.js';
-import { notificationRecordOutcome } from './sql/notification-record-outcome.js';
+import { notificationRecordOutcome, type NotificationRecordOutcomeParams } from './sql/notification-record-outcome.js';
+import { notificationRecordOutcomes } from './sql/notification-record-outcomes.js';
 
 /** The inputs of `recordOutcome`. */
 export interface RecordOutcomeParams {
@@ -42,14 +43,10 @@ export function outcomeMessages(notification: RecordOutcomeParams['notification'
   return messages;
 }
 
-/**
- * Writes one attempt's outcome in one transaction: the attempt row, the guarded state change
- * and the outbox rows. Returns false (and writes nothing) when the notification was no longer
- * queued at `attempts = attempt − 1`.
- */
-export function recordOutcome(db: SqlExecutor, params: RecordOutcomeParams): Promise<boolean> {
+/** The row-level parameters of one outcome: what `notificationRecordOutcome(s)` writes for it. */
+export function outcomeRecordParams(params: RecordOutcomeParams): NotificationRecordOutcomeParams {
   const { notification, plan, startedAt, finishedAt } = params;
-  return notificationRecordOutcome(db, {
+  return {
     id: notification.id,
     attempt: plan.attempt,
     state: plan.to,
@@ -62,5 +59,24 @@ export function recordOutcome(db: SqlExecutor, params: RecordOutcomeParams): Pro
     error: plan.attemptError,
     providerStatus: plan.providerStatus,
     messages: outcomeMessages(notification, plan, finishedAt),
-  });
+  };
+}
+
+/**
+ * Writes one attempt's outcome in one transaction: the attempt row, the guarded state change
+ * and the outbox rows. Returns false (and writes nothing) when the notification was no longer
+ * queued at `attempts = attempt − 1`.
+ */
+export function recordOutcome(db: SqlExecutor, params: RecordOutcomeParams): Promise<boolean> {
+  return notificationRecordOutcome(db, outcomeRecordParams(params));
+}
+
+/**
+ * Writes several attempts' outcomes in one transaction (group commit), each as `recordOutcome`
+ * would: returns, per outcome in order, whether it was recorded; an outcome whose guard does not
+ * match writes nothing and leaves the others unaffected. At most one outcome per notification.
+ * Throws, writing nothing at all, when the statement fails.
+ */
+export function recordOutcomes(db: SqlExecutor, params: readonly RecordOutcomeParams[]): Promise<boolean[]> {
+  return notificationRecordOutcomes(db, { outcomes: params.map(outcomeRecordParams) });
 }

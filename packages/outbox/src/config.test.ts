@@ -23,6 +23,12 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ [name]: value })).toThrow(message);
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
   });
+  it('reads the dispatcher group-commit settings, with defaults, and rejects out-of-range ones by name', () => {
+    expect(loadConfig({}).dispatcher).toMatchObject({ outcomeBatchSize: 64, outcomeBatchDelayMs: 5 });
+    expect(loadConfig({ NOTIFY_OUTCOME_BATCH_SIZE: '1', NOTIFY_OUTCOME_BATCH_DELAY_MS: '0' }).dispatcher).toMatchObject({ outcomeBatchSize: 1, outcomeBatchDelayMs: 0 });
+    expect(() => loadConfig({ NOTIFY_OUTCOME_BATCH_SIZE: '0' })).toThrow(/NOTIFY_OUTCOME_BATCH_SIZE: expected a number from 1/);
+    expect(() => loadConfig({ NOTIFY_OUTCOME_BATCH_DELAY_MS: 'soon' })).toThrow(/NOTIFY_OUTCOME_BATCH_DELAY_MS: expected a whole number/);
+  });
   it('defaults the shutdown deadline to 15 s', () => {
     expect(loadConfig({}).shutdownTimeoutMs).toBe(15_000);
     expect(loadConfig({ NOTIFY_SHUTDOWN_TIMEOUT_MS: '2000' }).shutdownTimeoutMs).toBe(2000);

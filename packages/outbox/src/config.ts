@@ -31,6 +31,10 @@ export interface Config {
     readonly maxInFlight: number;
     /** A queued notification overdue by more than this is re-published by the repair sweep. */
     readonly repairAfterMs: number;
+    /** NOTIFY_OUTCOME_BATCH_SIZE: delivery outcomes written per transaction at most (group commit). */
+    readonly outcomeBatchSize: number;
+    /** NOTIFY_OUTCOME_BATCH_DELAY_MS: how long the first outcome of a group waits for others (0: the same event-loop turn). */
+    readonly outcomeBatchDelayMs: number;
   };
   readonly relay: {
     readonly batchSize: number;
@@ -184,6 +188,8 @@ export function loadConfig(env: Env): Config {
       sendTimeoutMs: int(env, 'NOTIFY_SEND_TIMEOUT_MS', 2_000, 1, 600_000),
       maxInFlight: int(env, 'NOTIFY_MAX_IN_FLIGHT', 32, 1, 10_000),
       repairAfterMs: int(env, 'NOTIFY_REPAIR_AFTER_MS', 60_000, 1_000, 86_400_000),
+      outcomeBatchSize: int(env, 'NOTIFY_OUTCOME_BATCH_SIZE', 64, 1, 1_000),
+      outcomeBatchDelayMs: int(env, 'NOTIFY_OUTCOME_BATCH_DELAY_MS', 5, 0, 1_000),
     },
     relay: {
       batchSize: int(env, 'NOTIFY_RELAY_BATCH_SIZE', 500, 1, 10_000),

@@ -10,6 +10,7 @@ import { planLeases } from './lease-plan.js';
 import { PublishError, type PublishMessage, type Publisher } from './publisher.js';
 import { type ClaimedRow, outboxClaimBatch } from './sql/outbox-claim-batch.js';
 import { outboxHeldBack } from './sql/outbox-held-back.js';
+import { relayInstanceSleeping } from './sql/relay-instance-sleeping.js';
 import { outboxMarkPublished } from './sql/outbox-mark-published.js';
 import { outboxPurgePublished } from './sql/outbox-purge-published.js';
 import { relayInstanceHeartbeat } from './sql/relay-instance-heartbeat.js';
@@ -239,7 +240,25 @@ export function createRelay(config: RelayConfig, deps: RelayDeps): Relay {
         return false;
       }
     };
+    /** Flags this instance as sleeping (the trigger then rings) or busy; only transitions touch the database. */
+    let sleeping = false;
+    const setSleeping = async (value: boolean) => {
+      if (sleeping === value) return;
+      try {
+        await relayInstanceSleeping(db, { instanceId, sleeping: value });
+        sleeping = value;
+      } catch (error) {
+        // Not fatal: without the flag the relay is woken by its poll interval instead.
+        events.emit('error', { error, stage: 'wakeup' });
+      }
+    };
     const idle = async (heldBack: boolean) => {
+      if (!heldBack && !sleeping) {
+        // Ring first, then look once more before sleeping: a row committed before the flag
+        // became visible did not ring, and the next claim catches it.
+        await setSleeping(true);
+        if (sleeping) return;
+      }
       if (heldBack) {
         // Rows wait behind an older open transaction that may never notify: re-poll soon.
         await signal.wait(heldBackDelay);
@@ -267,6 +286,7 @@ export function createRelay(config: RelayConfig, deps: RelayDeps): Relay {
         continue;
       }
       ahead = null;
+      if (current.rows.length > 0) await setSleeping(false);
       if (current.rows.length === 0) {
         if (!(await settle())) continue;
         failures = 0;

@@ -71,12 +71,18 @@ export interface NotifyChild {
  * Starts `notify start --roles <roles>` as a child (node --import tsx, as `pnpm notify` runs it)
  * and waits for its "listening on" line. The child sees only PATH, HOME and `env`.
  */
-export async function startNotifyChild(name: string, roles: readonly string[], env: Readonly<Record<string, string>>, timeoutMs = 60_000): Promise<NotifyChild> {
+export async function startNotifyChild(
+  name: string,
+  roles: readonly string[],
+  env: Readonly<Record<string, string>>,
+  { timeoutMs = 60_000, onSpawn }: { readonly timeoutMs?: number; readonly onSpawn?: (child: ChildProcess) => void } = {},
+): Promise<NotifyChild> {
   const child = spawn(process.execPath, ['--import', 'tsx', BIN, 'start', '--roles', roles.join(',')], {
     cwd: ROOT,
     env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  onSpawn?.(child);
   let out = '';
   let exitCode: number | null | undefined;
   child.stdout!.on('data', (d: Buffer) => (out += d.toString('utf8')));
@@ -123,12 +129,19 @@ export async function startNotifyChild(name: string, roles: readonly string[], e
 /** The children of one scenario, so a failing test still leaves no process behind. */
 export class ChildSet {
   readonly #children = new Set<NotifyChild>();
+  /** Every process spawned and not yet exited, also those still starting. */
+  readonly #spawned = new Set<ChildProcess>();
   /** Everything every child (also the killed ones) wrote, for log checks. */
   #logs: string[] = [];
 
   /** Starts a child and keeps track of it. */
   async start(name: string, roles: readonly string[], env: Readonly<Record<string, string>>): Promise<NotifyChild> {
-    const c = await startNotifyChild(name, roles, env);
+    const c = await startNotifyChild(name, roles, env, {
+      onSpawn: (p) => {
+        this.#spawned.add(p);
+        p.on('close', () => this.#spawned.delete(p));
+      },
+    });
     this.#children.add(c);
     c.child.on('close', () => {
       this.#logs.push(c.output());
@@ -142,9 +155,10 @@ export class ChildSet {
     return [...this.#logs, ...[...this.#children].map((c) => c.output())].join('\n');
   }
 
-  /** SIGKILLs whatever still runs. */
+  /** SIGKILLs whatever still runs, including processes still starting. */
   async killAll(): Promise<void> {
     await Promise.all([...this.#children].map((c) => c.kill()));
+    for (const p of this.#spawned) if (p.exitCode === null && p.signalCode === null) p.kill('SIGKILL');
   }
 
   /** SIGTERMs whatever still runs; returns the exit codes by name. */

@@ -1,0 +1,109 @@
+import type { SqlExecutor } from '@notify/outbox';
+import type { NotificationRecordOutcomeParams } from './notification-record-outcome.js';
+
+/** Parameters of `notificationRecordOutcomes`: several attempts' results, each as for `notificationRecordOutcome`. */
+export interface NotificationRecordOutcomesParams {
+  /** At most one outcome per notification id (the caller defers a second one to a later call). */
+  readonly outcomes: readonly NotificationRecordOutcomeParams[];
+}
+
+// `notificationRecordOutcome` for many rows, still one statement (so one transaction, one round
+// trip and one commit for the whole group). Each input row's guarded UPDATE matches on its own
+// (`state = 'queued' AND attempts = attempt − 1`); the attempt rows and the outbox rows are read
+// from the UPDATE's RETURNING, so a row whose guard does not match writes nothing at all while
+// the others are written. The outbox rows of the recorded outcomes are inserted in input order
+// (each outcome's status event before its retry request).
+//
+// The input is sorted by id (see `notificationRecordOutcomes`), so two flushes touching the same
+// rows lock them in the same order and cannot deadlock each other.
+const SQL = `
+WITH input AS (
+  SELECT *
+    FROM unnest($1::text[], $2::int[], $3::text[], $4::text[], $5::text[], $6::timestamptz[],
+                $7::timestamptz[], $8::timestamptz[], $9::text[], $10::text[], $11::text[])
+         WITH ORDINALITY AS i(id, attempt, state, dead_reason, last_error, next_attempt_at,
+                             started_at, finished_at, outcome, error, provider_status, ord)
+), n AS (
+  UPDATE notifications AS t
+     SET state = i.state,
+         attempts = i.attempt,
+         dead_reason = i.dead_reason,
+         last_error = i.last_error,
+         next_attempt_at = i.next_attempt_at,
+         sent_at = CASE WHEN i.state = 'sent' THEN i.finished_at ELSE NULL END,
+         updated_at = i.finished_at
+    FROM input AS i
+   WHERE t.id = i.id AND t.state = 'queued' AND t.attempts = i.attempt - 1
+  RETURNING i.ord
+), a AS (
+  INSERT INTO attempts (notification_id, attempt, started_at, finished_at, outcome, error, provider_status)
+  SELECT i.id, i.attempt, i.started_at, i.finished_at, i.outcome, i.error, i.provider_status
+    FROM n JOIN input AS i ON i.ord = n.ord
+), o AS (
+  INSERT INTO outbox (topic, key, value, headers)
+  SELECT m.topic, m.key, m.value, m.headers
+    FROM unnest($12::int[], $13::text[], $14::text[], $15::text[], $16::jsonb[])
+         WITH ORDINALITY AS m(owner, topic, key, value, headers, ord)
+   WHERE m.owner IN (SELECT n.ord FROM n)
+   ORDER BY m.ord
+)
+SELECT ord::int AS ord FROM n`;
+
+/**
+ * Records several attempts in one statement: for each outcome, moves its notification from
+ * `queued` (with `attempts = attempt − 1`) to the new state, inserts the attempt row and appends
+ * the outbox rows, atomically for the whole group. Returns, per outcome in the order given,
+ * whether it was recorded; false means its guard did not match and nothing of it was written
+ * (the others are unaffected). Throws (writing nothing) when the statement fails.
+ */
+export async function notificationRecordOutcomes(db: SqlExecutor, params: NotificationRecordOutcomesParams): Promise<boolean[]> {
+  const n = params.outcomes.length;
+  if (n === 0) return [];
+  const seen = new Set<string>();
+  for (const o of params.outcomes) {
+    if (seen.has(o.id)) throw new RangeError(`notificationRecordOutcomes: notification ${o.id} appears twice; record the second outcome in a later call`);
+    seen.add(o.id);
+  }
+  // Lock order: by id (see SQL). `order[k]` is the caller's index of the k-th row sent.
+  const order = params.outcomes.map((_, i) => i).sort((a, b) => {
+    const x = params.outcomes[a]!.id;
+    const y = params.outcomes[b]!.id;
+    return x < y ? -1 : x > y ? 1 : 0;
+  });
+  const rows = order.map((i) => params.outcomes[i]!);
+  const owner: number[] = [];
+  const topic: string[] = [];
+  const key: string[] = [];
+  const value: string[] = [];
+  const headers: string[] = [];
+  rows.forEach((o, k) => {
+    for (const m of o.messages) {
+      owner.push(k + 1); // WITH ORDINALITY counts from 1
+      topic.push(m.topic);
+      key.push(m.key);
+      value.push(m.value);
+      headers.push(JSON.stringify(m.headers));
+    }
+  });
+  const { rows: recorded } = await db.query<{ ord: number }>(SQL, [
+    rows.map((o) => o.id),
+    rows.map((o) => o.attempt),
+    rows.map((o) => o.state),
+    rows.map((o) => o.deadReason),
+    rows.map((o) => o.lastError),
+    rows.map((o) => o.nextAttemptAt),
+    rows.map((o) => o.startedAt),
+    rows.map((o) => o.finishedAt),
+    rows.map((o) => o.outcome),
+    rows.map((o) => o.error),
+    rows.map((o) => o.providerStatus),
+    owner,
+    topic,
+    key,
+    value,
+    headers,
+  ]);
+  const result = new Array<boolean>(n).fill(false);
+  for (const r of recorded) result[order[r.ord - 1]!] = true;
+  return result;
+}
