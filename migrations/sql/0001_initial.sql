@@ -75,8 +75,7 @@ CREATE TABLE outbox (
   published_at timestamptz
 );
 
--- The relay's claim reads only unpublished rows; published ones stay until purged and must not slow it.
-CREATE INDEX outbox_unpublished_idx ON outbox (id) WHERE published_at IS NULL;
+-- (The relay's claim index on unpublished rows, (txid, id), is in 0002 with the relay's ordering rule.)
 -- The retention purge finds old published rows without scanning unpublished ones.
 CREATE INDEX outbox_published_at_idx ON outbox (published_at) WHERE published_at IS NOT NULL;
 

@@ -5,8 +5,8 @@
 -- xid order, and only below the snapshot's xmin (see docs/relay.md, "the snapshot rule"). This
 -- index serves that ORDER BY … LIMIT, the `txid < xmin` bound and the pipeline's (txid, id)
 -- cursor as one index range scan, and the "rows held back by an open transaction" check as
--- another; outbox_unpublished_idx (id) cannot serve them without sorting every unpublished row
--- for each batch.
+-- another. It is the only index on unpublished rows: a second one on (id) would cost every
+-- enqueue an index insert per outbox row for nothing.
 CREATE INDEX outbox_unpublished_txid_idx ON outbox (txid, id) WHERE published_at IS NULL;
 
 -- The hash slot of a message key. Every row of one key maps to one slot, and one relay at a time

@@ -1,9 +1,9 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { CHANNELS, type Clock, type Database, type Logger, NOTIFICATION_STATES, fromKysely, silentLogger, systemClock } from '@notify/outbox';
+import { type OutboxLag, outboxLag } from '@notify/relay';
 import type { Kysely } from 'kysely';
 import { notificationCountByState } from '../sql/notification-count-by-state.js';
 import { notificationQueueAge } from '../sql/notification-queue-age.js';
-import { outboxBacklog } from '../sql/outbox-backlog.js';
 
 /** Buckets of the provider latency histogram, in seconds: 5 ms to the 30 s send-timeout range. */
 export const PROVIDER_LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30];
@@ -161,7 +161,7 @@ export function createMetrics(options: CreateMetricsOptions = {}): Metrics {
           const [counts, ages, backlog] = await Promise.all([
             notificationCountByState(executor),
             notificationQueueAge(executor),
-            outboxBacklog(executor),
+            outboxLag(executor, { now }),
           ]);
           return { now, counts, ages, backlog };
         })();
@@ -222,7 +222,7 @@ export function createMetrics(options: CreateMetricsOptions = {}): Metrics {
       registers: [registry],
       async collect() {
         const s = await read();
-        if (s) this.set(s.backlog.oldest_created_at ? seconds(s.now, s.backlog.oldest_created_at) : 0);
+        if (s) this.set((s.backlog.oldestAgeMs ?? 0) / 1000);
       },
     });
     new Gauge({
@@ -280,7 +280,7 @@ interface Snapshot {
   readonly now: Date;
   readonly counts: Awaited<ReturnType<typeof notificationCountByState>>;
   readonly ages: Awaited<ReturnType<typeof notificationQueueAge>>;
-  readonly backlog: Awaited<ReturnType<typeof outboxBacklog>>;
+  readonly backlog: OutboxLag;
 }
 
 function seconds(now: Date, then: Date | string): number {

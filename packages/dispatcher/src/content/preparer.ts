@@ -1,8 +1,10 @@
 import { type Clock, type Notification, type TransactionLike, toExecutor } from '@notify/outbox';
+import { createBatchLoader } from '../batch-loader.js';
 import type { Delivery } from '../provider/provider.js';
 import type { ContentPreparer, Prepared } from './content.js';
 import { type TemplateRecord, templateGet } from './sql/template-get.js';
-import { suppressionMatch } from './sql/suppression-match.js';
+import type { SuppressionMatchParams, SuppressionRecord } from './sql/suppression-match.js';
+import { suppressionMatchMany } from './sql/suppression-match-many.js';
 import { renderTemplate } from './template.js';
 
 /** Dependencies and options of `createContentPreparer`. */
@@ -18,6 +20,12 @@ export interface ContentPreparerDeps {
    */
   readonly templateCacheMs?: number;
   readonly templateCacheSize?: number;
+  /**
+   * Opt-out checks of concurrently prepared notifications share one query (`suppressionMatchMany`),
+   * up to this many per query. Default 256; 1 checks each with its own query. Never cached: each
+   * check's query is sent after the check was asked for.
+   */
+  readonly suppressionBatchSize?: number;
 }
 
 interface CacheEntry {
@@ -44,25 +52,42 @@ export function createContentPreparer(deps: ContentPreparerDeps): ContentPrepare
   const cacheMs = deps.templateCacheMs ?? 5_000;
   const cacheSize = deps.templateCacheSize ?? 1_000;
   const cache = new Map<string, CacheEntry>();
+  /** Template loads under way: concurrent misses of one key share one query. */
+  const loading = new Map<string, Promise<TemplateRecord | null>>();
+  const suppressions = createBatchLoader<SuppressionMatchParams, SuppressionRecord | null>({
+    loadMany: (checks) => suppressionMatchMany(db, { checks }),
+    maxBatch: deps.suppressionBatchSize ?? 256,
+    delayMs: 0,
+    keyOf: (c) => JSON.stringify([c.tenantId, c.channel, c.recipient, c.category]),
+  });
 
   async function loadTemplate(tenantId: string, name: string, version: number | null): Promise<TemplateRecord | null> {
     const key = JSON.stringify([tenantId, name, version]);
     const now = deps.clock.now().getTime();
     const hit = cache.get(key);
     if (hit && hit.until > now) return hit.template;
-    const template = await templateGet(db, { tenantId, name, version });
-    const ttl = version !== null && template !== null ? Number.POSITIVE_INFINITY : cacheMs;
-    if (ttl > 0) {
-      cache.delete(key);
-      cache.set(key, { template, until: now + ttl });
-      if (cache.size > cacheSize) cache.delete(cache.keys().next().value!);
+    const shared = loading.get(key);
+    if (shared) return shared;
+    const load = templateGet(db, { tenantId, name, version }).then((template) => {
+      const ttl = version !== null && template !== null ? Number.POSITIVE_INFINITY : cacheMs;
+      if (ttl > 0) {
+        cache.delete(key);
+        cache.set(key, { template, until: now + ttl });
+        if (cache.size > cacheSize) cache.delete(cache.keys().next().value!);
+      }
+      return template;
+    });
+    loading.set(key, load);
+    try {
+      return await load;
+    } finally {
+      loading.delete(key);
     }
-    return template;
   }
 
   return {
     async prepare(notification: Notification, attempt: number): Promise<Prepared> {
-      const optOut = await suppressionMatch(db, {
+      const optOut = await suppressions.load({
         tenantId: notification.tenant_id,
         channel: notification.channel,
         recipient: notification.recipient,
