@@ -127,6 +127,7 @@ async function main(): Promise<void> {
   for (const scenario of selected) {
     const t0 = performance.now();
     const startedAt = new Date().toISOString();
+    const loadStart = os.loadavg()[0]!;
     log(`── ${scenario.name}: ${scenario.description}`);
     let report: ScenarioReport;
     try {
@@ -157,9 +158,10 @@ async function main(): Promise<void> {
     } finally {
       await stack.deleteTopics(stack.topicPrefix(scenario.name)).catch((err) => log(`could not delete topics: ${(err as Error).message}`));
     }
+    report = { ...report, loadAverage: { start: Math.round(loadStart * 100) / 100, end: Math.round(os.loadavg()[0]! * 100) / 100 } };
     if (ctx.cpuProfDir) report = { ...report, details: { ...report.details, profiles: summariseProfiles(ctx.cpuProfDir, t0) } };
     const file = writeReport(outDir, report);
-    log(`${scenario.name} done in ${(report.durationMs / 1000).toFixed(1)} s → ${path.relative(ROOT, file)}`);
+    log(`${scenario.name} done in ${(report.durationMs / 1000).toFixed(1)} s (load average ${report.loadAverage?.start} → ${report.loadAverage?.end}) → ${path.relative(ROOT, file)}`);
     reports.push(report);
   }
   await stack.cleanup();

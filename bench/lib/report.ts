@@ -54,6 +54,8 @@ export interface ScenarioReport {
   readonly startedAt: string;
   readonly durationMs: number;
   readonly machine: Record<string, unknown>;
+  /** 1-minute load average when the scenario started and ended: how busy the shared machine was. */
+  readonly loadAverage?: { readonly start: number; readonly end: number };
   readonly figures: readonly JudgedFigure[];
   readonly peakRssMiB: Readonly<Record<string, number>>;
   readonly details: Record<string, unknown>;

@@ -7,7 +7,10 @@ import { latencySummary, sleep } from '../lib/stats.js';
 import type { BenchContext, Scenario } from './types.js';
 
 const FAILURE_RATE = 0.3;
-const RATE = 200;
+// Inside what the service sustains on this 2-core machine with 30 % of attempts repeated (a backlog
+// drain measured ~350–450/s under the other engineers' load; 200/s fell behind in two runs), so the
+// lateness figure is the retry machinery's, not a growing queue's.
+const RATE = 100;
 
 /** One scheduled retry: its delay topic, when it was due (the `due-at` header of its retry message) and when it started (attempts.started_at). */
 interface RetryRow {
@@ -129,7 +132,7 @@ async function runOnce(ctx: BenchContext, jitter: number, label: string): Promis
  */
 export const retryHeavyScenario: Scenario = {
   name: 'retry-heavy',
-  description: '30 % transient failures at a steady 200/s: delivered/s and retry lateness vs due time (p50/p99), jitter 0.2 and 0',
+  description: '30 % transient failures at a steady 100/s: delivered/s and retry lateness vs due time (p50/p99), jitter 0.2 and 0',
   needsKafka: true,
   async run(ctx) {
     const runs: RetryRun[] = [await runOnce(ctx, 0.2, 'jitter02')];

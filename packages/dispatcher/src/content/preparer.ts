@@ -41,7 +41,8 @@ function oneLine(text: string): string {
 /**
  * The content port's implementation (see content.ts):
  * 1. opt-outs: a `suppressions` row for (tenant, channel, recipient, '*' or the category) →
- *    `suppressed`, with the row's category and reason; checked on every attempt;
+ *    `suppressed`, with the row's category and reason; checked on every attempt, never cached
+ *    (the checks of concurrently prepared notifications share one query, sent after they were asked for);
  * 2. content: `body` passes through; a `template` is loaded (pinned version, else the newest),
  *    must be for the notification's channel, and is rendered with the notification's `data`:
  *    subject and text body as text, the email HTML alternative HTML-escaped. A missing
@@ -66,7 +67,8 @@ export function createContentPreparer(deps: ContentPreparerDeps): ContentPrepare
     const now = deps.clock.now().getTime();
     const hit = cache.get(key);
     if (hit && hit.until > now) return hit.template;
-    const shared = loading.get(key);
+    // Only when caching is on: with it off, every load must be a query sent after it was asked for.
+    const shared = cacheMs > 0 ? loading.get(key) : undefined;
     if (shared) return shared;
     const load = templateGet(db, { tenantId, name, version }).then((template) => {
       const ttl = version !== null && template !== null ? Number.POSITIVE_INFINITY : cacheMs;
@@ -77,11 +79,11 @@ export function createContentPreparer(deps: ContentPreparerDeps): ContentPrepare
       }
       return template;
     });
-    loading.set(key, load);
+    if (cacheMs > 0) loading.set(key, load);
     try {
       return await load;
     } finally {
-      loading.delete(key);
+      if (loading.get(key) === load) loading.delete(key);
     }
   }
 
