@@ -9,8 +9,8 @@ import type { Scenario } from './types.js';
  * and 16 concurrent clients, against a plain single-row INSERT + COMMIT into a comparable table
  * with the same transaction shape, the same pool and the same database. Rounds alternate; each
  * rate is the median round and each ratio the median of per-round ratios. The load runs in a child process whose peak RSS is reported.
- * Full mode adds diagnostic variants (prepared statement, NOTIFY trigger off) that show what the
- * gap is made of; they carry no target.
+ * Full mode adds diagnostic variants (the statement unprepared, the NOTIFY trigger off) that show
+ * what the gap is made of; they carry no target.
  */
 export const enqueueScenario: Scenario = {
   name: 'enqueue',
@@ -19,7 +19,7 @@ export const enqueueScenario: Scenario = {
   async run(ctx) {
     const db = await ctx.stack.freshDatabase('enqueue');
     try {
-      const variants: EnqueueVariant[] = ctx.quick ? ['plain', 'enqueue'] : ['plain', 'enqueue', 'kysely', 'prepared', 'noTrigger'];
+      const variants: EnqueueVariant[] = ctx.quick ? ['plain', 'enqueue'] : ['plain', 'enqueue', 'kysely', 'unprepared', 'noTrigger'];
       const input: EnqueueLoadInput = {
         url: db.url,
         concurrencies: [4, 16],
@@ -51,7 +51,7 @@ export const enqueueScenario: Scenario = {
         if (r.kysely) {
           figures.push({ id: `c${c}.kysely`, label: `${ENQUEUE_VARIANTS.kysely} tx/s, ${c} clients`, value: rate('kysely'), unit: '/s', baseline: base, ratio: paired('kysely') });
         }
-        for (const v of ['prepared', 'noTrigger'] as const) {
+        for (const v of ['unprepared', 'noTrigger'] as const) {
           if (r[v]) {
             figures.push({ id: `c${c}.${v}`, label: `diag: ${ENQUEUE_VARIANTS[v]} tx/s, ${c} clients`, value: rate(v), unit: '/s', baseline: base, ratio: paired(v) });
           }

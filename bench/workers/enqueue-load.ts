@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import pg from 'pg';
-import { type NotificationIntent, type SqlExecutor, createDb, enqueue } from '@notify/outbox';
+import { type NotificationIntent, createDb, enqueue } from '@notify/outbox';
 import { latencySummary, median } from '../lib/stats.js';
 import { workerMain } from '../lib/worker.js';
 
@@ -17,8 +17,8 @@ export const ENQUEUE_VARIANTS = {
   enqueue: 'enqueue() on a pg client',
   /** db.transaction().execute((trx) => enqueue(trx, intent)): the HTTP API's shape. */
   kysely: 'enqueue() in a Kysely transaction',
-  /** enqueue() through an executor that names its statement, so PostgreSQL parses and plans it once per connection. */
-  prepared: 'enqueue() as a prepared statement',
+  /** enqueue() with its statement sent unnamed, so PostgreSQL parses and plans it on every call (what the prepared statement saves). */
+  unprepared: 'enqueue() without a prepared statement',
   /** enqueue() with the outbox NOTIFY trigger disabled (what the trigger costs). */
   noTrigger: 'enqueue() without the outbox NOTIFY trigger',
 } as const;
@@ -84,17 +84,14 @@ function cpuOfPids(pids: readonly number[]): number {
   return (ticks / TICKS_PER_SECOND) * 1e6;
 }
 
-/** An executor that runs every statement as a named prepared statement (one name per distinct text). */
-function preparedExecutor(client: pg.PoolClient, names: Map<string, string>): SqlExecutor {
+/**
+ * A pg-client look-alike that drops the statement name enqueue asks for, so the same SQL runs as
+ * an unnamed statement (parsed and planned on every call, as before enqueue prepared it).
+ */
+function unnamedClient(client: pg.PoolClient) {
   return {
-    async query<R>(text: string, values: readonly unknown[]) {
-      let name = names.get(text);
-      if (!name) {
-        name = `bench_enqueue_${names.size}`;
-        names.set(text, name);
-      }
-      const result = await client.query({ name, text, values: [...values] });
-      return { rows: result.rows as R[] };
+    async query(config: string | { text: string; values?: unknown[] }, values?: unknown[]) {
+      return typeof config === 'string' ? client.query(config, values) : client.query(config.text, config.values);
     },
   };
 }
@@ -134,7 +131,6 @@ async function run(input: EnqueueLoadInput): Promise<EnqueueLoadOutput> {
   pool.on('error', () => {});
   const db = createDb({ connectionString: input.url, max: maxClients, applicationName: 'notify-bench-enqueue-kysely' });
   await pool.query(PLAIN_TABLE);
-  const statementNames = new WeakMap<pg.PoolClient, Map<string, string>>();
 
   const enqueueOp: Op = async (client) => {
     await client.query('BEGIN');
@@ -152,11 +148,9 @@ async function run(input: EnqueueLoadInput): Promise<EnqueueLoadOutput> {
     kysely: async () => {
       await db.transaction().execute((trx) => enqueue(trx, INTENT));
     },
-    prepared: async (client) => {
-      let names = statementNames.get(client);
-      if (!names) statementNames.set(client, (names = new Map()));
+    unprepared: async (client) => {
       await client.query('BEGIN');
-      await enqueue(preparedExecutor(client, names), INTENT);
+      await enqueue(unnamedClient(client), INTENT);
       await client.query('COMMIT');
     },
     noTrigger: enqueueOp,

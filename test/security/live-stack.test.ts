@@ -20,7 +20,7 @@ import { fromKysely } from '@notify/outbox';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { waitFor } from '../support/wait.js';
 import { startChaosReceiver, type ChaosReceiver } from '../support/chaos/receiver.js';
-import { ChildSet, type NotifyChild, chaosEnv, stackTopics } from '../support/chaos/stack.js';
+import { ChildSet, type NotifyChild, chaosEnv, createTopicsAndWait, stackTopics } from '../support/chaos/stack.js';
 import { issueTestKey, type TestKey } from '../support/chaos/tenants.js';
 
 const MARKER = `BODYMARKER${randomBytes(6).toString('hex')}`;
@@ -92,7 +92,7 @@ beforeAll(async () => {
   const kafka = new Kafka({ brokers: env.KAFKA_BROKERS!.split(','), logLevel: logLevel.NOTHING });
   const admin = kafka.admin();
   await admin.connect();
-  await admin.createTopics({ topics: stackTopics(env).map((topic) => ({ topic, numPartitions: 2 })), waitForLeaders: true });
+  await createTopicsAndWait(admin, stackTopics(env), 2);
   await admin.disconnect();
   stack = await children.start('stack', ['api', 'relay', 'dispatcher'], env);
 }, 120_000);

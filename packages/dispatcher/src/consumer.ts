@@ -137,7 +137,8 @@ export function createDeliveryConsumer(config: DispatcherConfig, deps: DeliveryC
         if (result.kind === 'not-due') return { retryInMs: Math.max(1, result.dueAt.getTime() - clock.now().getTime()) };
         if (result.kind === 'abandoned') return undefined; // offset stays open: the message is read again
         tracker.finish(offset);
-        if (!tracker.revoked) commitSoon();
+        // While stopping, `stop` commits what finished; a commit scheduled after that would hit a left group.
+        if (!tracker.revoked && !stopping) commitSoon();
         return undefined;
       } catch (error) {
         if (stopping) return undefined;

@@ -100,12 +100,15 @@ export function createDispatcher(config: DispatcherConfig, deps: DispatcherDeps)
       if (state !== 'started') return { notStarted: 0, abortedInFlight: false };
       state = 'stopped';
       await repair.stop();
+      // Outcomes waiting for company are written now rather than after the group delay, so the
+      // deliveries waiting on them finish (and are acknowledged) sooner.
+      const writing = outcomes.flush();
       const report = await consumer.stop(options.timeoutMs ?? config.shutdownTimeoutMs);
       // Deliveries wait for their group's commit, so after the consumer stopped nothing should be
       // queued; an outcome of a delivery the consumer gave up waiting for is still written (it is
       // not acknowledged: the next owner re-reads it and skips it by the guard).
       let timer: NodeJS.Timeout | undefined;
-      await Promise.race([outcomes.flush(), new Promise<void>((r) => (timer = setTimeout(r, 2_000)))]);
+      await Promise.race([writing.then(() => outcomes.flush()), new Promise<void>((r) => (timer = setTimeout(r, 2_000)))]);
       clearTimeout(timer);
       await dlq.disconnect().catch(() => undefined);
       logger.info(report, 'dispatcher stopped');

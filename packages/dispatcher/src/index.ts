@@ -18,11 +18,12 @@ export { templateInsert, TemplateRejectedError, type TemplateInsertParams } from
 export { suppressionInsert, type SuppressionInsertParams } from './content/sql/suppression-insert.js';
 export { suppressionDelete, type SuppressionDeleteParams } from './content/sql/suppression-delete.js';
 export { suppressionMatch, type SuppressionMatchParams, type SuppressionRecord } from './content/sql/suppression-match.js';
+export { suppressionMatchMany, type SuppressionMatchManyParams } from './content/sql/suppression-match-many.js';
 // The dispatcher: consumer, delivery handler, retries (issue 4). Besides createDispatcher, the
 // pieces the lab test composes without Kafka (handler, middleware, scheduler, planOutcome,
 // recordOutcome, repair sweep) are public, so that test runs the production code and no copy.
 export { createDispatcher, type Dispatcher, type DispatcherDeps } from './dispatcher.js';
-export { dispatcherConfigFrom, dispatcherConfig, type DispatcherConfig, type DispatcherConfigOverrides } from './config.js';
+export { dispatcherConfigFrom, dispatcherConfig, BATCHING_DEFAULTS, type DispatcherConfig, type DispatcherConfigOverrides } from './config.js';
 export { nextAttemptAt, backoffDelayMs, type BackoffParams } from './retry/backoff.js';
 export { dispatcherTopicSuffixes, delayTiers, tierFor, formatTierName, type DelayTier } from './retry/delay-topics.js';
 export {
@@ -34,7 +35,9 @@ export {
   type DispatcherEvents,
   type OnDispatcherEvent,
 } from './events.js';
-export { createDeliveryHandler, type DeliveryHandlerDeps } from './handler.js';
+export { createDeliveryHandler, createNotificationLoader, type DeliveryHandlerDeps } from './handler.js';
+export { createOutcomeWriter, type OutcomeWriter, type OutcomeWriterOptions, type OutcomeFlush } from './outcome-writer.js';
+export { createBatchLoader, type BatchLoader, type BatchLoaderOptions } from './batch-loader.js';
 export {
   compose,
   messageDueAt,
@@ -52,7 +55,7 @@ export {
 export { deadLetter, deadLetterFor, createKafkaDeadLetterSink, type DeadLetter, type DeadLetterSink } from './middleware/dead-letter.js';
 export { tracing, extractTraceContext, deliveryTraceId } from './middleware/tracing.js';
 export { planOutcome, type AttemptResult, type OutcomePlan, type PlanOutcomeParams } from './outcome.js';
-export { recordOutcome, outcomeMessages, type RecordOutcomeParams } from './record.js';
+export { recordOutcome, recordOutcomes, outcomeMessages, outcomeRecordParams, type RecordOutcomeParams } from './record.js';
 export { createKeyedScheduler, type KeyedScheduler, type Task, type TaskResult } from './scheduler.js';
 export type { ConsumerStopReport } from './consumer.js';
 export { createRepairSweep, type RepairSweep, type RepairSweepDeps } from './repair.js';

@@ -73,4 +73,27 @@ describe('graceful shutdown', () => {
     await h.startDispatcher({ webhook: createHttpTestProvider() });
     await waitFor(async () => (await countByState(h as Harness)).sent === 1, { timeoutMs: 20_000, message: 'sent by the next dispatcher' });
   });
+
+  it('writes outcomes still waiting for their group at once, acknowledges them, and the next dispatcher sends nothing twice', async () => {
+    // A group delay far longer than the test: only stop() can write these outcomes in time.
+    h = await startHarness({ partitions: 1, dispatcher: { maxInFlight: 4, outcomeBatchDelayMs: 60_000 } });
+    receiver = await startReceiver(async () => ({ status: 200 }));
+    for (let i = 0; i < 3; i++) await h.enqueue({ tenant_id: 't1', channel: 'webhook', to: `${receiver.url}/g/${i}`, body: `g${i}` });
+    const first = await h.startDispatcher({ webhook: createHttpTestProvider() });
+    const r = receiver;
+    await waitFor(() => r.received.length === 3, { message: '3 provider calls made' });
+    expect(await countByState(h)).toEqual({ queued: 3 }); // answered, but their group is not written yet
+
+    const report = await first.stop({ timeoutMs: 15_000 });
+    expect(report).toEqual({ notStarted: 0, abortedInFlight: false });
+    expect(await countByState(h)).toEqual({ sent: 3 });
+    expect(h.seen.outcomesFlushed.map((f) => f.recorded)).toEqual([3]);
+
+    // Their offsets were committed: a second dispatcher reads only the new one (a re-read would show as skipped).
+    await h.enqueue({ tenant_id: 't1', channel: 'webhook', to: `${receiver.url}/g/3`, body: 'g3' });
+    await h.startDispatcher({ webhook: createHttpTestProvider() });
+    await waitFor(async () => (await countByState(h as Harness)).sent === 4, { timeoutMs: 20_000, message: 'the fourth sent' });
+    expect(r.received).toHaveLength(4);
+    expect(h.seen.skipped).toHaveLength(0);
+  });
 });
