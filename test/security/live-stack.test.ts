@@ -20,8 +20,9 @@ import { fromKysely } from '@notify/outbox';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { waitFor } from '../support/wait.js';
 import { startChaosReceiver, type ChaosReceiver } from '../support/chaos/receiver.js';
-import { ChildSet, type NotifyChild, chaosEnv, createTopicsAndWait, stackTopics } from '../support/chaos/stack.js';
+import { ChildSet, type NotifyChild, chaosEnv, stackTopics } from '../support/chaos/stack.js';
 import { issueTestKey, type TestKey } from '../support/chaos/tenants.js';
+import { ensureTopics } from '@notify/api';
 
 const MARKER = `BODYMARKER${randomBytes(6).toString('hex')}`;
 const seededKey = `nk_seed_${randomBytes(24).toString('base64url')}`;
@@ -92,7 +93,7 @@ beforeAll(async () => {
   const kafka = new Kafka({ brokers: env.KAFKA_BROKERS!.split(','), logLevel: logLevel.NOTHING });
   const admin = kafka.admin();
   await admin.connect();
-  await createTopicsAndWait(admin, stackTopics(env), 2);
+  await ensureTopics(admin, stackTopics(env), 2);
   await admin.disconnect();
   stack = await children.start('stack', ['api', 'relay', 'dispatcher'], env);
 }, 120_000);

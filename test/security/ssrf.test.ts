@@ -16,7 +16,8 @@ import { Kafka, logLevel } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { waitFor } from '../support/wait.js';
-import { ChildSet, type NotifyChild, chaosEnv, createTopicsAndWait, stackTopics } from '../support/chaos/stack.js';
+import { ChildSet, type NotifyChild, chaosEnv, stackTopics } from '../support/chaos/stack.js';
+import { ensureTopics } from '@notify/api';
 
 const KEY = `nk_ssrf_${randomBytes(16).toString('hex')}`;
 let t: TestDatabase;
@@ -53,7 +54,7 @@ beforeAll(async () => {
   });
   const admin = new Kafka({ brokers: env.KAFKA_BROKERS!.split(','), logLevel: logLevel.NOTHING }).admin();
   await admin.connect();
-  await createTopicsAndWait(admin, stackTopics(env), 2);
+  await ensureTopics(admin, stackTopics(env), 2);
   await admin.disconnect();
   stack = await children.start('stack', ['api', 'relay', 'dispatcher'], env);
 }, 120_000);

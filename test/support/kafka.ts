@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { type Admin, Kafka, logLevel, type KafkaMessage } from 'kafkajs';
 import { inject } from 'vitest';
+import { ensureTopics } from '@notify/api';
 import { topicName } from '@notify/outbox';
 import { waitFor } from './wait.js';
 
@@ -36,7 +37,7 @@ export async function createTestKafka(): Promise<TestKafka> {
     topic,
     async createTopics(suffixes, partitions = 3) {
       const names = suffixes.map(topic);
-      await admin.createTopics({ topics: names.map((t) => ({ topic: t, numPartitions: partitions })), waitForLeaders: true });
+      await ensureTopics(admin, names, partitions);
       names.forEach((n) => created.add(n));
     },
     async readAll(suffix, count, timeoutMs = 15_000) {

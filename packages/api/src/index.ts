@@ -55,3 +55,4 @@ export {
 export { runNotify, USAGE, type ProcessHooks } from './cli/main.js';
 export { startNotify, parseRoles, ROLES, type Role, type RunningNotify, type StartDeps } from './cli/start.js';
 export { CliError, type CliIo } from './cli/cli-error.js';
+export { ensureTopics } from './cli/preflight.js';

@@ -91,7 +91,7 @@ describe('graceful shutdown', () => {
 
     // Their offsets were committed: a second dispatcher reads only the new one (a re-read would show as skipped).
     await h.enqueue({ tenant_id: 't1', channel: 'webhook', to: `${receiver.url}/g/3`, body: 'g3' });
-    await h.startDispatcher({ webhook: createHttpTestProvider() });
+    await h.startDispatcher({ webhook: createHttpTestProvider() }, { outcomeBatchDelayMs: 5 });
     await waitFor(async () => (await countByState(h as Harness)).sent === 4, { timeoutMs: 20_000, message: 'the fourth sent' });
     expect(r.received).toHaveLength(4);
     expect(h.seen.skipped).toHaveLength(0);

@@ -6,7 +6,8 @@ import { createTestDatabase, type TestDatabase } from '../db.js';
 import { waitFor } from '../wait.js';
 import { type AuditReport, auditRun, waitForSettled } from './audit.js';
 import { type ChaosReceiver, type ReceiverBehaviour, type ReceiverRequest, startChaosReceiver } from './receiver.js';
-import { ChildSet, type NotifyChild, chaosEnv, createTopicsAndWait, retryOf, seededRandom, stackTopics, startEnqueueLoad } from './stack.js';
+import { ChildSet, type NotifyChild, chaosEnv, retryOf, seededRandom, stackTopics, startEnqueueLoad } from './stack.js';
+import { ensureTopics } from '@notify/api';
 
 /** One process of the stack under test: a name and the roles `notify start` runs in it. */
 export interface StackProcess {
@@ -135,7 +136,7 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
   let settledOk = false;
   try {
     await admin.connect();
-    await createTopicsAndWait(admin, topics, Number(env.NOTIFY_TOPIC_PARTITIONS));
+    await ensureTopics(admin, topics, Number(env.NOTIFY_TOPIC_PARTITIONS));
     await Promise.all(s.processes.map(start));
 
     const keys = s.keys ?? 25;

@@ -1,6 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import type { Admin } from 'kafkajs';
 import type { Kysely } from 'kysely';
 import { type Database, type RetryConfig, enqueue, loadConfig, topicName } from '@notify/outbox';
 import { dispatcherTopicSuffixes } from '@notify/dispatcher';
@@ -279,19 +278,3 @@ export function runNotifyCommand(
   });
 }
 
-/**
- * Creates topics and waits until every partition has a leader. kafkajs' own `waitForLeaders`
- * gives up when a KRaft broker briefly answers UNKNOWN_TOPIC_OR_PARTITION ("This server does not
- * host this topic-partition") for a topic it has just created, which happens under load; this
- * polls the metadata with `waitFor` instead, treating that answer as "not yet".
- */
-export async function createTopicsAndWait(admin: Admin, topics: readonly string[], partitions: number): Promise<void> {
-  await admin.createTopics({ topics: topics.map((topic) => ({ topic, numPartitions: partitions })), waitForLeaders: false });
-  await waitFor(
-    async () => {
-      const { topics: meta } = await admin.fetchTopicMetadata({ topics: [...topics] });
-      return meta.length === topics.length && meta.every((t) => t.partitions.length === partitions && t.partitions.every((p) => p.leader >= 0));
-    },
-    { timeoutMs: 30_000, intervalMs: 100, message: `leaders for ${topics.length} new topics` },
-  );
-}

@@ -54,11 +54,26 @@ export async function connectKafkaAdmin(kafka: Kafka, brokers: readonly string[]
   }
 }
 
-/** Creates the topics that do not exist yet, with `partitions` partitions each. Returns the names it created. */
-export async function ensureTopics(admin: Admin, names: readonly string[], partitions: number): Promise<string[]> {
+/**
+ * Creates the topics that do not exist yet, with `partitions` partitions each, and waits (up to
+ * `timeoutMs`) until every partition of every named topic has a leader. Returns the names it created.
+ * kafkajs' own `waitForLeaders` gives up when a just-created topic briefly answers "This server
+ * does not host this topic-partition" (seen here several times), so the metadata is polled instead.
+ */
+export async function ensureTopics(admin: Admin, names: readonly string[], partitions: number, { timeoutMs = 30_000 } = {}): Promise<string[]> {
   const existing = new Set(await admin.listTopics());
   const missing = names.filter((n) => !existing.has(n));
-  if (missing.length === 0) return [];
-  await admin.createTopics({ topics: missing.map((topic) => ({ topic, numPartitions: partitions })), waitForLeaders: true });
-  return missing;
+  if (missing.length > 0) {
+    await admin.createTopics({ topics: missing.map((topic) => ({ topic, numPartitions: partitions })), waitForLeaders: false });
+  }
+  const deadline = performance.now() + timeoutMs;
+  for (;;) {
+    const ready = await admin
+      .fetchTopicMetadata({ topics: [...names] })
+      .then(({ topics }) => topics.length === names.length && topics.every((t) => t.partitions.length > 0 && t.partitions.every((p) => p.leader >= 0)))
+      .catch(() => false);
+    if (ready) return missing;
+    if (performance.now() > deadline) throw new CliError(`Kafka topics have no leader after ${timeoutMs} ms: ${names.join(', ')}`, 1);
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }

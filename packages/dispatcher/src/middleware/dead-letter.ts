@@ -18,14 +18,17 @@ export interface DeadLetterSink {
   send(letter: DeadLetter): Promise<void>;
 }
 
-/** The dead letter for `message`: its own headers plus the reason and where it came from. */
+/** Longest `dlq-reason` header: a reason may quote the message (an id), which may itself be huge. */
+export const MAX_DLQ_REASON_CHARS = 500;
+
+/** The dead letter for `message`: its own headers plus the reason (cut to MAX_DLQ_REASON_CHARS) and where it came from. */
 export function deadLetterFor(message: InboundMessage, reason: string): DeadLetter {
   return {
     key: message.key,
     value: message.value,
     headers: {
       ...message.headers,
-      [HEADERS.dlqReason]: reason,
+      [HEADERS.dlqReason]: reason.length > MAX_DLQ_REASON_CHARS ? `${reason.slice(0, MAX_DLQ_REASON_CHARS - 1)}…` : reason,
       [HEADERS.dlqSourceTopic]: message.topic,
       [HEADERS.dlqSourcePartition]: String(message.partition),
       [HEADERS.dlqSourceOffset]: message.offset,

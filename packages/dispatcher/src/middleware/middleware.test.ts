@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDispatcherEvents } from '../events.js';
 import { compose, type InboundMessage, type MessageHandler } from '../message.js';
 import { createMemoryDeadLetterSink } from '../testing/memory-dead-letter-sink.js';
-import { deadLetter } from './dead-letter.js';
+import { MAX_DLQ_REASON_CHARS, deadLetter, deadLetterFor } from './dead-letter.js';
 import { deliveryTraceId, extractTraceContext, tracing } from './tracing.js';
 
 /** The smallest context manager an SDK would install (AsyncLocalStorage-based). */
@@ -98,5 +98,16 @@ describe('dead-letter middleware', () => {
       { events, logger: silentLogger },
     )(async () => ({ kind: 'dead-letter', code: 'bad_json', reason: 'bad' }));
     await expect(broken(message(), new AbortController().signal)).rejects.toThrow('broker down');
+  });
+});
+
+describe('deadLetterFor', () => {
+  it('cuts a huge reason so the dead letter stays within the broker limit', () => {
+    const letter = deadLetterFor(
+      message(),
+      `unknown notification ${'x'.repeat(900_000)}`,
+    );
+    expect(letter.headers['dlq-reason']).toHaveLength(MAX_DLQ_REASON_CHARS);
+    expect(letter.headers['dlq-reason']).toMatch(/^unknown notification x+…$/);
   });
 });

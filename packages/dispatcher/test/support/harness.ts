@@ -23,8 +23,8 @@ export interface Harness {
   readonly drain: OutboxDrain;
   /** Every dispatcher event, recorded in order, from every dispatcher this harness made. */
   readonly seen: { readonly [E in DispatcherEventName]: DispatcherEventMap[E][] };
-  /** A new dispatcher in the harness' consumer group (started). */
-  startDispatcher(providers: Partial<Record<Channel, Provider>>): Promise<Dispatcher>;
+  /** A new dispatcher in the harness' consumer group (started), with the harness' config and `overrides`. */
+  startDispatcher(providers: Partial<Record<Channel, Provider>>, overrides?: DispatcherConfigOverrides): Promise<Dispatcher>;
   /** Enqueues with the harness' retry policy. */
   enqueue(intent: NotificationIntent): Promise<string>;
   close(): Promise<void>;
@@ -60,8 +60,8 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     config,
     drain,
     seen,
-    async startDispatcher(providers) {
-      const d = createDispatcher(config, { db: db.db, kafka: kafka.kafka, providers, content: plainContent(), clock: systemClock, logger: silentLogger });
+    async startDispatcher(providers, overrides = {}) {
+      const d = createDispatcher({ ...config, ...overrides }, { db: db.db, kafka: kafka.kafka, providers, content: plainContent(), clock: systemClock, logger: silentLogger });
       for (const e of EVENTS) d.on(e, (payload) => (seen[e] as unknown[]).push(payload));
       dispatchers.push(d);
       await d.start();

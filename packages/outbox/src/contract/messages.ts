@@ -63,8 +63,8 @@ export const DeliveryRequestV1 = z
   .object({
     v: z.literal(1),
     type: z.literal('notification.deliver'),
-    id: z.string().min(1),
-    tenant_id: z.string().min(1),
+    id: z.string().min(1).max(64),
+    tenant_id: z.string().min(1).max(200),
     channel: z.enum(CHANNELS),
     /** The attempt this message asks for (1 for the first). A message whose attempt is already done is skipped. */
     attempt: z.int().min(1),
@@ -90,8 +90,8 @@ export const StatusEventV1 = z
   .object({
     v: z.literal(1),
     type: z.enum(STATUS_EVENT_TYPES),
-    id: z.string().min(1),
-    tenant_id: z.string().min(1),
+    id: z.string().min(1).max(64),
+    tenant_id: z.string().min(1).max(200),
     channel: z.enum(CHANNELS),
     state: z.enum(NOTIFICATION_STATES),
     attempts: z.int().min(0),

@@ -22,9 +22,15 @@ export function createDb(options: CreateDbOptions): Kysely<Database> {
     max: options.max ?? 10,
     application_name: options.applicationName ?? 'notify',
   });
-  // An idle client that loses its connection (server restart, pg_terminate_backend) emits 'error'
-  // on the pool; without a listener that would crash the process. The pool replaces the client.
+  // A client that loses its connection (server restart, pg_terminate_backend, an idle-in-transaction
+  // timeout) emits 'error': on the pool when idle, on the client itself when checked out (e.g. the
+  // relay's claim transaction while its batch is in Kafka). Without a listener either one crashes the
+  // process; with them, the query in progress fails (and is retried by its caller) and the pool
+  // replaces the client. Found by the pg_terminate_backend chaos scenario.
   pool.on('error', () => {});
+  pool.on('connect', (client) => {
+    client.on('error', () => {});
+  });
   return new Kysely<Database>({ dialect: new PostgresDialect({ pool: preparingPool(pool) }) });
 }
 
