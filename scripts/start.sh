@@ -13,5 +13,9 @@ KAFKA_BROKERS="$(node scripts/kafka.mjs ensure | tail -n 1 | sed 's/^KAFKA_BROKE
 export KAFKA_BROKERS
 # A development key so the walkthrough in README.md works out of the box; set your own in production.
 export NOTIFY_API_KEYS="${NOTIFY_API_KEYS:-demo:dev-key-change-me}"
+# Local webhook receivers (scripts/demo-receiver.mjs) are private addresses the SSRF guard refuses;
+# this development start allows loopback unless you say otherwise. Never set this in production.
+export NOTIFY_WEBHOOK_ALLOW_CIDRS="${NOTIFY_WEBHOOK_ALLOW_CIDRS-127.0.0.1/32}"
+echo "start.sh: development settings: API key 'dev-key-change-me' (tenant demo), webhooks to ${NOTIFY_WEBHOOK_ALLOW_CIDRS:-nowhere private} allowed" >&2
 pnpm -s notify migrate
 exec pnpm -s notify start "$@"
