@@ -49,7 +49,14 @@ async function machine(serverUrl: string, floorRssBytes: number): Promise<Record
   // `java -version` prints to stderr.
   const javaOut = spawnSync('java', ['-version'], { encoding: 'utf8' });
   const java = (javaOut.stderr || javaOut.stdout || '').split('\n')[0]?.trim() || 'unknown';
+  // The code measured: HEAD, and how many files outside bench/ differed from it when the run started.
+  const head = spawnSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).stdout.trim() || 'unknown';
+  const dirty = spawnSync('git', ['status', '--porcelain', '--untracked-files=no'], { cwd: ROOT, encoding: 'utf8' })
+    .stdout.split('\n')
+    .filter((l) => l.trim() !== '' && !l.slice(3).startsWith('bench/')).length;
   return {
+    commit: head,
+    uncommittedFilesOutsideBench: dirty,
     nproc: os.availableParallelism(),
     cpu: os.cpus()[0]?.model ?? 'unknown',
     memoryGiB: Math.round(os.totalmem() / 1024 ** 3),

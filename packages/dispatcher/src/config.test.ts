@@ -27,4 +27,13 @@ describe('dispatcherConfigFrom', () => {
     expect(() => dispatcherConfig({ ...base, maxInFlight: 0 })).toThrow(/maxInFlight/);
     expect(() => dispatcherConfig({ ...base, maxInFlight: 50, maxBuffered: 10 })).toThrow(/maxBuffered/);
   });
+
+  it('batches by default (64 outcomes or 5 ms; reads in the same event-loop turn), from NOTIFY_OUTCOME_BATCH_*, and rejects nonsense', () => {
+    expect(dispatcherConfigFrom(loadConfig({}))).toMatchObject({ outcomeBatchSize: 64, outcomeBatchDelayMs: 5, readBatchSize: 256, readBatchDelayMs: 0 });
+    expect(dispatcherConfigFrom(loadConfig({ NOTIFY_OUTCOME_BATCH_SIZE: '1', NOTIFY_OUTCOME_BATCH_DELAY_MS: '0' }))).toMatchObject({ outcomeBatchSize: 1, outcomeBatchDelayMs: 0 });
+    const retry = { maxAttempts: 4, baseDelayMs: 1000, maxDelayMs: 30_000, jitter: 0, defaultTtlMs: 86_400_000 };
+    const base = { topicPrefix: 'p', retry, sendTimeoutMs: 2000, maxInFlight: 3, repairAfterMs: 1000 };
+    expect(() => dispatcherConfig({ ...base, outcomeBatchSize: 0 })).toThrow(/outcomeBatchSize/);
+    expect(() => dispatcherConfig({ ...base, readBatchDelayMs: -1 })).toThrow(/readBatchDelayMs/);
+  });
 });

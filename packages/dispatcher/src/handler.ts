@@ -53,7 +53,8 @@ export function createNotificationLoader(
  * 3. Check the expiry. 4. Prepare the content (template, preferences): suppressed or broken
  *    content ends dead without a provider call. 5. Call the provider with the per-attempt
  *    timeout. 6. Classify (`planOutcome`) and record attempt row + state change + outbox rows
- *    in one transaction, guarded so a duplicate writes nothing.
+ *    in one transaction (shared with concurrently finishing deliveries), guarded so a duplicate
+ *    writes nothing.
  *
  * The database work is batched across concurrently running deliveries without changing what
  * one delivery sees: the notification comes from a loader whose query is sent after the request

@@ -87,7 +87,8 @@ describe('graceful shutdown', () => {
     const report = await first.stop({ timeoutMs: 15_000 });
     expect(report).toEqual({ notStarted: 0, abortedInFlight: false });
     expect(await countByState(h)).toEqual({ sent: 3 });
-    expect(h.seen.outcomesFlushed.map((f) => f.recorded)).toEqual([3]);
+    // Written by stop() in one or two groups (the third answer may still be on its way when stop begins).
+    expect(h.seen.outcomesFlushed.reduce((n, f) => n + f.recorded, 0)).toBe(3);
 
     // Their offsets were committed: a second dispatcher reads only the new one (a re-read would show as skipped).
     await h.enqueue({ tenant_id: 't1', channel: 'webhook', to: `${receiver.url}/g/3`, body: 'g3' });
