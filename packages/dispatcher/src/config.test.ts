@@ -31,6 +31,8 @@ describe('dispatcherConfigFrom', () => {
   it('batches by default (64 outcomes or 5 ms; reads in the same event-loop turn), from NOTIFY_OUTCOME_BATCH_*, and rejects nonsense', () => {
     expect(dispatcherConfigFrom(loadConfig({}))).toMatchObject({ outcomeBatchSize: 64, outcomeBatchDelayMs: 5, readBatchSize: 256, readBatchDelayMs: 0 });
     expect(dispatcherConfigFrom(loadConfig({ NOTIFY_OUTCOME_BATCH_SIZE: '1', NOTIFY_OUTCOME_BATCH_DELAY_MS: '0' }))).toMatchObject({ outcomeBatchSize: 1, outcomeBatchDelayMs: 0 });
+    expect(dispatcherConfigFrom(loadConfig({}))).toMatchObject({ sessionTimeoutMs: 30_000, heartbeatIntervalMs: 3_000 });
+    expect(dispatcherConfigFrom(loadConfig({ NOTIFY_KAFKA_SESSION_TIMEOUT_MS: '6000' }))).toMatchObject({ sessionTimeoutMs: 6_000, heartbeatIntervalMs: 2_000 });
     const retry = { maxAttempts: 4, baseDelayMs: 1000, maxDelayMs: 30_000, jitter: 0, defaultTtlMs: 86_400_000 };
     const base = { topicPrefix: 'p', retry, sendTimeoutMs: 2000, maxInFlight: 3, repairAfterMs: 1000 };
     expect(() => dispatcherConfig({ ...base, outcomeBatchSize: 0 })).toThrow(/outcomeBatchSize/);

@@ -77,6 +77,9 @@ export function dispatcherConfigFrom(config: Config, overrides: DispatcherConfig
     repairAfterMs: config.dispatcher.repairAfterMs,
     outcomeBatchSize: config.dispatcher.outcomeBatchSize,
     outcomeBatchDelayMs: config.dispatcher.outcomeBatchDelayMs,
+    sessionTimeoutMs: config.dispatcher.sessionTimeoutMs,
+    // kafkajs wants heartbeats well inside the session: a third of it, at most the 3 s default.
+    heartbeatIntervalMs: Math.min(3_000, Math.floor(config.dispatcher.sessionTimeoutMs / 3)),
     // Two thirds of the process' shutdown budget (NOTIFY_SHUTDOWN_TIMEOUT_MS) for running deliveries;
     // the rest is for aborting stragglers, committing and leaving the group.
     shutdownTimeoutMs: Math.max(100, Math.floor((config.shutdownTimeoutMs * 2) / 3)),

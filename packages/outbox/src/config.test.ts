@@ -18,6 +18,7 @@ describe('loadConfig', () => {
     ['KAFKA_BROKERS', 'localhost', /KAFKA_BROKERS: expected host:port/],
     ['NOTIFY_API_KEYS', 'nokey', /NOTIFY_API_KEYS/],
     ['LOG_LEVEL', 'loud', /LOG_LEVEL/],
+    ['NOTIFY_KAFKA_SESSION_TIMEOUT_MS', '1000', /NOTIFY_KAFKA_SESSION_TIMEOUT_MS: expected a number from 6000/],
     ['NOTIFY_SHUTDOWN_TIMEOUT_MS', '50', /NOTIFY_SHUTDOWN_TIMEOUT_MS: expected a number from 100/],
   ])('%s=%s is rejected with a message naming it', (name, value, message) => {
     expect(() => loadConfig({ [name]: value })).toThrow(message);

@@ -35,6 +35,8 @@ export interface Config {
     readonly outcomeBatchSize: number;
     /** NOTIFY_OUTCOME_BATCH_DELAY_MS: how long the first outcome of a group waits for others (0: the same event-loop turn). */
     readonly outcomeBatchDelayMs: number;
+    /** NOTIFY_KAFKA_SESSION_TIMEOUT_MS: a dispatcher silent this long leaves the consumer group; its partitions move to the others (failover time after a crash). */
+    readonly sessionTimeoutMs: number;
   };
   readonly relay: {
     readonly batchSize: number;
@@ -190,6 +192,8 @@ export function loadConfig(env: Env): Config {
       repairAfterMs: int(env, 'NOTIFY_REPAIR_AFTER_MS', 60_000, 1_000, 86_400_000),
       outcomeBatchSize: int(env, 'NOTIFY_OUTCOME_BATCH_SIZE', 64, 1, 1_000),
       outcomeBatchDelayMs: int(env, 'NOTIFY_OUTCOME_BATCH_DELAY_MS', 5, 0, 1_000),
+      // The broker refuses sessions outside group.min/max.session.timeout.ms (6 s – 30 min by default).
+      sessionTimeoutMs: int(env, 'NOTIFY_KAFKA_SESSION_TIMEOUT_MS', 30_000, 6_000, 1_800_000),
     },
     relay: {
       batchSize: int(env, 'NOTIFY_RELAY_BATCH_SIZE', 500, 1, 10_000),
