@@ -6,7 +6,7 @@ export default defineConfig({
       {
         test: {
           name: 'unit',
-          include: ['packages/*/src/**/*.test.ts', 'migrations/src/**/*.test.ts'],
+          include: ['packages/*/src/**/*.test.ts', 'migrations/src/**/*.test.ts', 'bench/**/*.test.ts'],
         },
       },
       {
