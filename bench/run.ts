@@ -112,6 +112,9 @@ async function main(): Promise<void> {
   const stack = await createStack(process.env, log);
   const onSignal = () => {
     log('interrupted: stopping child processes, dropping this run’s databases');
+    // Dropping a database WITH (FORCE) cuts this process's own open connections: their errors are
+    // expected now and must not end the process before the other databases are dropped.
+    process.on('uncaughtException', () => {});
     terminateChildren();
     stack.cleanup().finally(() => process.exit(130));
   };

@@ -99,10 +99,16 @@ export async function offerAtRate(options: { rate: number; durationMs: number; m
 export function createEnqueuer(url: string, clients: number) {
   const pool = new pg.Pool({ connectionString: url, max: clients, application_name: 'notify-bench-loader' });
   pool.on('error', () => {});
+  const guarded = new WeakSet<pg.PoolClient>();
   return {
     /** Enqueues one notification in its own transaction; resolves with its id and performance.now() right after COMMIT returned. */
     async enqueueOne(intent: NotificationIntent): Promise<{ id: string; committedAt: number }> {
       const client = await pool.connect();
+      if (!guarded.has(client)) {
+        // A checked-out client reports a lost connection on itself, not on the pool; the query rejects anyway.
+        client.on('error', () => {});
+        guarded.add(client);
+      }
       try {
         await client.query('BEGIN');
         const { notification } = await enqueue(client, intent);

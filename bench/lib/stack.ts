@@ -27,7 +27,7 @@ export interface Stack {
   kafkaBrokers(): Promise<string[]>;
   /** Deletes every topic whose name starts with `prefix.`. */
   deleteTopics(prefix: string): Promise<void>;
-  /** Drops databases this run created and not yet dropped (after a failure). */
+  /** Drops databases this run created and not yet dropped, and deletes this run's topics (after a failure or an interrupt). */
   cleanup(): Promise<void>;
 }
 
@@ -65,6 +65,19 @@ export async function createStack(env: NodeJS.ProcessEnv, log: (line: string) =>
     }
   }
 
+  async function deleteTopics(prefix: string): Promise<void> {
+    if (!brokers) return;
+    const kafka = new Kafka({ clientId: 'notify-bench-cleanup', brokers: await brokers, logLevel: logLevel.NOTHING });
+    const admin = kafka.admin();
+    await admin.connect();
+    try {
+      const topics = (await admin.listTopics()).filter((t) => t.startsWith(`${prefix}.`));
+      if (topics.length > 0) await admin.deleteTopics({ topics, timeout: 30_000 });
+    } finally {
+      await admin.disconnect();
+    }
+  }
+
   return {
     serverUrl,
     runId,
@@ -88,20 +101,10 @@ export async function createStack(env: NodeJS.ProcessEnv, log: (line: string) =>
       brokers ??= ensureKafka({ log: (l) => log(`[kafka] ${l}`) }).then((k) => k.brokers.split(','));
       return brokers;
     },
-    async deleteTopics(prefix) {
-      if (!brokers) return;
-      const kafka = new Kafka({ clientId: 'notify-bench-cleanup', brokers: await brokers, logLevel: logLevel.NOTHING });
-      const admin = kafka.admin();
-      await admin.connect();
-      try {
-        const topics = (await admin.listTopics()).filter((t) => t.startsWith(`${prefix}.`));
-        if (topics.length > 0) await admin.deleteTopics({ topics, timeout: 30_000 });
-      } finally {
-        await admin.disconnect();
-      }
-    },
+    deleteTopics,
     async cleanup() {
       for (const name of [...live]) await dropDatabase(name).catch(() => {});
+      await deleteTopics(`bench.${runId}`).catch(() => {});
     },
   };
 }
