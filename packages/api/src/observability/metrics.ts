@@ -130,7 +130,7 @@ export function createMetrics(options: CreateMetricsOptions = {}): Metrics {
   });
   const deadLetters = new Counter({
     name: 'notify_dead_letters_total',
-    help: 'Messages moved to <prefix>.dlq, by reason class',
+    help: 'Messages moved to <prefix>.dlq, by dead-letter code (DEAD_LETTER_CODES)',
     labelNames: ['reason'] as const,
     registers: [registry],
   });
