@@ -32,7 +32,12 @@ export function withDatabase(url: string, name: string): string {
   return u.toString();
 }
 
-async function connect(url: string, timeoutMs: number): Promise<pg.Client> {
+/**
+ * Opens one client to `url`. Throws `DatabaseUnreachableError` (one line, the URL without its
+ * password) when no server answers; a missing database (SQLSTATE 3D000) is rethrown as pg's own
+ * error for the caller to handle. The caller ends the client.
+ */
+export async function connectPostgres(url: string, timeoutMs: number): Promise<pg.Client> {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: timeoutMs });
   client.on('error', () => {});
   try {
@@ -54,13 +59,13 @@ async function connect(url: string, timeoutMs: number): Promise<pg.Client> {
  */
 export async function ensureDatabase(url: string, { timeoutMs = 5_000 } = {}): Promise<{ created: boolean }> {
   try {
-    const client = await connect(url, timeoutMs);
+    const client = await connectPostgres(url, timeoutMs);
     await client.end();
     return { created: false };
   } catch (err) {
     if ((err as { code?: string }).code !== '3D000') throw err;
   }
-  const admin = await connect(withDatabase(url, 'postgres'), timeoutMs);
+  const admin = await connectPostgres(withDatabase(url, 'postgres'), timeoutMs);
   try {
     const name = databaseName(url);
     await admin.query(`CREATE DATABASE ${pg.escapeIdentifier(name)}`);

@@ -1,3 +1,3 @@
 // The public surface of @notify/migrations.
 export { migrateToLatest, SqlFileMigrationProvider } from './migrate.js';
-export { ensureDatabase, DatabaseUnreachableError, redactUrl, databaseName, withDatabase } from './database.js';
+export { ensureDatabase, connectPostgres, DatabaseUnreachableError, redactUrl, databaseName, withDatabase } from './database.js';

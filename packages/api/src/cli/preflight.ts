@@ -2,7 +2,7 @@ import type { Admin, Kafka } from 'kafkajs';
 import { type Kysely, Migrator } from 'kysely';
 import pg from 'pg';
 import type { Database } from '@notify/outbox';
-import { DatabaseUnreachableError, SqlFileMigrationProvider, databaseName, redactUrl } from '@notify/migrations';
+import { DatabaseUnreachableError, SqlFileMigrationProvider, connectPostgres, databaseName, redactUrl } from '@notify/migrations';
 import { CliError } from './cli-error.js';
 
 /**
@@ -10,20 +10,20 @@ import { CliError } from './cli-error.js';
  * without its password) when no server answers, and a `CliError` when the database is missing.
  */
 export async function checkDatabase(url: string, timeoutMs = 5_000): Promise<void> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: timeoutMs });
-  client.on('error', () => {});
+  let client: pg.Client;
   try {
-    await client.connect();
+    client = await connectPostgres(url, timeoutMs);
+  } catch (err) {
+    if ((err as { code?: string }).code === '3D000') {
+      throw new CliError(`database "${databaseName(url)}" does not exist on ${redactUrl(url)}; run \`pnpm notify migrate\` first`);
+    }
+    throw err;
+  }
+  try {
     await client.query('SELECT 1');
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
-    if (e.code === '3D000') {
-      throw new CliError(`database "${databaseName(url)}" does not exist on ${redactUrl(url)}; run \`pnpm notify migrate\` first`);
-    }
-    throw new DatabaseUnreachableError(
-      `cannot reach PostgreSQL at ${redactUrl(url)} (${e.code ?? e.message}); start it or set DATABASE_URL`,
-      { cause: err },
-    );
+    throw new DatabaseUnreachableError(`cannot reach PostgreSQL at ${redactUrl(url)} (${e.code ?? e.message}); start it or set DATABASE_URL`, { cause: err });
   } finally {
     await client.end().catch(() => {});
   }
