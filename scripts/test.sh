@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The whole test suite, from a fresh clone: installs what is missing, makes sure PostgreSQL and
-# Kafka answer, type-checks, runs every Vitest project, and prints one closing line
+# The whole test suite, from a fresh clone: installs what is missing, builds, makes sure PostgreSQL
+# and Kafka answer, type-checks, runs every Vitest project, and prints one closing line
 # "N passed, N failed, N skipped". Extra arguments go to vitest (e.g. a file filter).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -8,6 +8,7 @@ source scripts/lib.sh
 
 ensure_pnpm
 pnpm install --frozen-lockfile
+pnpm -s build
 ensure_postgres
 node scripts/kafka.mjs ensure >/dev/null
 pnpm -s typecheck

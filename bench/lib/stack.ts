@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { Kafka, logLevel } from 'kafkajs';
 import pg from 'pg';
-import { DEFAULT_DATABASE_URL, createDb } from '@notify/outbox';
+import { DEFAULT_DATABASE_URL } from '@notify/cli';
+import { createDb } from '@notify/runtime';
 import { ensureDatabase, migrateToLatest, withDatabase } from '@notify/migrations';
 import { ensureKafka } from '../../scripts/kafka.mjs';
 

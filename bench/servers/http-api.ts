@@ -4,8 +4,10 @@
 // until SIGTERM.
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
-import { createDb, loadConfig } from '@notify/outbox';
-import { createApp, createLogger } from '@notify/api';
+import { createDb } from '@notify/runtime';
+import { loadConfig } from '@notify/cli';
+import { createApp } from '@notify/api';
+import { createLogger } from '@notify/cli';
 
 // @hono/node-server is a dependency of @notify/api, not of the workspace root: resolve it from there.
 const fromApi = createRequire(new URL('../../packages/api/package.json', import.meta.url));

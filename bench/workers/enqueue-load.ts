@@ -5,7 +5,8 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import pg from 'pg';
-import { type NotificationIntent, createDb, enqueue } from '@notify/outbox';
+import { type NotificationIntent, enqueue } from '@notify/outbox';
+import { createDb } from '@notify/runtime';
 import { latencySummary, median } from '../lib/stats.js';
 import { workerMain } from '../lib/worker.js';
 

@@ -11,9 +11,14 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Kafka, logLevel } from 'kafkajs';
-import { enqueue, loadConfig, parseStatusEvent, silentLogger, systemClock, TOPICS } from '@notify/outbox';
-import { createContentPreparer, createDispatcher, createProviders, dispatcherConfigFrom, dispatcherTopicSuffixes, type Dispatcher } from '@notify/dispatcher';
-import { createRelay, relayConfigFrom, type Relay } from '@notify/relay';
+import { enqueue, parseStatusEvent, TOPICS } from '@notify/outbox';
+import { loadConfig } from '@notify/cli';
+import { silentLogger, systemClock } from '@notify/runtime';
+import { createContentPreparer, createDispatcher, dispatcherTopicSuffixes, type Dispatcher } from '@notify/dispatcher';
+import { createProviders } from '@notify/providers';
+import { dispatcherConfigFrom } from '@notify/cli';
+import { createRelay, type Relay } from '@notify/relay';
+import { relayConfigFrom } from '@notify/cli';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { createTestKafka, type TestKafka } from '../support/kafka.js';

@@ -14,7 +14,8 @@ import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Problem, createApp, createLogger } from '@notify/api';
+import { Problem, createApp } from '@notify/api';
+import { createLogger } from '@notify/cli';
 import { fromKysely } from '@notify/outbox';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { issueTestKey, type TestKey } from '../support/chaos/tenants.js';
@@ -43,7 +44,7 @@ beforeAll(async () => {
   });
   app = createApp({
     db: t.db,
-    config: { retry: { maxAttempts: 3, baseDelayMs: 1000, maxDelayMs: 10_000, jitter: 0, defaultTtlMs: 3_600_000 } },
+    config: { retry: { maxAttempts: 3, defaultTtlMs: 3_600_000 } },
     logger: createLogger({ level: 'trace', destination }),
   });
 });

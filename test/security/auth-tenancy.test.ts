@@ -29,7 +29,7 @@ beforeAll(async () => {
   acme = await issueTestKey(db, 'acme');
   globex = await issueTestKey(db, 'globex');
   revoked = await issueTestKey(db, 'acme', { revoked: true });
-  app = createApp({ db: t.db, config: { retry: { maxAttempts: 3, baseDelayMs: 1000, maxDelayMs: 10_000, jitter: 0, defaultTtlMs: 3_600_000 } } });
+  app = createApp({ db: t.db, config: { retry: { maxAttempts: 3, defaultTtlMs: 3_600_000 } } });
   for (const state of ['queued', 'dead', 'sent'] as const) {
     const res = await call(acme, 'POST', '/v1/notifications', { channel: 'webhook', to: `https://hooks.example.com/${state}`, body: 'hi' });
     expect(res.status).toBe(202);

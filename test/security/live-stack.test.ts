@@ -14,15 +14,15 @@ import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import { Kafka, logLevel } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { startHttpReceiver, startSmtpSink, type HttpReceiver, type SmtpSink } from '@notify/dispatcher/testing';
-import { verifyWebhookSignature, webhookSecretKey } from '@notify/dispatcher';
+import { startHttpReceiver, startSmtpSink, type HttpReceiver, type SmtpSink } from '@notify/providers/testing';
+import { verifyWebhookSignature, webhookSecretKey } from '@notify/providers';
 import { fromKysely } from '@notify/outbox';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { waitFor } from '../support/wait.js';
 import { startChaosReceiver, type ChaosReceiver } from '../support/chaos/receiver.js';
 import { ChildSet, type NotifyChild, chaosEnv, stackTopics } from '../support/chaos/stack.js';
 import { issueTestKey, type TestKey } from '../support/chaos/tenants.js';
-import { ensureTopics } from '@notify/api';
+import { ensureTopics } from '@notify/cli';
 
 const MARKER = `BODYMARKER${randomBytes(6).toString('hex')}`;
 const seededKey = `nk_seed_${randomBytes(24).toString('base64url')}`;

@@ -17,7 +17,7 @@ import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { waitFor } from '../support/wait.js';
 import { ChildSet, type NotifyChild, chaosEnv, stackTopics } from '../support/chaos/stack.js';
-import { ensureTopics } from '@notify/api';
+import { ensureTopics } from '@notify/cli';
 
 const KEY = `nk_ssrf_${randomBytes(16).toString('hex')}`;
 let t: TestDatabase;

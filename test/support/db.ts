@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import pg from 'pg';
 import { inject } from 'vitest';
-import { type Database, createDb } from '@notify/outbox';
+import { type Database } from '@notify/migrations';
+import { createDb } from '@notify/runtime';
 import { withDatabase } from '@notify/migrations';
 
 /** A fresh migrated database for one test file. */

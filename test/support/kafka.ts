@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { type Admin, Kafka, logLevel, type KafkaMessage } from 'kafkajs';
 import { inject } from 'vitest';
-import { ensureTopics } from '@notify/api';
+import { ensureTopics } from '@notify/cli';
 import { topicName } from '@notify/outbox';
 import { waitFor } from './wait.js';
 

@@ -1,10 +1,11 @@
 import { Hono } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { Kysely } from 'kysely';
-import { type Clock, type Config, type Database, type Logger, silentLogger, systemClock } from '@notify/outbox';
+import type { Database } from '@notify/migrations';
+import { type Clock, type Logger, errorSummary, silentLogger, systemClock } from '@notify/runtime';
 import type { AppEnv } from './env.js';
 import { requestContext } from './middleware/request-context.js';
-import { type Metrics, createMetrics } from './observability/metrics.js';
+import { type HttpMetrics, noMetrics } from './metrics.js';
 import { buildOpenApiDocument, renderDocsPage } from './openapi.js';
 import { type ProblemCode, problem, problemFromError, problemResponse } from './problem.js';
 import { notificationRoutes } from './routes/notifications.js';
@@ -13,12 +14,12 @@ import { type ReadinessCheck, opsRoutes } from './routes/ops.js';
 /** What `createApp` needs. Only `db` and `config` are required; the rest default for tests. */
 export interface AppDeps {
   readonly db: Kysely<Database>;
-  /** The retry budget and default expiry of new notifications. */
-  readonly config: Pick<Config, 'retry'>;
+  /** The retry budget and default expiry of new notifications (NOTIFY_MAX_ATTEMPTS, NOTIFY_DEFAULT_TTL_MS). */
+  readonly config: { readonly retry: { readonly maxAttempts: number; readonly defaultTtlMs: number } };
   readonly clock?: Clock;
   readonly logger?: Logger;
-  /** Default: a fresh registry with the SQL gauges and without process metrics. */
-  readonly metrics?: Metrics;
+  /** Records each request and serves GET /metrics (the service's registry in @notify/cli). Default: `noMetrics`. */
+  readonly metrics?: HttpMetrics;
   /** Checks behind /readyz. Default: the database answers `SELECT 1`. */
   readonly readiness?: Readonly<Record<string, ReadinessCheck>>;
   /** Serve /v1 (the api role). False leaves only the ops and docs routes, for relay or dispatcher processes. Default true. */
@@ -41,7 +42,7 @@ const HTTP_EXCEPTION_CODES: Record<number, ProblemCode> = {
 export function createApp(deps: AppDeps): Hono<AppEnv> {
   const clock = deps.clock ?? systemClock;
   const logger = deps.logger ?? silentLogger;
-  const metrics = deps.metrics ?? createMetrics({ db: deps.db, clock, logger, processMetrics: false });
+  const metrics = deps.metrics ?? noMetrics;
   const readiness = deps.readiness ?? {
     database: async () => {
       await deps.db.selectNoFrom((eb) => eb.lit(1).as('one')).execute();
@@ -76,17 +77,4 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     app.route('/v1/notifications', notificationRoutes({ db: deps.db, clock, logger, retry: deps.config.retry }));
   }
   return app;
-}
-
-/** An error for a log line: its class, code and message, and the same for its cause. Never request data. */
-function errorSummary(err: unknown): Record<string, unknown> {
-  if (!(err instanceof Error)) return { message: String(err) };
-  const code = (err as { code?: unknown }).code;
-  return {
-    type: err.name,
-    message: err.message,
-    ...(code !== undefined ? { code } : {}),
-    ...(err.stack ? { stack: err.stack } : {}),
-    ...(err.cause !== undefined ? { cause: errorSummary(err.cause) } : {}),
-  };
 }

@@ -1,4 +1,4 @@
-import type { RequestTrace } from './observability/tracing.js';
+import type { RequestTrace } from './tracing.js';
 
 /** Who is calling: set by the bearer-auth middleware on every /v1 route. */
 export interface AuthContext {

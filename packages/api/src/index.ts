@@ -1,4 +1,4 @@
-// The public surface of @notify/api. Everything exported is documented where it is defined.
+// The public surface of @notify/api: the HTTP API (createApp) and what the notify command reuses from it. Everything exported is documented where it is defined.
 export { createApp, type AppDeps } from './app.js';
 export type { AppEnv, AuthContext } from './env.js';
 export {
@@ -33,26 +33,10 @@ export { MAX_BODY_BYTES } from './middleware/json-body.js';
 export { type ReadinessCheck } from './routes/ops.js';
 export { cancelNotification, retryNotification, type ActionParams, type RetryParams, type ActionResult } from './notification-actions.js';
 export { NOTIFICATION_ACTIONS, type NotificationAction } from './sql/notification-action-list.js';
-export { createLogger, REDACT_PATHS, type CreateLoggerOptions } from './observability/logger.js';
-export {
-  createMetrics,
-  type Metrics,
-  type CreateMetricsOptions,
-  type AttemptObservation,
-  PROVIDER_LATENCY_BUCKETS,
-  HTTP_DURATION_BUCKETS,
-} from './observability/metrics.js';
-export { AsyncLocalContextManager, installTraceContext } from './observability/context-manager.js';
-export { watchRelay, watchDispatcher, type RelayEventSource, type DispatcherEventSource } from './observability/lifecycle-metrics.js';
-export {
-  parseTraceparent,
-  formatTraceparent,
-  newTraceparent,
-  withServerSpan,
-  TRACER_NAME,
-  type RequestTrace,
-} from './observability/tracing.js';
-export { runNotify, USAGE, type ProcessHooks } from './cli/main.js';
-export { startNotify, parseRoles, ROLES, type Role, type RunningNotify, type StartDeps } from './cli/start.js';
-export { CliError, type CliIo } from './cli/cli-error.js';
-export { ensureTopics } from './cli/preflight.js';
+export { type HttpMetrics, noMetrics } from './metrics.js';
+export { parseTraceparent, formatTraceparent, newTraceparent, withServerSpan, TRACER_NAME, type RequestTrace } from './tracing.js';
+export { apiKeyFindByHash, type ApiKeyFindByHashParams } from './sql/api-key-find-by-hash.js';
+export { apiKeyInsert, type ApiKeyInsertParams } from './sql/api-key-insert.js';
+export { apiKeyList, type ApiKeyListParams } from './sql/api-key-list.js';
+export { apiKeyRevoke, type ApiKeyRevokeParams } from './sql/api-key-revoke.js';
+export { tenantEnsure } from './sql/tenant-ensure.js';

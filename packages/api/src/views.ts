@@ -1,4 +1,5 @@
-import type { Attempt, Notification } from '@notify/outbox';
+import type { Attempt } from '@notify/migrations';
+import type { Notification } from '@notify/outbox';
 import type { ActionView, AttemptView, NotificationView } from './schemas.js';
 import type { NotificationAction } from './sql/notification-action-list.js';
 

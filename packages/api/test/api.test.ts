@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { parseDeliveryRequest, parseStatusEvent, type OutboxRow } from '@notify/outbox';
-import { ManualClock } from '@notify/outbox/testing';
+import { ManualClock } from '@notify/runtime/testing';
 import {
   ActionList,
   AttemptList,
@@ -18,6 +18,7 @@ import { createTestDatabase, type TestDatabase } from '../../../test/support/db.
 import { apiKeyInsert } from '../src/sql/api-key-insert.js';
 import { apiKeyRevoke } from '../src/sql/api-key-revoke.js';
 import { fromKysely } from '@notify/outbox';
+import { createMetrics } from '@notify/cli';
 
 let t: TestDatabase;
 let app: ReturnType<typeof createApp>;
@@ -36,7 +37,8 @@ beforeAll(async () => {
     if (tenant === 'acme') keyIds.acme = k.id;
     if (tenant === 'revoked') await apiKeyRevoke(db, { id: k.id, now: clock.now() });
   }
-  app = createApp({ db: t.db, clock, config: { retry: { maxAttempts: BUDGET, baseDelayMs: 1000, maxDelayMs: 60_000, jitter: 0, defaultTtlMs: 3_600_000 } } });
+  // The service's metrics registry (the notify command's), so GET /metrics shows what `notify start` serves.
+  app = createApp({ db: t.db, clock, config: { retry: { maxAttempts: BUDGET, defaultTtlMs: 3_600_000 } }, metrics: createMetrics({ db: t.db, clock, processMetrics: false }) });
 });
 afterAll(async () => {
   await t?.close();
@@ -482,7 +484,7 @@ describe('operations and documents', () => {
   it('GET /readyz is a 503 problem naming the failed check', async () => {
     const failing = createApp({
       db: t.db,
-      config: { retry: { maxAttempts: 1, baseDelayMs: 1, maxDelayMs: 1, jitter: 0, defaultTtlMs: 1000 } },
+      config: { retry: { maxAttempts: 1, defaultTtlMs: 1000 } },
       readiness: { database: async () => {}, kafka: async () => Promise.reject(new Error('ECONNREFUSED')) },
     });
     const res = await failing.request('/readyz');

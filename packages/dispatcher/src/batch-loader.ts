@@ -1,3 +1,5 @@
+import { createBatchTimer } from '@notify/runtime';
+
 /** Options of `createBatchLoader`. */
 export interface BatchLoaderOptions<K, V> {
   /** Loads many keys with one query: one value per key, in the order of `keys` (keys are distinct). */
@@ -42,7 +44,6 @@ export function createBatchLoader<K, V>(options: BatchLoaderOptions<K, V>): Batc
   if (!Number.isFinite(delayMs) || delayMs < 0) throw new RangeError(`delayMs must be ≥ 0, got ${delayMs}`);
   const keyOf = options.keyOf ?? ((k: K) => k as unknown as string);
   let pending: Waiter<K, V>[] = [];
-  let scheduled: { cancel(): void } | undefined;
 
   const settle = async (keys: readonly K[], waiters: ReadonlyMap<string, Waiter<K, V>[]>) => {
     const values = await loadMany(keys);
@@ -84,8 +85,7 @@ export function createBatchLoader<K, V>(options: BatchLoaderOptions<K, V>): Batc
   };
 
   const dispatch = () => {
-    scheduled?.cancel();
-    scheduled = undefined;
+    timer.cancel();
     while (pending.length > 0) {
       const batch = pending.slice(0, maxBatch);
       pending = pending.slice(maxBatch);
@@ -93,23 +93,14 @@ export function createBatchLoader<K, V>(options: BatchLoaderOptions<K, V>): Batc
     }
   };
 
-  const schedule = () => {
-    if (scheduled) return;
-    if (delayMs === 0) {
-      const handle = setImmediate(dispatch);
-      scheduled = { cancel: () => clearImmediate(handle) };
-    } else {
-      const handle = setTimeout(dispatch, delayMs);
-      scheduled = { cancel: () => clearTimeout(handle) };
-    }
-  };
+  const timer = createBatchTimer(dispatch, delayMs);
 
   return {
     load(key) {
       return new Promise<V>((resolve, reject) => {
         pending.push({ key, id: keyOf(key), resolve, reject });
         if (pending.length >= maxBatch) dispatch();
-        else schedule();
+        else timer.schedule();
       });
     },
   };

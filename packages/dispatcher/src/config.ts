@@ -1,7 +1,20 @@
-import type { Config, RetryConfig } from '@notify/outbox';
 import { delayTiers, type DelayTier } from './retry/delay-topics.js';
 
-/** Everything the dispatcher needs to know, built once by `dispatcherConfigFrom` (or by hand in tests). */
+/** Retry policy: the article's rules. `jitter` 0 gives the exact schedule of the article's lab. */
+export interface RetryConfig {
+  /** NOTIFY_MAX_ATTEMPTS: attempts before a notification is dead (`exhausted`). */
+  readonly maxAttempts: number;
+  /** NOTIFY_BASE_DELAY_MS: the delay after the first failure. */
+  readonly baseDelayMs: number;
+  /** NOTIFY_MAX_DELAY_MS: no retry delay is longer. */
+  readonly maxDelayMs: number;
+  /** Fraction in [0, 1]: the delay is drawn uniformly from delay × [1 − jitter, 1 + jitter], then capped. */
+  readonly jitter: number;
+  /** NOTIFY_DEFAULT_TTL_MS: expiry applied when an intent names none. */
+  readonly defaultTtlMs: number;
+}
+
+/** Everything the dispatcher needs to know, built once by `dispatcherConfig` (the service's `notify start` derives it from its configuration). */
 export interface DispatcherConfig {
   /** NOTIFY_TOPIC_PREFIX: topics are `<prefix>.requests`, `<prefix>.retry.<tier>`, `<prefix>.dlq`. */
   readonly topicPrefix: string;
@@ -66,26 +79,6 @@ export const BATCHING_DEFAULTS = {
 
 /** Optional overrides for `dispatcherConfigFrom`. */
 export type DispatcherConfigOverrides = Partial<Omit<DispatcherConfig, 'tiers' | 'retry'>>;
-
-/** The dispatcher's settings from the service configuration (`loadConfig(env)`), with derived defaults. */
-export function dispatcherConfigFrom(config: Config, overrides: DispatcherConfigOverrides = {}): DispatcherConfig {
-  return dispatcherConfig({
-    topicPrefix: config.topicPrefix,
-    retry: config.retry,
-    sendTimeoutMs: config.dispatcher.sendTimeoutMs,
-    maxInFlight: config.dispatcher.maxInFlight,
-    repairAfterMs: config.dispatcher.repairAfterMs,
-    outcomeBatchSize: config.dispatcher.outcomeBatchSize,
-    outcomeBatchDelayMs: config.dispatcher.outcomeBatchDelayMs,
-    sessionTimeoutMs: config.dispatcher.sessionTimeoutMs,
-    // kafkajs wants heartbeats well inside the session: a third of it, at most the 3 s default.
-    heartbeatIntervalMs: Math.min(3_000, Math.floor(config.dispatcher.sessionTimeoutMs / 3)),
-    // Two thirds of the process' shutdown budget (NOTIFY_SHUTDOWN_TIMEOUT_MS) for running deliveries;
-    // the rest is for aborting stragglers, committing and leaving the group.
-    shutdownTimeoutMs: Math.max(100, Math.floor((config.shutdownTimeoutMs * 2) / 3)),
-    ...overrides,
-  });
-}
 
 /** Builds a `DispatcherConfig` from the required fields, deriving every other one. */
 export function dispatcherConfig(

@@ -1,7 +1,9 @@
-import { TOPICS, topicName, type Clock, type Logger } from '@notify/outbox';
+import { TOPICS, topicName } from '@notify/outbox';
+import { type Clock, type Logger } from '@notify/runtime';
 import type { Consumer, EachBatchPayload, Kafka } from 'kafkajs';
 import type { DispatcherConfig } from './config.js';
-import { errorMessage, type DispatcherEvents } from './events.js';
+import { errorMessage } from '@notify/runtime';
+import type { DispatcherEvents } from './events.js';
 import { fromKafkaMessage, messageDueAt, orderingKey, type InboundMessage, type MessageHandler } from './message.js';
 import { PartitionOffsets } from './partition-offsets.js';
 import { createKeyedScheduler, type TaskResult } from './scheduler.js';

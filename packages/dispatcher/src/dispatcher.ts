@@ -1,4 +1,6 @@
-import { fromKysely, type Channel, type Clock, type Database, type Logger } from '@notify/outbox';
+import { fromKysely, type Channel } from '@notify/outbox';
+import { type Clock, type Logger } from '@notify/runtime';
+import { type Database } from '@notify/migrations';
 import type { Kafka } from 'kafkajs';
 import type { Kysely } from 'kysely';
 import type { DispatcherConfig } from './config.js';
@@ -10,7 +12,7 @@ import { compose } from './message.js';
 import { createKafkaDeadLetterSink, deadLetter } from './middleware/dead-letter.js';
 import { tracing } from './middleware/tracing.js';
 import { createOutcomeWriter } from './outcome-writer.js';
-import type { Provider } from './provider/provider.js';
+import type { Provider } from '@notify/providers';
 import { createRepairSweep } from './repair.js';
 
 /** The dispatcher's collaborators: `(config, deps)` like every component. */

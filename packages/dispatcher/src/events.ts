@@ -1,4 +1,5 @@
-import type { AttemptOutcome, Channel, DeadReason, Logger, NotificationState } from '@notify/outbox';
+import type { AttemptOutcome, Channel, DeadReason, NotificationState } from '@notify/outbox';
+import { type Emitter, type Listener, type Logger, createEmitter } from '@notify/runtime';
 import type { DeadLetterCode } from './message.js';
 import type { OutcomeFlush } from './outcome-writer.js';
 
@@ -50,47 +51,16 @@ export interface DispatcherEventMap {
 /** The name of a dispatcher event. */
 export type DispatcherEventName = keyof DispatcherEventMap;
 
-/** A listener for one event. */
-export type DispatcherListener<E extends DispatcherEventName> = (payload: DispatcherEventMap[E]) => void;
+/** A listener for one event; it may be async (a rejection is logged, never thrown). */
+export type DispatcherListener<E extends DispatcherEventName> = Listener<DispatcherEventMap[E]>;
 
 /** Subscribe to lifecycle events; returns the unsubscribe function. */
-export type OnDispatcherEvent = <E extends DispatcherEventName>(event: E, listener: DispatcherListener<E>) => () => void;
+export type OnDispatcherEvent = DispatcherEvents['on'];
 
-/** A typed emitter whose `emit` never throws. */
-export interface DispatcherEvents {
-  readonly on: OnDispatcherEvent;
-  /** Calls every listener; a throwing listener is logged and skipped. */
-  emit<E extends DispatcherEventName>(event: E, payload: DispatcherEventMap[E]): void;
-}
+/** The dispatcher's typed emitter (runtime's `createEmitter`): `emit` never throws. */
+export type DispatcherEvents = Emitter<DispatcherEventMap>;
 
-/** Creates the dispatcher's event emitter. */
+/** Creates the dispatcher's event emitter. `logger` receives listener failures. */
 export function createDispatcherEvents(logger: Logger): DispatcherEvents {
-  const listeners = new Map<DispatcherEventName, Set<(payload: never) => void>>();
-  return {
-    on(event, listener) {
-      let set = listeners.get(event);
-      if (!set) listeners.set(event, (set = new Set()));
-      set.add(listener as (payload: never) => void);
-      return () => {
-        set.delete(listener as (payload: never) => void);
-      };
-    },
-    emit(event, payload) {
-      const set = listeners.get(event);
-      if (!set) return;
-      for (const listener of [...set]) {
-        try {
-          (listener as (p: typeof payload) => void)(payload);
-        } catch (err) {
-          logger.warn({ event, err: errorMessage(err) }, 'dispatcher event listener threw; ignored');
-        }
-      }
-    },
-  };
-}
-
-/** The message of anything thrown, for logs and stored errors. */
-export function errorMessage(err: unknown): string {
-  if (err instanceof Error) return err.message || err.name;
-  return String(err);
+  return createEmitter<DispatcherEventMap>('dispatcher', logger);
 }

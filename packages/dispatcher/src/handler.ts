@@ -1,15 +1,18 @@
 import { performance } from 'node:perf_hooks';
-import { fromKysely, isTerminal, type Channel, type Clock, type Database, type Logger, type Notification } from '@notify/outbox';
+import { fromKysely, isTerminal, type Channel, type Notification } from '@notify/outbox';
+import { type Clock, type Logger } from '@notify/runtime';
+import { type Database } from '@notify/migrations';
 import type { Kysely } from 'kysely';
 import { createBatchLoader, type BatchLoader } from './batch-loader.js';
 import { BATCHING_DEFAULTS, type DispatcherConfig } from './config.js';
 import type { ContentPreparer } from './content/content.js';
-import { errorMessage, type DispatcherEvents } from './events.js';
+import { errorMessage } from '@notify/runtime';
+import type { DispatcherEvents } from './events.js';
 import { parseFailureCode, parseInboundRequest, type HandleResult, type MessageHandler } from './message.js';
 import { deliveryTraceId } from './middleware/tracing.js';
 import { planOutcome, type AttemptResult } from './outcome.js';
 import { callProvider } from './provider-call.js';
-import type { Provider } from './provider/provider.js';
+import type { Provider } from '@notify/providers';
 import { createOutcomeWriter, type OutcomeWriter } from './outcome-writer.js';
 import { notificationGetMany } from './sql/notification-get-many.js';
 

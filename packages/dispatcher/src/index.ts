@@ -1,14 +1,3 @@
-export type { Delivery, SendResult, Provider } from './provider/provider.js';
-export { CLASSIFICATION, type ClassificationTable, type Verdict, classifyCode, classifyErrno, parseRetryAfter, errorCode } from './provider/classify.js';
-export { createTargetGuard, addressProblem, parseAllowCidrs, systemResolver, TargetRefusedError, type TargetGuard, type TargetGuardOptions, type Resolver, type ResolvedAddress } from './provider/ssrf.js';
-export { webhookSecretKey, signWebhook, verifyWebhookSignature, WEBHOOK_HEADERS, type WebhookSignInput, type WebhookVerifyInput, type WebhookVerification } from './provider/webhook-signature.js';
-export { createWebhookProvider, type WebhookProviderOptions, type WebhookProviderDeps, type WebhookPayload } from './provider/webhook.js';
-export { createSmtpProvider, messageIdFor, type SmtpProviderOptions, type SmtpProviderDeps } from './provider/smtp.js';
-export { createSmsHttpProvider, type SmsHttpProviderOptions, type SmsHttpProviderDeps } from './provider/sms-http.js';
-export { createTokenBucket, withRateLimit, systemTimers, type RateLimit, type Timers, type TokenBucket, type RateLimitDeps } from './provider/rate-limit.js';
-export { createProviders, type ProviderRegistryDeps } from './provider/registry.js';
-export { createTenantSecretSource, type TenantSecretSourceOptions } from './provider/tenant-secrets.js';
-export { tenantSigningSecretGet, type TenantSigningSecretGetParams } from './provider/sql/tenant-signing-secret-get.js';
 export type { ContentPreparer, Prepared } from './content/content.js';
 export { createContentPreparer, type ContentPreparerDeps } from './content/preparer.js';
 export { parseTemplate, templateVariables, renderTemplate, escapeHtml, TemplateSyntaxError, type TemplatePart, type RenderMode, type RenderResult } from './content/template.js';
@@ -23,12 +12,11 @@ export { suppressionMatchMany, type SuppressionMatchManyParams } from './content
 // pieces the lab test composes without Kafka (handler, middleware, scheduler, planOutcome,
 // recordOutcome, repair sweep) are public, so that test runs the production code and no copy.
 export { createDispatcher, type Dispatcher, type DispatcherDeps } from './dispatcher.js';
-export { dispatcherConfigFrom, dispatcherConfig, BATCHING_DEFAULTS, type DispatcherConfig, type DispatcherConfigOverrides } from './config.js';
-export { nextAttemptAt, backoffDelayMs, type BackoffParams } from './retry/backoff.js';
+export { dispatcherConfig, BATCHING_DEFAULTS, type DispatcherConfig, type DispatcherConfigOverrides, type RetryConfig } from './config.js';
+export { nextAttemptAt, type NextAttemptParams } from './retry/backoff.js';
 export { dispatcherTopicSuffixes, delayTiers, tierFor, formatTierName, type DelayTier } from './retry/delay-topics.js';
 export {
   createDispatcherEvents,
-  errorMessage,
   type DispatcherEventMap,
   type DispatcherEventName,
   type DispatcherListener,

@@ -1,5 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import type { SqlExecutor } from '@notify/outbox';
+import { createBatchTimer } from '@notify/runtime';
 import { recordOutcomes, type RecordOutcomeParams } from './record.js';
 
 /** Options of `createOutcomeWriter`. */
@@ -77,7 +78,6 @@ export function createOutcomeWriter(db: SqlExecutor, options: OutcomeWriterOptio
   const writingIds = new Set<string>();
   const writes = new Set<Promise<void>>();
   let writingCount = 0;
-  let scheduled: { cancel(): void } | undefined;
 
   const report = (flush: OutcomeFlush) => {
     try {
@@ -121,8 +121,7 @@ export function createOutcomeWriter(db: SqlExecutor, options: OutcomeWriterOptio
   };
 
   const flushNow = () => {
-    scheduled?.cancel();
-    scheduled = undefined;
+    timer.cancel();
     while (pending.length > 0) {
       const group: Entry[] = [];
       const ids = new Set<string>();
@@ -142,32 +141,23 @@ export function createOutcomeWriter(db: SqlExecutor, options: OutcomeWriterOptio
         for (const id of ids) writingIds.delete(id);
         writingCount -= group.length;
         writes.delete(write);
-        if (pending.length > 0) schedule();
+        if (pending.length > 0) timer.schedule();
       });
       writes.add(write);
       // Only full groups go at once; a remainder waits for company like any first outcome.
       if (pending.length < maxBatch) break;
     }
-    if (pending.length > 0) schedule();
+    if (pending.length > 0) timer.schedule();
   };
 
-  function schedule() {
-    if (scheduled) return;
-    if (maxDelayMs === 0) {
-      const handle = setImmediate(flushNow);
-      scheduled = { cancel: () => clearImmediate(handle) };
-    } else {
-      const handle = setTimeout(flushNow, maxDelayMs);
-      scheduled = { cancel: () => clearTimeout(handle) };
-    }
-  }
+  const timer = createBatchTimer(flushNow, maxDelayMs);
 
   return {
     record(params) {
       return new Promise<boolean>((resolve, reject) => {
         pending.push({ params, resolve, reject });
         if (pending.length >= maxBatch) flushNow();
-        else schedule();
+        else timer.schedule();
       });
     },
     async flush() {

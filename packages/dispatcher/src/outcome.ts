@@ -1,6 +1,7 @@
-import { assertTransition, type AttemptOutcome, type DeadReason, type Notification, type RetryConfig } from '@notify/outbox';
-import type { SendResult } from './provider/provider.js';
-import { backoffDelayMs } from './retry/backoff.js';
+import { assertTransition, type AttemptOutcome, type DeadReason, type Notification } from '@notify/outbox';
+import type { RetryConfig } from './config.js';
+import type { SendResult } from '@notify/providers';
+import { backoffDelayMs } from '@notify/runtime';
 import { tierFor, type DelayTier } from './retry/delay-topics.js';
 
 /**

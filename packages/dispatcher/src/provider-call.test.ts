@@ -1,6 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
 import { callProvider } from './provider-call.js';
-import type { Delivery, Provider, SendResult } from './provider/provider.js';
+import type { Delivery, Provider, SendResult } from '@notify/providers';
 
 const delivery: Delivery = {
   id: 'ntf_1',

@@ -1,5 +1,5 @@
-import { errorMessage } from './events.js';
-import type { Delivery, Provider, SendResult } from './provider/provider.js';
+import { errorMessage } from '@notify/runtime';
+import type { Delivery, Provider, SendResult } from '@notify/providers';
 
 /** How a provider call ended: its classified result, or cut short by shutdown. */
 export type ProviderCallResult = { readonly kind: 'result'; readonly result: SendResult } | { readonly kind: 'abandoned' };

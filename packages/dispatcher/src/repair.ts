@@ -1,7 +1,9 @@
-import { buildDeliveryRequest, fromKysely, outboxInsert, type Clock, type Database, type Logger } from '@notify/outbox';
+import { buildDeliveryRequest, fromKysely, outboxInsert } from '@notify/outbox';
+import { type Clock, type Logger, createPeriodicService, errorMessage } from '@notify/runtime';
+import { type Database } from '@notify/migrations';
 import type { Kysely } from 'kysely';
 import type { DispatcherConfig } from './config.js';
-import { errorMessage, type DispatcherEvents } from './events.js';
+import type { DispatcherEvents } from './events.js';
 import { notificationListOverdue } from './sql/notification-list-overdue.js';
 import { notificationReschedule } from './sql/notification-reschedule.js';
 
@@ -32,10 +34,6 @@ export interface RepairSweep {
  * Every dispatcher instance runs it; SKIP LOCKED keeps two passes from taking the same rows.
  */
 export function createRepairSweep(config: Pick<DispatcherConfig, 'repairAfterMs' | 'repairIntervalMs' | 'repairBatchSize'>, deps: RepairSweepDeps): RepairSweep {
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<unknown> = Promise.resolve();
-  let stopped = true;
-
   const runOnce = async (): Promise<number> => {
     const now = deps.clock.now();
     const count = await deps.db.transaction().execute(async (trx) => {
@@ -51,29 +49,20 @@ export function createRepairSweep(config: Pick<DispatcherConfig, 'repairAfterMs'
     }
     return count;
   };
-
-  const tick = () => {
-    running = runOnce()
-      .catch((error) => {
-        deps.events.emit('consumerError', { phase: 'repair', error });
-        deps.logger.error({ err: errorMessage(error) }, 'repair sweep failed; will try again');
-      })
-      .finally(() => {
-        if (!stopped) timer = setTimeout(tick, config.repairIntervalMs);
-      });
-  };
-
+  const service = createPeriodicService({
+    name: 'repair sweep',
+    intervalMs: config.repairIntervalMs,
+    run: runOnce,
+    onError: (error) => {
+      deps.events.emit('consumerError', { phase: 'repair', error });
+      deps.logger.error({ err: errorMessage(error) }, 'repair sweep failed; will try again');
+    },
+  });
   return {
     runOnce,
-    start() {
-      if (!stopped) return;
-      stopped = false;
-      timer = setTimeout(tick, config.repairIntervalMs);
-    },
+    start: () => service.start(),
     async stop() {
-      stopped = true;
-      clearTimeout(timer);
-      await running;
+      await service.stop();
     },
   };
 }

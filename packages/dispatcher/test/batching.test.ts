@@ -4,8 +4,10 @@
  * isolated), and batched reads (notifications, opt-outs) that answer each request as a single
  * query would.
  */
-import { ManualClock } from '@notify/outbox/testing';
-import { enqueue, fromKysely, silentLogger, type Database, type Notification } from '@notify/outbox';
+import { ManualClock } from '@notify/runtime/testing';
+import { enqueue, fromKysely, type Notification } from '@notify/outbox';
+import { silentLogger } from '@notify/runtime';
+import { type Database } from '@notify/migrations';
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -2,8 +2,9 @@
  * The delivery handler on real PostgreSQL and a real local HTTP receiver (no Kafka): every path
  * of one message, the guarded write-back, the CHECK constraints, and the trace id in log lines.
  */
-import { ManualClock } from '@notify/outbox/testing';
-import { buildDeliveryRequest, enqueue, fromPgClient, silentLogger, type Logger, type MessageSubject, type NotificationIntent } from '@notify/outbox';
+import { ManualClock } from '@notify/runtime/testing';
+import { buildDeliveryRequest, enqueue, fromPgClient, type MessageSubject, type NotificationIntent } from '@notify/outbox';
+import { silentLogger, type Logger } from '@notify/runtime';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../../../test/support/db.js';
@@ -19,8 +20,8 @@ import {
   type ContentPreparer,
   type HandleResult,
   type InboundMessage,
-  type Provider,
 } from '../src/index.js';
+import type { Provider } from '@notify/providers';
 import { createMemoryDeadLetterSink, plainContent } from '../src/testing/index.js';
 import { createHttpTestProvider } from './support/http-provider.js';
 import { gate, startReceiver, type Receiver } from './support/receiver.js';

@@ -9,8 +9,10 @@
  * validates email addresses, so they are ada@ (fails twice), bob@ (succeeds), bad-address@
  * (mailbox does not exist: permanent) and nobody@ (never succeeds) at example.com.
  */
-import { ManualClock } from '@notify/outbox/testing';
-import { ValidationError, enqueue, silentLogger, type Database } from '@notify/outbox';
+import { ManualClock } from '@notify/runtime/testing';
+import { ValidationError, enqueue } from '@notify/outbox';
+import { silentLogger } from '@notify/runtime';
+import { type Database } from '@notify/migrations';
 import type { Kysely } from 'kysely';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../../../test/support/db.js';

@@ -3,7 +3,8 @@
  * unpublished in the outbox is late, not lost, so the sweep leaves it alone instead of adding a
  * copy on every pass; once its request has left the outbox and it is still overdue, it is repaired.
  */
-import { enqueue, silentLogger, systemClock } from '@notify/outbox';
+import { enqueue } from '@notify/outbox';
+import { silentLogger, systemClock } from '@notify/runtime';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../../../test/support/db.js';

@@ -3,7 +3,8 @@
  * lost is re-published and delivered; a re-published duplicate of a message that was only late
  * is skipped by the guard, so the recipient gets one delivery.
  */
-import { enqueue, silentLogger, systemClock } from '@notify/outbox';
+import { enqueue } from '@notify/outbox';
+import { silentLogger, systemClock } from '@notify/runtime';
 import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import { waitFor } from '../../../test/support/wait.js';

@@ -1,13 +1,5 @@
-// The public surface of @notify/outbox. Everything exported is documented where it is defined.
-export { type Clock, systemClock } from './clock.js';
-export {
-  type Config,
-  type Env,
-  type RetryConfig,
-  loadConfig,
-  DEFAULT_DATABASE_URL,
-  DEFAULT_KAFKA_BROKERS,
-} from './config.js';
+// The public surface of @notify/outbox: what a domain service installs to enqueue notifications
+// inside its own PostgreSQL transaction. Everything exported is documented where it is defined.
 export {
   ERROR_CODES,
   type ErrorCode,
@@ -16,7 +8,6 @@ export {
   ValidationError,
   IdempotencyConflictError,
   IdempotencyInProgressError,
-  ConfigError,
   InvalidTransitionError,
 } from './errors.js';
 export {
@@ -55,20 +46,7 @@ export {
   prepared,
   preparedName,
 } from './db/executor.js';
-export type {
-  Database,
-  NotificationsTable,
-  AttemptsTable,
-  OutboxTable,
-  ApiKeysTable,
-  TemplatesTable,
-  SuppressionsTable,
-  TenantsTable,
-  Notification,
-  Attempt,
-  OutboxRow,
-  NewAttempt,
-} from './db/schema.js';
+export type { OutboxDatabase, NotificationsTable, OutboxTable, Notification, OutboxRow } from './db/schema.js';
 export { outboxInsert, type OutboxInsertParams } from './sql/outbox-insert.js';
 export {
   CONTRACT_VERSION,
@@ -89,6 +67,3 @@ export {
   parseDeliveryRequest,
   parseStatusEvent,
 } from './contract/messages.js';
-export { createDb, type CreateDbOptions } from './db/create-db.js';
-export { type Logger, silentLogger } from './logger.js';
-export type { RateLimitConfig } from './config.js';

@@ -1,5 +1,6 @@
-import type { RetryConfig, SqlExecutor } from '@notify/outbox';
-import { backoffDelayMs } from '@notify/dispatcher';
+import type { RetryConfig } from '@notify/dispatcher';
+import type { SqlExecutor } from '@notify/outbox';
+import { backoffDelayMs } from '@notify/runtime';
 import { waitFor } from '../wait.js';
 
 /**

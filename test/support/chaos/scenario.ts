@@ -7,7 +7,7 @@ import { waitFor } from '../wait.js';
 import { type AuditReport, auditRun, waitForSettled } from './audit.js';
 import { type ChaosReceiver, type ReceiverBehaviour, type ReceiverRequest, startChaosReceiver } from './receiver.js';
 import { ChildSet, type NotifyChild, chaosEnv, retryOf, seededRandom, stackTopics, startEnqueueLoad } from './stack.js';
-import { ensureTopics } from '@notify/api';
+import { ensureTopics } from '@notify/cli';
 
 /** One process of the stack under test: a name and the roles `notify start` runs in it. */
 export interface StackProcess {

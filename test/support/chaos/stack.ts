@@ -1,13 +1,17 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { Kysely } from 'kysely';
-import { type Database, type RetryConfig, enqueue, loadConfig, topicName } from '@notify/outbox';
+import { type Database } from '@notify/migrations';
+import { type RetryConfig } from '@notify/dispatcher';
+import { enqueue, topicName } from '@notify/outbox';
+import { loadConfig } from '@notify/cli';
 import { dispatcherTopicSuffixes } from '@notify/dispatcher';
 import { waitFor } from '../wait.js';
 
 /** The repository root: children run `notify` from there, like `pnpm notify`. */
 export const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
-const BIN = 'packages/api/src/bin/notify.ts';
+/** The compiled command, as users run it (the integration project's global setup builds it). */
+const BIN = 'packages/cli/dist/bin/notify.js';
 
 /**
  * The environment of a chaos stack: fast retries with no jitter (so the audit can rebuild every
@@ -68,7 +72,7 @@ export interface NotifyChild {
 }
 
 /**
- * Starts `notify start --roles <roles>` as a child (node --import tsx, as `pnpm notify` runs it)
+ * Starts `notify start --roles <roles>` as a child (the compiled command, as `pnpm notify` runs it)
  * and waits for its "listening on" line. The child sees only PATH, HOME and `env`.
  */
 export async function startNotifyChild(
@@ -77,7 +81,7 @@ export async function startNotifyChild(
   env: Readonly<Record<string, string>>,
   { timeoutMs = 60_000, onSpawn }: { readonly timeoutMs?: number; readonly onSpawn?: (child: ChildProcess) => void } = {},
 ): Promise<NotifyChild> {
-  const child = spawn(process.execPath, ['--import', 'tsx', BIN, 'start', '--roles', roles.join(',')], {
+  const child = spawn(process.execPath, [BIN, 'start', '--roles', roles.join(',')], {
     cwd: ROOT,
     env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -257,7 +261,7 @@ export function runNotifyCommand(
   timeoutMs = 30_000,
 ): Promise<{ readonly code: number | null; readonly stdout: string; readonly stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', BIN, ...args], {
+    const child = spawn(process.execPath, [BIN, ...args], {
       cwd: ROOT,
       env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],

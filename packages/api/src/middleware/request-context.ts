@@ -2,9 +2,9 @@ import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { MiddlewareHandler } from 'hono';
 import { routePath } from 'hono/route';
-import type { Logger } from '@notify/outbox';
+import type { Logger } from '@notify/runtime';
 import type { AppEnv } from '../env.js';
-import type { Metrics } from '../observability/metrics.js';
+import type { HttpMetrics } from '../metrics.js';
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
 
@@ -12,7 +12,7 @@ const REQUEST_ID = /^[\w.:-]{1,128}$/;
  * Assigns the request id, then after the handler logs one line per request and records the HTTP
  * metrics. The line has ids, the route pattern and the status; never headers, query values or bodies.
  */
-export function requestContext(deps: { readonly logger: Logger; readonly metrics: Metrics }): MiddlewareHandler<AppEnv> {
+export function requestContext(deps: { readonly logger: Logger; readonly metrics: HttpMetrics }): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const incoming = c.req.header('x-request-id');
     const reqId = incoming && REQUEST_ID.test(incoming) ? incoming : `req_${randomBytes(9).toString('base64url')}`;

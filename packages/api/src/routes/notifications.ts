@@ -1,11 +1,13 @@
 import { Hono } from 'hono';
 import type { Kysely } from 'kysely';
-import { type Clock, type Database, type Logger, IntentFields, enqueue, fromKysely, isNotificationId } from '@notify/outbox';
+import { type Clock, type Logger } from '@notify/runtime';
+import { type Database } from '@notify/migrations';
+import { IntentFields, enqueue, fromKysely, isNotificationId } from '@notify/outbox';
 import type { AppEnv } from '../env.js';
 import { bearerAuth } from '../middleware/bearer-auth.js';
 import { jsonBody } from '../middleware/json-body.js';
 import { cancelNotification, retryNotification } from '../notification-actions.js';
-import { withServerSpan } from '../observability/tracing.js';
+import { withServerSpan } from '../tracing.js';
 import { ProblemError } from '../problem.js';
 import { ListQuery } from '../schemas.js';
 import { attemptList } from '../sql/attempt-list.js';

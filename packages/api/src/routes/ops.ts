@@ -1,7 +1,7 @@
 import { Hono } from 'hono';
-import type { Logger } from '@notify/outbox';
+import { type Logger, withTimeout } from '@notify/runtime';
 import type { AppEnv } from '../env.js';
-import type { Metrics } from '../observability/metrics.js';
+import type { HttpMetrics } from '../metrics.js';
 import { ProblemError } from '../problem.js';
 
 /** A readiness check: resolves when the dependency answers, rejects (or times out) when it does not. */
@@ -9,26 +9,12 @@ export type ReadinessCheck = () => Promise<void>;
 
 /** What the operational routes need. */
 export interface OpsRoutesDeps {
-  readonly metrics: Metrics;
+  readonly metrics: HttpMetrics;
   readonly logger: Logger;
   /** By name, e.g. `{ database, kafka }`. Every one must pass for /readyz to be 200. */
   readonly readiness: Readonly<Record<string, ReadinessCheck>>;
   /** A check that has not answered after this long counts as failed. Default 2000. */
   readonly readinessTimeoutMs?: number;
-}
-
-async function withTimeout(check: ReadinessCheck, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    await Promise.race([
-      check(),
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
-      }),
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 /**
@@ -47,7 +33,7 @@ export function opsRoutes(deps: OpsRoutesDeps): Hono<AppEnv> {
     const results = await Promise.all(
       entries.map(async ([name, check]) => {
         try {
-          await withTimeout(check, timeoutMs);
+          await withTimeout(check(), timeoutMs, () => new Error(`no answer within ${timeoutMs} ms`));
           return [name, 'ok'] as const;
         } catch (err) {
           deps.logger.warn({ check: name, err: (err as Error).message }, 'readiness check failed');

@@ -1,4 +1,5 @@
-import type { Attempt, SqlExecutor } from '@notify/outbox';
+import type { Attempt } from '@notify/migrations';
+import type { SqlExecutor } from '@notify/outbox';
 
 /** Parameters of `attemptList`. */
 export interface AttemptListParams {

@@ -1,5 +1,5 @@
 import type { Notification } from '@notify/outbox';
-import type { Delivery } from '../provider/provider.js';
+import type { Delivery } from '@notify/providers';
 
 /**
  * What the dispatcher does with a notification before calling its provider: resolve the

@@ -1,6 +1,7 @@
-import { type Clock, type Notification, type TransactionLike, toExecutor } from '@notify/outbox';
+import { type Clock } from '@notify/runtime';
+import { type Notification, type TransactionLike, toExecutor } from '@notify/outbox';
 import { createBatchLoader } from '../batch-loader.js';
-import type { Delivery } from '../provider/provider.js';
+import type { Delivery } from '@notify/providers';
 import type { ContentPreparer, Prepared } from './content.js';
 import { type TemplateRecord, templateGet } from './sql/template-get.js';
 import type { SuppressionMatchParams, SuppressionRecord } from './sql/suppression-match.js';

@@ -1,4 +1,5 @@
-import { HEADERS, TOPICS, topicName, type Logger } from '@notify/outbox';
+import { HEADERS, TOPICS, topicName } from '@notify/outbox';
+import { type Logger } from '@notify/runtime';
 import { Partitioners, type Kafka, type Producer } from 'kafkajs';
 import type { DispatcherEvents } from '../events.js';
 import type { InboundMessage, Middleware } from '../message.js';

@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { ROOT_CONTEXT, context, trace, type Context, type ContextManager } from '@opentelemetry/api';
-import { silentLogger } from '@notify/outbox';
+import { silentLogger } from '@notify/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDispatcherEvents } from '../events.js';
 import { compose, type InboundMessage, type MessageHandler } from '../message.js';

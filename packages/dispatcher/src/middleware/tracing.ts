@@ -1,8 +1,7 @@
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, propagation, trace, type Context, type TraceFlags } from '@opentelemetry/api';
 import { HEADERS } from '@notify/outbox';
+import { parseTraceparent } from '@notify/runtime';
 import type { Middleware } from '../message.js';
-
-const TRACEPARENT = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
 
 /**
  * The parent context carried by a message's headers. Uses the registered propagator when an
@@ -12,14 +11,9 @@ const TRACEPARENT = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$
 export function extractTraceContext(headers: Readonly<Record<string, string>>): Context {
   const extracted = propagation.extract(ROOT_CONTEXT, headers);
   if (trace.getSpanContext(extracted)) return extracted;
-  const m = TRACEPARENT.exec(headers[HEADERS.traceparent] ?? '');
-  if (!m || m[1] === 'ff' || /^0+$/.test(m[2] as string) || /^0+$/.test(m[3] as string)) return ROOT_CONTEXT;
-  return trace.setSpanContext(ROOT_CONTEXT, {
-    traceId: m[2] as string,
-    spanId: m[3] as string,
-    traceFlags: Number.parseInt(m[4] as string, 16) as TraceFlags,
-    isRemote: true,
-  });
+  const tc = parseTraceparent(headers[HEADERS.traceparent]);
+  if (!tc) return ROOT_CONTEXT;
+  return trace.setSpanContext(ROOT_CONTEXT, { ...tc, traceFlags: tc.traceFlags as TraceFlags, isRemote: true });
 }
 
 /**

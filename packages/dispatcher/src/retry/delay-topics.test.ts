@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { backoffDelayMs } from './backoff.js';
+import { backoffDelayMs } from '@notify/runtime';
 import { delayTiers, dispatcherTopicSuffixes, formatTierName, tierFor } from './delay-topics.js';
 
 const lab = { baseDelayMs: 1000, maxDelayMs: 30_000, jitter: 0 };

@@ -1,4 +1,5 @@
-import { TOPICS, type RetryConfig } from '@notify/outbox';
+import { TOPICS } from '@notify/outbox';
+import type { RetryConfig } from '../config.js';
 
 /**
  * One delay topic, `<prefix>.retry.<name>`. A retry whose remaining delay is D waits on the tier

@@ -1,4 +1,3 @@
-export * from '../provider/testing/index.js';
 // Test helpers of the dispatcher core (issue 4).
 export { createScriptedProvider, type ScriptedProvider, type ScriptedCall } from './scripted-provider.js';
 export { plainContent } from './plain-content.js';

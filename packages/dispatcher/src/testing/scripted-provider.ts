@@ -1,5 +1,5 @@
 import type { Channel } from '@notify/outbox';
-import type { Delivery, Provider, SendResult } from '../provider/provider.js';
+import type { Delivery, Provider, SendResult } from '@notify/providers';
 
 /** One call a scripted provider received. */
 export interface ScriptedCall {

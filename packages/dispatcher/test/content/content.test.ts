@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type Notification, fromKysely, newNotificationId } from '@notify/outbox';
-import { ManualClock } from '@notify/outbox/testing';
+import { ManualClock } from '@notify/runtime/testing';
 import {
   type ContentPreparer,
   TemplateRejectedError,

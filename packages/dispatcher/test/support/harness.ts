@@ -1,4 +1,6 @@
-import { enqueue, silentLogger, systemClock, type Channel, type NotificationIntent, type RetryConfig } from '@notify/outbox';
+import { enqueue, type Channel, type NotificationIntent } from '@notify/outbox';
+import { silentLogger, systemClock } from '@notify/runtime';
+import { type RetryConfig } from '@notify/dispatcher';
 import { createTestDatabase, type TestDatabase } from '../../../../test/support/db.js';
 import { createTestKafka, type TestKafka } from '../../../../test/support/kafka.js';
 import {
@@ -10,8 +12,8 @@ import {
   type DispatcherConfigOverrides,
   type DispatcherEventMap,
   type DispatcherEventName,
-  type Provider,
 } from '../../src/index.js';
+import type { Provider } from '@notify/providers';
 import { plainContent } from '../../src/testing/index.js';
 import { startOutboxDrain, type OutboxDrain } from './outbox-drain.js';
 

@@ -1,4 +1,4 @@
-import type { Delivery, Provider, SendResult } from '../../src/index.js';
+import type { Delivery, Provider, SendResult } from '@notify/providers';
 
 /**
  * A small real provider for the dispatcher's integration tests: POSTs `{ id, attempt, body }`

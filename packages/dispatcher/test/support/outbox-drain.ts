@@ -1,4 +1,5 @@
-import { topicName, type Database } from '@notify/outbox';
+import { topicName } from '@notify/outbox';
+import { type Database } from '@notify/migrations';
 import { Partitioners, type Kafka } from 'kafkajs';
 import { sql, type Kysely } from 'kysely';
 

@@ -1,4 +1,4 @@
-import { CompiledQuery, type Kysely, type Transaction } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 
 /**
  * The subset of a database connection that our SQL operations need: one parameterised query.
@@ -31,11 +31,16 @@ export function prepared(name: string, text: string): string {
   return `/* prepared:${name} */ ${text}`;
 }
 
+// Kysely is an optional peer dependency: a caller that passes a Kysely transaction has it
+// installed, and one that uses a raw `pg` client must not need it. So it is loaded on first use.
+let compiledQuery: Promise<typeof import('kysely').CompiledQuery> | undefined;
+
 /** Adapts a Kysely instance or transaction. */
 export function fromKysely(db: Kysely<any> | Transaction<any>): SqlExecutor {
   return {
     [EXECUTOR]: true,
     async query<R>(text: string, values: readonly unknown[]) {
+      const CompiledQuery = await (compiledQuery ??= import('kysely').then((k) => k.CompiledQuery));
       const result = await db.executeQuery<R>(CompiledQuery.raw(text, [...values]));
       return { rows: [...result.rows] };
     },

@@ -1,0 +1,72 @@
+import type { ColumnType, Generated, Insertable, Selectable } from 'kysely';
+import type { AttemptOutcome, Channel, OutboxDatabase } from '@notify/outbox';
+
+// The Kysely types of the whole schema that migrations/sql creates. The tables `enqueue` writes
+// (notifications, outbox) are typed in @notify/outbox, which a domain service installs alone.
+
+type Timestamp = ColumnType<Date, Date | string, Date | string>;
+
+/** `attempts`: one row per delivery attempt. */
+export interface AttemptsTable {
+  notification_id: string;
+  attempt: number;
+  started_at: Timestamp;
+  finished_at: Timestamp;
+  outcome: AttemptOutcome;
+  error: string | null;
+  provider_status: string | null;
+}
+
+/** `api_keys`: hashed API keys per tenant. */
+export interface ApiKeysTable {
+  id: string;
+  tenant_id: string;
+  key_hash: string;
+  name: string | null;
+  created_at: Generated<Timestamp>;
+  revoked_at: Timestamp | null;
+}
+
+/** `templates`: versioned templates per tenant. */
+export interface TemplatesTable {
+  tenant_id: string;
+  name: string;
+  version: number;
+  channel: Channel;
+  subject: string | null;
+  body: string;
+  /** Email only: the HTML alternative, HTML-escaped at render time (migration 0004). */
+  html_body: string | null;
+  created_at: Generated<Timestamp>;
+}
+
+/** `suppressions`: recipient opt-outs by channel and category ('*' = all). */
+export interface SuppressionsTable {
+  tenant_id: string;
+  channel: Channel;
+  recipient: string;
+  category: Generated<string>;
+  reason: string | null;
+  created_at: Generated<Timestamp>;
+}
+
+/** `tenants`: per-tenant settings. */
+export interface TenantsTable {
+  id: string;
+  webhook_signing_secret: string | null;
+  created_at: Generated<Timestamp>;
+}
+
+/** The whole schema, for `new Kysely<Database>(…)`. */
+export interface Database extends OutboxDatabase {
+  attempts: AttemptsTable;
+  api_keys: ApiKeysTable;
+  templates: TemplatesTable;
+  suppressions: SuppressionsTable;
+  tenants: TenantsTable;
+}
+
+/** An attempt row as read. */
+export type Attempt = Selectable<AttemptsTable>;
+/** An attempt row as written. */
+export type NewAttempt = Insertable<AttemptsTable>;

@@ -1,0 +1,20 @@
+/**
+ * The metrics port of the HTTP layer: one observation per request, and the exposition text that
+ * `GET /metrics` serves. The service's registry (`createMetrics` in @notify/cli) implements it;
+ * `noMetrics` drops everything.
+ */
+export interface HttpMetrics {
+  /** One finished request: its method, route pattern (never the raw path) and status. */
+  observeHttp(labels: { readonly method: string; readonly route: string; readonly status: number }, seconds: number): void;
+  /** The text exposition format, for GET /metrics. */
+  render(): Promise<string>;
+  /** The content type of `render()`'s output. */
+  readonly contentType: string;
+}
+
+/** Metrics that record nothing and render an empty exposition. */
+export const noMetrics: HttpMetrics = {
+  observeHttp() {},
+  render: async () => '',
+  contentType: 'text/plain; version=0.0.4; charset=utf-8',
+};

@@ -1,0 +1,67 @@
+import { type Clock, createDb } from '@notify/runtime';
+import type { Config } from './config.js';
+import { fromKysely } from '@notify/outbox';
+import { apiKeyInsert, apiKeyList, apiKeyRevoke, generateApiKey, hashApiKey, tenantEnsure } from '@notify/api';
+import { CliError, type CliIo } from './cli-error.js';
+import { checkDatabase, checkMigrations } from './preflight.js';
+
+const TENANT = /^[\w.:-]{1,200}$/;
+
+async function withDb<T>(config: Pick<Config, 'databaseUrl'>, fn: (db: ReturnType<typeof createDb>) => Promise<T>): Promise<T> {
+  await checkDatabase(config.databaseUrl);
+  const db = createDb({ connectionString: config.databaseUrl, max: 1, applicationName: 'notify-api-keys' });
+  try {
+    await checkMigrations(db);
+    return await fn(db);
+  } finally {
+    await db.destroy();
+  }
+}
+
+/** `notify api-keys create --tenant T [--name N] [--json]`: stores the hash of a new key and prints the key, once. */
+export async function runApiKeysCreate(
+  config: Pick<Config, 'databaseUrl'>,
+  args: { readonly tenant: string | undefined; readonly name: string | undefined; readonly json: boolean },
+  deps: { readonly io: CliIo; readonly clock: Clock },
+): Promise<void> {
+  if (!args.tenant || !TENANT.test(args.tenant)) {
+    throw new CliError('api-keys create: --tenant is required (1–200 letters, digits, "_", ".", ":" or "-")', 2);
+  }
+  const tenant = args.tenant;
+  const { id, key } = generateApiKey();
+  await withDb(config, async (db) => {
+    const now = deps.clock.now();
+    await db.transaction().execute(async (trx) => {
+      const tx = fromKysely(trx);
+      await tenantEnsure(tx, { tenantId: tenant, now });
+      await apiKeyInsert(tx, { id, tenantId: tenant, keyHash: hashApiKey(key), name: args.name ?? null, now });
+    });
+  });
+  if (args.json) {
+    deps.io.out(JSON.stringify({ id, tenant_id: tenant, name: args.name ?? null, key }));
+  } else {
+    deps.io.err(`Created API key ${id} for tenant ${tenant}. It is shown once; only its hash is stored:`);
+    deps.io.out(key);
+  }
+}
+
+/** `notify api-keys revoke <id>`: the key stops working at once. */
+export async function runApiKeysRevoke(
+  config: Pick<Config, 'databaseUrl'>,
+  id: string | undefined,
+  deps: { readonly io: CliIo; readonly clock: Clock },
+): Promise<void> {
+  if (!id) throw new CliError('api-keys revoke: give the key id (key_…), e.g. `notify api-keys revoke key_abc`', 2);
+  const revoked = await withDb(config, (db) => apiKeyRevoke(fromKysely(db), { id, now: deps.clock.now() }));
+  if (!revoked) throw new CliError(`api-keys revoke: no key ${id}`);
+  deps.io.out(`Revoked ${id} (tenant ${revoked.tenant_id}) at ${revoked.revoked_at.toISOString()}`);
+}
+
+/** `notify api-keys list [--tenant T]`: ids, tenants, names and states; never keys or hashes. */
+export async function runApiKeysList(config: Pick<Config, 'databaseUrl'>, tenant: string | undefined, io: CliIo): Promise<void> {
+  const keys = await withDb(config, (db) => apiKeyList(fromKysely(db), { tenantId: tenant }));
+  for (const k of keys) {
+    io.out([k.id, k.tenant_id, k.revoked_at ? `revoked ${new Date(k.revoked_at).toISOString()}` : 'active', k.name ?? ''].join('\t'));
+  }
+  if (keys.length === 0) io.err('no API keys');
+}

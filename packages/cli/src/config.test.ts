@@ -1,0 +1,55 @@
+import { describe, expect, it } from 'vitest';
+import { loadConfig } from './config.js';
+import { ConfigError } from '@notify/runtime';
+
+describe('loadConfig', () => {
+  it('has the documented defaults', () => {
+    const c = loadConfig({});
+    expect(c.retry).toEqual({ maxAttempts: 8, baseDelayMs: 1000, maxDelayMs: 3_600_000, jitter: 0.2, defaultTtlMs: 86_400_000 });
+    expect(c.dispatcher.sendTimeoutMs).toBe(2000);
+    expect(c.kafkaBrokers).toEqual(['127.0.0.1:19092']);
+    expect(c.topicPrefix).toBe('notify');
+  });
+  it.each([
+    ['NOTIFY_MAX_ATTEMPTS', 'many', /NOTIFY_MAX_ATTEMPTS: expected a whole number/],
+    ['NOTIFY_MAX_ATTEMPTS', '0', /NOTIFY_MAX_ATTEMPTS: expected a number from 1/],
+    ['NOTIFY_JITTER', '1.5', /NOTIFY_JITTER: expected a fraction/],
+    ['DATABASE_URL', 'mysql://x', /DATABASE_URL: expected a postgres: or postgresql: URL/],
+    ['KAFKA_BROKERS', 'localhost', /KAFKA_BROKERS: expected host:port/],
+    ['NOTIFY_API_KEYS', 'nokey', /NOTIFY_API_KEYS/],
+    ['LOG_LEVEL', 'loud', /LOG_LEVEL/],
+    ['NOTIFY_KAFKA_SESSION_TIMEOUT_MS', '1000', /NOTIFY_KAFKA_SESSION_TIMEOUT_MS: expected a number from 6000/],
+    ['NOTIFY_SHUTDOWN_TIMEOUT_MS', '50', /NOTIFY_SHUTDOWN_TIMEOUT_MS: expected a number from 100/],
+  ])('%s=%s is rejected with a message naming it', (name, value, message) => {
+    expect(() => loadConfig({ [name]: value })).toThrow(message);
+    expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
+  });
+  it('reads the dispatcher group-commit settings, with defaults, and rejects out-of-range ones by name', () => {
+    expect(loadConfig({}).dispatcher).toMatchObject({ outcomeBatchSize: 64, outcomeBatchDelayMs: 5 });
+    expect(loadConfig({ NOTIFY_OUTCOME_BATCH_SIZE: '1', NOTIFY_OUTCOME_BATCH_DELAY_MS: '0' }).dispatcher).toMatchObject({ outcomeBatchSize: 1, outcomeBatchDelayMs: 0 });
+    expect(() => loadConfig({ NOTIFY_OUTCOME_BATCH_SIZE: '0' })).toThrow(/NOTIFY_OUTCOME_BATCH_SIZE: expected a number from 1/);
+    expect(() => loadConfig({ NOTIFY_OUTCOME_BATCH_DELAY_MS: 'soon' })).toThrow(/NOTIFY_OUTCOME_BATCH_DELAY_MS: expected a whole number/);
+  });
+  it('defaults the shutdown deadline to 15 s', () => {
+    expect(loadConfig({}).shutdownTimeoutMs).toBe(15_000);
+    expect(loadConfig({ NOTIFY_SHUTDOWN_TIMEOUT_MS: '2000' }).shutdownTimeoutMs).toBe(2000);
+  });
+  it('rejects a max delay below the base delay', () => {
+    expect(() => loadConfig({ NOTIFY_BASE_DELAY_MS: '5000', NOTIFY_MAX_DELAY_MS: '1000' })).toThrow(/NOTIFY_MAX_DELAY_MS/);
+  });
+  it('parses provider rate limits (NOTIFY_RATE_LIMIT_<CHANNEL>) and rejects malformed ones by name', () => {
+    const c = loadConfig({ NOTIFY_RATE_LIMIT_EMAIL: '50/s', NOTIFY_RATE_LIMIT_SMS: '600/m,burst=20' });
+    expect(c.rateLimits).toEqual({ email: { perSecond: 50, burst: 50 }, sms: { perSecond: 10, burst: 20 }, webhook: undefined });
+    expect(loadConfig({ NOTIFY_RATE_LIMIT_WEBHOOK: '1/h' }).rateLimits.webhook).toEqual({ perSecond: 1 / 3600, burst: 1 });
+    expect(loadConfig({}).smtp.poolSize).toBe(5);
+    expect(() => loadConfig({ NOTIFY_RATE_LIMIT_EMAIL: 'fast' })).toThrow(/NOTIFY_RATE_LIMIT_EMAIL: expected <count>\/<s\|m\|h>/);
+    expect(() => loadConfig({ NOTIFY_RATE_LIMIT_SMS: '0/s' })).toThrow(/NOTIFY_RATE_LIMIT_SMS: the rate must be above 0/);
+    expect(() => loadConfig({ NOTIFY_SMTP_POOL_SIZE: '0' })).toThrow(/NOTIFY_SMTP_POOL_SIZE/);
+  });
+  it('parses seeded API keys', () => {
+    expect(loadConfig({ NOTIFY_API_KEYS: 'acme:k1, globex:k:2' }).seedApiKeys).toEqual([
+      { tenantId: 'acme', key: 'k1' },
+      { tenantId: 'globex', key: 'k:2' },
+    ]);
+  });
+});

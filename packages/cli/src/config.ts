@@ -1,0 +1,188 @@
+import type { RetryConfig } from '@notify/dispatcher';
+import type { ProvidersConfig, RateLimit } from '@notify/providers';
+import { ConfigError } from '@notify/runtime';
+
+/**
+ * Every setting of the service. Built once by `loadConfig` at the entry point; each role takes
+ * its part (`relayConfigFrom`, `dispatcherConfigFrom`, the `ProvidersConfig` fields, …).
+ */
+export interface Config extends ProvidersConfig {
+  readonly databaseUrl: string;
+  readonly kafkaBrokers: readonly string[];
+  readonly port: number;
+  readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  readonly topicPrefix: string;
+  readonly topicPartitions: number;
+  readonly retry: RetryConfig;
+  readonly dispatcher: {
+    readonly sendTimeoutMs: number;
+    readonly maxInFlight: number;
+    /** A queued notification overdue by more than this is re-published by the repair sweep. */
+    readonly repairAfterMs: number;
+    /** NOTIFY_OUTCOME_BATCH_SIZE: delivery outcomes written per transaction at most (group commit). */
+    readonly outcomeBatchSize: number;
+    /** NOTIFY_OUTCOME_BATCH_DELAY_MS: how long the first outcome of a group waits for others (0: the same event-loop turn). */
+    readonly outcomeBatchDelayMs: number;
+    /** NOTIFY_KAFKA_SESSION_TIMEOUT_MS: a dispatcher silent this long leaves the consumer group; its partitions move to the others (failover time after a crash). */
+    readonly sessionTimeoutMs: number;
+  };
+  readonly relay: {
+    readonly batchSize: number;
+    readonly pollIntervalMs: number;
+    /** Published outbox rows are kept this long, then purged. */
+    readonly retentionMs: number;
+  };
+  /** `tenant:key,…` seeded at start, for development and tests. */
+  readonly seedApiKeys: readonly { readonly tenantId: string; readonly key: string }[];
+  /** `notify start`: how long a graceful shutdown (SIGTERM/SIGINT) may take before the process exits anyway. */
+  readonly shutdownTimeoutMs: number;
+}
+
+/** The environment as a plain record (process.env fits). */
+export type Env = Readonly<Record<string, string | undefined>>;
+
+export const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/notify';
+export const DEFAULT_KAFKA_BROKERS = '127.0.0.1:19092';
+
+function str(env: Env, name: string): string | undefined {
+  const v = env[name];
+  return v === undefined || v.trim() === '' ? undefined : v.trim();
+}
+
+function int(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = str(env, name);
+  if (raw === undefined) return fallback;
+  if (!/^-?\d+$/.test(raw)) throw new ConfigError(name, `expected a whole number, got "${raw}"`);
+  const n = Number(raw);
+  if (n < min || n > max) throw new ConfigError(name, `expected a number from ${min} to ${max}, got ${n}`);
+  return n;
+}
+
+function fraction(env: Env, name: string, fallback: number): number {
+  const raw = str(env, name);
+  if (raw === undefined) return fallback;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n < 0 || n > 1) throw new ConfigError(name, `expected a fraction from 0 to 1, got "${raw}"`);
+  return n;
+}
+
+function list(env: Env, name: string, fallback: string): string[] {
+  return (str(env, name) ?? fallback)
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+}
+
+function url(env: Env, name: string, protocols: readonly string[]): string | undefined {
+  const raw = str(env, name);
+  if (raw === undefined) return undefined;
+  let parsed: URL;
+  try {
+    parsed = new URL(raw);
+  } catch {
+    throw new ConfigError(name, 'expected a URL');
+  }
+  if (!protocols.includes(parsed.protocol)) {
+    throw new ConfigError(name, `expected a ${protocols.join(' or ')} URL, got ${parsed.protocol}`);
+  }
+  return raw;
+}
+
+const RATE_UNITS: Readonly<Record<string, number>> = { s: 1, m: 60, h: 3600 };
+
+/** `50/s`, `600/m`, `1000/h`, optionally `,burst=100`; the burst defaults to one second's worth (at least 1). */
+function rateLimit(env: Env, name: string): RateLimit | undefined {
+  const raw = str(env, name);
+  if (raw === undefined) return undefined;
+  const m = /^(\d+(?:\.\d+)?)\s*\/\s*([smh])(?:\s*,\s*burst\s*=\s*(\d+))?$/.exec(raw);
+  if (!m) throw new ConfigError(name, `expected <count>/<s|m|h>[,burst=<n>], e.g. 50/s,burst=100, got "${raw}"`);
+  const perSecond = Number(m[1]) / RATE_UNITS[m[2]!]!;
+  if (!(perSecond > 0)) throw new ConfigError(name, 'the rate must be above 0');
+  const burst = m[3] !== undefined ? Number(m[3]) : Math.max(1, Math.ceil(perSecond));
+  if (burst < 1 || burst > 1_000_000) throw new ConfigError(name, `burst must be from 1 to 1000000, got ${burst}`);
+  return { perSecond, burst };
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+/**
+ * Reads and validates the whole configuration. Pure: it takes the environment as an argument,
+ * applies defaults, and throws a `ConfigError` naming the first bad variable.
+ */
+export function loadConfig(env: Env): Config {
+  const logLevel = str(env, 'LOG_LEVEL') ?? 'info';
+  if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
+    throw new ConfigError('LOG_LEVEL', `expected one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
+  }
+  const topicPrefix = str(env, 'NOTIFY_TOPIC_PREFIX') ?? 'notify';
+  if (!/^[a-zA-Z0-9._-]{1,100}$/.test(topicPrefix)) {
+    throw new ConfigError('NOTIFY_TOPIC_PREFIX', 'expected 1–100 letters, digits, ".", "_" or "-"');
+  }
+  const baseDelayMs = int(env, 'NOTIFY_BASE_DELAY_MS', 1_000, 1, 86_400_000);
+  const maxDelayMs = int(env, 'NOTIFY_MAX_DELAY_MS', 3_600_000, 1, 7 * 86_400_000);
+  if (maxDelayMs < baseDelayMs) {
+    throw new ConfigError('NOTIFY_MAX_DELAY_MS', `must be at least NOTIFY_BASE_DELAY_MS (${baseDelayMs})`);
+  }
+  const kafkaBrokers = list(env, 'KAFKA_BROKERS', DEFAULT_KAFKA_BROKERS);
+  for (const b of kafkaBrokers) {
+    if (!/^[^\s:]+:\d{1,5}$/.test(b)) throw new ConfigError('KAFKA_BROKERS', `expected host:port[,host:port], got "${b}"`);
+  }
+  const seedApiKeys = list(env, 'NOTIFY_API_KEYS', '').map((pair) => {
+    const i = pair.indexOf(':');
+    if (i <= 0 || i === pair.length - 1) {
+      throw new ConfigError('NOTIFY_API_KEYS', 'expected tenant:key[,tenant:key]');
+    }
+    return { tenantId: pair.slice(0, i), key: pair.slice(i + 1) };
+  });
+  return {
+    databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']) ?? DEFAULT_DATABASE_URL,
+    kafkaBrokers,
+    port: int(env, 'PORT', 3000, 0, 65_535),
+    logLevel: logLevel as Config['logLevel'],
+    topicPrefix,
+    topicPartitions: int(env, 'NOTIFY_TOPIC_PARTITIONS', 6, 1, 1_000),
+    retry: {
+      maxAttempts: int(env, 'NOTIFY_MAX_ATTEMPTS', 8, 1, 100),
+      baseDelayMs,
+      maxDelayMs,
+      jitter: fraction(env, 'NOTIFY_JITTER', 0.2),
+      defaultTtlMs: int(env, 'NOTIFY_DEFAULT_TTL_MS', 86_400_000, 1_000, 30 * 86_400_000),
+    },
+    dispatcher: {
+      sendTimeoutMs: int(env, 'NOTIFY_SEND_TIMEOUT_MS', 2_000, 1, 600_000),
+      maxInFlight: int(env, 'NOTIFY_MAX_IN_FLIGHT', 32, 1, 10_000),
+      repairAfterMs: int(env, 'NOTIFY_REPAIR_AFTER_MS', 60_000, 1_000, 86_400_000),
+      outcomeBatchSize: int(env, 'NOTIFY_OUTCOME_BATCH_SIZE', 64, 1, 1_000),
+      outcomeBatchDelayMs: int(env, 'NOTIFY_OUTCOME_BATCH_DELAY_MS', 5, 0, 1_000),
+      // The broker refuses sessions outside group.min/max.session.timeout.ms (6 s – 30 min by default).
+      sessionTimeoutMs: int(env, 'NOTIFY_KAFKA_SESSION_TIMEOUT_MS', 30_000, 6_000, 1_800_000),
+    },
+    relay: {
+      batchSize: int(env, 'NOTIFY_RELAY_BATCH_SIZE', 500, 1, 10_000),
+      pollIntervalMs: int(env, 'NOTIFY_RELAY_POLL_MS', 1_000, 10, 600_000),
+      retentionMs: int(env, 'NOTIFY_OUTBOX_RETENTION_MS', 3_600_000, 0, 30 * 86_400_000),
+    },
+    webhook: {
+      allowCidrs: list(env, 'NOTIFY_WEBHOOK_ALLOW_CIDRS', ''),
+      signingSecret: str(env, 'NOTIFY_WEBHOOK_SECRET'),
+    },
+    smtp: {
+      url: url(env, 'NOTIFY_SMTP_URL', ['smtp:', 'smtps:']),
+      from: str(env, 'NOTIFY_SMTP_FROM') ?? 'notify@localhost',
+      poolSize: int(env, 'NOTIFY_SMTP_POOL_SIZE', 5, 1, 100),
+    },
+    sms: {
+      url: url(env, 'NOTIFY_SMS_URL', ['http:', 'https:']),
+      accountId: str(env, 'NOTIFY_SMS_ACCOUNT_ID'),
+      authToken: str(env, 'NOTIFY_SMS_AUTH_TOKEN'),
+      from: str(env, 'NOTIFY_SMS_FROM'),
+    },
+    rateLimits: {
+      email: rateLimit(env, 'NOTIFY_RATE_LIMIT_EMAIL'),
+      sms: rateLimit(env, 'NOTIFY_RATE_LIMIT_SMS'),
+      webhook: rateLimit(env, 'NOTIFY_RATE_LIMIT_WEBHOOK'),
+    },
+    seedApiKeys,
+    shutdownTimeoutMs: int(env, 'NOTIFY_SHUTDOWN_TIMEOUT_MS', 15_000, 100, 600_000),
+  };
+}

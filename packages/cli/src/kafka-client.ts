@@ -1,0 +1,58 @@
+import { Kafka, type KafkaConfig, logLevel } from 'kafkajs';
+import type { Logger } from '@notify/runtime';
+
+/**
+ * Conditions kafkajs logs at error level although they are normal moments of a healthy cluster,
+ * which it retries by itself: a fresh broker loading its group coordinator, a coordinator or
+ * partition leader moving, a rebalance. A newcomer's first `notify start` printed the first two
+ * as errors every time. The texts are kafkajs 2.2.4's (src/protocol/error.js, consumer/runner.js);
+ * a unit test checks them against the installed kafkajs.
+ */
+export const RETRIED_KAFKA_CONDITIONS: ReadonlySet<string> = new Set([
+  "The coordinator is loading and hence can't process requests for this group", // GROUP_LOAD_IN_PROGRESS (14)
+  'The group coordinator is not available', // GROUP_COORDINATOR_NOT_AVAILABLE (15)
+  'This is not the correct coordinator for this group', // NOT_COORDINATOR_FOR_GROUP (16)
+  'There is no leader for this topic-partition as we are in the middle of a leadership election', // LEADER_NOT_AVAILABLE (5)
+  'This server is not the leader for that topic-partition', // NOT_LEADER_FOR_PARTITION (6)
+  'The group is rebalancing, so a rejoin is needed', // REBALANCE_IN_PROGRESS (27)
+  'The coordinator is not aware of this member, re-joining the group', // the consumer's own rejoin after a restart
+]);
+
+/**
+ * kafkajs log entries → our logger (warn and error only: kafkajs is chatty at info). Entries about
+ * a condition in `RETRIED_KAFKA_CONDITIONS` go to debug. Only the namespace, message and broker
+ * metadata are kept; kafkajs never logs message values.
+ */
+export function kafkaLogCreator(logger: Logger) {
+  return () =>
+    ({ namespace, level, log }: { namespace: string; level: logLevel; log: { message: string; [k: string]: unknown } }) => {
+      const { message, timestamp: _t, logger: _l, stack: _s, ...rest } = log;
+      const fields = { component: 'kafkajs', kafka_namespace: namespace, ...rest };
+      if (RETRIED_KAFKA_CONDITIONS.has(message) || (typeof rest.error === 'string' && RETRIED_KAFKA_CONDITIONS.has(rest.error))) {
+        logger.debug(fields, message);
+      } else if (level === logLevel.ERROR) logger.error(fields, message);
+      else if (level === logLevel.WARN) logger.warn(fields, message);
+    };
+}
+
+/** Options of `createKafka`. */
+export interface CreateKafkaOptions {
+  readonly brokers: readonly string[];
+  readonly clientId: string;
+  readonly logger: Logger;
+  /** kafkajs connection and request retries; default: kafkajs's own (several attempts over ~30 s). */
+  readonly retry?: KafkaConfig['retry'];
+  readonly connectionTimeoutMs?: number;
+}
+
+/** A kafkajs client that logs through our logger. */
+export function createKafka(options: CreateKafkaOptions): Kafka {
+  return new Kafka({
+    clientId: options.clientId,
+    brokers: [...options.brokers],
+    logLevel: logLevel.WARN,
+    logCreator: kafkaLogCreator(options.logger),
+    connectionTimeout: options.connectionTimeoutMs ?? 3_000,
+    ...(options.retry ? { retry: options.retry } : {}),
+  });
+}

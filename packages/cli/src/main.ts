@@ -1,0 +1,147 @@
+import { parseArgs } from 'node:util';
+import { ConfigError, systemClock } from '@notify/runtime';
+import { type Env, loadConfig } from './config.js';
+import { DatabaseUnreachableError } from '@notify/migrations';
+import { CliError, type CliIo } from './cli-error.js';
+
+// Commands are imported when they run: `migrate` and `api-keys` need neither Kafka, the relay,
+// the dispatcher nor the HTTP stack, and a short command should start fast.
+
+/** The help text of `notify`. */
+export const USAGE = `Usage: notify <command> [options]
+
+Commands:
+  migrate                               create the database if needed and apply pending migrations
+  start [--roles api,relay,dispatcher]  run the given roles in this process (default: all three)
+  api-keys create --tenant T [--name N] [--json]
+                                        issue an API key; it is printed once, only its hash is stored
+  api-keys revoke <key-id>              revoke a key at once
+  api-keys list [--tenant T]            list keys (ids and states, never the keys)
+  help                                  this text
+
+Configuration comes from the environment; see docs/configuration.md.`;
+
+/** Process-level hooks `start` uses; the real process by default, replaceable in tests. */
+export interface ProcessHooks {
+  onSignal(signal: NodeJS.Signals, handler: () => void): void;
+  exit(code: number): never;
+}
+
+const realProcess: ProcessHooks = {
+  onSignal: (signal, handler) => void process.on(signal, handler),
+  exit: (code) => process.exit(code),
+};
+
+/**
+ * Runs one `notify` command and resolves with the exit code. Failures a person can fix print
+ * one line on stderr (`notify: …`); usage errors exit 2, other failures 1. `start` resolves only
+ * after a graceful shutdown on SIGTERM or SIGINT.
+ */
+export async function runNotify(argv: readonly string[], env: Env, io: CliIo, proc: ProcessHooks = realProcess): Promise<number> {
+  try {
+    return await dispatch(argv, env, io, proc);
+  } catch (err) {
+    io.err(`notify: ${describe(err)}`);
+    if (env.LOG_LEVEL === 'debug' || env.LOG_LEVEL === 'trace') io.err(String((err as Error)?.stack ?? err));
+    return err instanceof CliError ? err.exitCode : 1;
+  }
+}
+
+function describe(err: unknown): string {
+  if (err instanceof ConfigError) return `invalid configuration: ${err.message}`;
+  if (err instanceof CliError || err instanceof DatabaseUnreachableError) return err.message;
+  const message = err instanceof Error ? err.message : String(err);
+  return message.split('\n')[0] ?? 'failed';
+}
+
+async function dispatch(argv: readonly string[], env: Env, io: CliIo, proc: ProcessHooks): Promise<number> {
+  const [command, ...rest] = argv;
+  if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
+    io.out(USAGE);
+    return command === undefined ? 2 : 0;
+  }
+  const parse = <O extends Record<string, { type: 'string' | 'boolean' }>>(options: O) => {
+    try {
+      return parseArgs({ args: [...rest], options, allowPositionals: true, strict: true });
+    } catch (err) {
+      throw new CliError(`${command}: ${(err as Error).message}\n\n${USAGE}`, 2);
+    }
+  };
+
+  switch (command) {
+    case 'migrate': {
+      parse({});
+      const { runMigrate } = await import('./migrate.js');
+      await runMigrate(loadConfig(env), io);
+      return 0;
+    }
+    case 'start': {
+      const { values } = parse({ roles: { type: 'string' } });
+      const { parseRoles, startNotify } = await import('./start.js');
+      const { createLogger } = await import('./observability/logger.js');
+      const { installTraceContext } = await import('./observability/context-manager.js');
+      const roles = parseRoles(values.roles);
+      const config = loadConfig(env);
+      const logger = createLogger({ level: config.logLevel, base: { pid: process.pid } });
+      // Trace context must follow async calls for the dispatcher's log lines to carry the delivery's traceId.
+      installTraceContext();
+      // Handlers go in before start-up, which takes seconds: a signal meanwhile stops it once it is up.
+      let early: NodeJS.Signals | undefined;
+      let onSignal = (signal: NodeJS.Signals) => {
+        early ??= signal;
+      };
+      proc.onSignal('SIGTERM', () => onSignal('SIGTERM'));
+      proc.onSignal('SIGINT', () => onSignal('SIGINT'));
+      const running = await startNotify(config, roles, { logger, clock: systemClock });
+      io.out(`notify: ${roles.includes('api') ? 'API' : 'health and metrics'} listening on ${running.url} (roles: ${roles.join(', ')})`);
+      return new Promise<number>((resolve) => {
+        let signalled = false;
+        onSignal = (signal: NodeJS.Signals) => {
+          // A repeated signal is ignored, not a "force quit": under `pnpm notify` (pnpm → tsx → node)
+          // one Ctrl-C reaches this process more than once. The deadline below bounds the wait.
+          if (signalled) return;
+          signalled = true;
+          logger.info({ signal, deadlineMs: config.shutdownTimeoutMs }, 'shutting down');
+          const deadline = setTimeout(() => {
+            logger.error({ deadlineMs: config.shutdownTimeoutMs }, 'shutdown deadline passed: exiting');
+            proc.exit(1);
+          }, config.shutdownTimeoutMs);
+          running.stop().then(
+            () => {
+              clearTimeout(deadline);
+              logger.info({}, 'stopped');
+              resolve(0);
+            },
+            (err: unknown) => {
+              clearTimeout(deadline);
+              logger.error({ err: (err as Error).message }, 'shutdown failed');
+              resolve(1);
+            },
+          );
+        };
+        if (early) onSignal(early);
+      });
+    }
+    case 'api-keys': {
+      const { values, positionals } = parse({ tenant: { type: 'string' }, name: { type: 'string' }, json: { type: 'boolean' } });
+      const [sub, ...args] = positionals;
+      const { runApiKeysCreate, runApiKeysList, runApiKeysRevoke } = await import('./api-keys.js');
+      const config = loadConfig(env);
+      if (sub === 'create') {
+        await runApiKeysCreate(config, { tenant: values.tenant, name: values.name, json: values.json ?? false }, { io, clock: systemClock });
+        return 0;
+      }
+      if (sub === 'revoke') {
+        await runApiKeysRevoke(config, args[0], { io, clock: systemClock });
+        return 0;
+      }
+      if (sub === 'list') {
+        await runApiKeysList(config, values.tenant, io);
+        return 0;
+      }
+      throw new CliError(`api-keys: expected create, revoke or list${sub ? `, got "${sub}"` : ''}`, 2);
+    }
+    default:
+      throw new CliError(`unknown command "${command}"; expected migrate, start, api-keys or help`, 2);
+  }
+}

@@ -1,0 +1,21 @@
+import type { Config } from './config.js';
+import { createDb } from '@notify/runtime';
+import { databaseName, ensureDatabase, migrateToLatest } from '@notify/migrations';
+import type { CliIo } from './cli-error.js';
+
+/**
+ * `notify migrate`: creates the database when it does not exist, then applies every pending
+ * migration. Idempotent. Throws `DatabaseUnreachableError` (one line) when PostgreSQL does not answer.
+ */
+export async function runMigrate(config: Pick<Config, 'databaseUrl'>, io: CliIo): Promise<void> {
+  const { created } = await ensureDatabase(config.databaseUrl);
+  if (created) io.out(`notify: created database ${databaseName(config.databaseUrl)}`);
+  const db = createDb({ connectionString: config.databaseUrl, max: 1, applicationName: 'notify-migrate' });
+  try {
+    const results = await migrateToLatest(db);
+    const applied = (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+    io.out(applied.length > 0 ? `notify: applied ${applied.join(', ')}` : 'notify: database is up to date');
+  } finally {
+    await db.destroy();
+  }
+}

@@ -1,0 +1,291 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { CHANNELS, NOTIFICATION_STATES, fromKysely } from '@notify/outbox';
+import { type Clock, type Logger, silentLogger, systemClock } from '@notify/runtime';
+import { type Database } from '@notify/migrations';
+import { type OutboxLag, outboxLag } from '@notify/relay';
+import type { Kysely } from 'kysely';
+import { notificationCountByState } from '../sql/notification-count-by-state.js';
+import { notificationQueueAge } from '../sql/notification-queue-age.js';
+
+/** Buckets of the provider latency histogram, in seconds: 5 ms to the 30 s send-timeout range. */
+export const PROVIDER_LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30];
+/** Buckets of the HTTP request duration histogram, in seconds. */
+export const HTTP_DURATION_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
+
+/** One delivery attempt as the metrics see it. */
+export interface AttemptObservation {
+  readonly channel: string;
+  /** sent | transient | permanent | expired | suppressed */
+  readonly outcome: string;
+  /** Time spent in the provider call; omitted when no provider was called (suppressed, expired). */
+  readonly latencySeconds?: number | undefined;
+}
+
+/** Options of `createMetrics`. */
+export interface CreateMetricsOptions {
+  /** Source of the SQL-backed gauges (notifications by state, queue age, outbox lag). Omit to leave them out. */
+  readonly db?: Kysely<Database>;
+  readonly clock?: Clock;
+  readonly logger?: Logger;
+  /** The SQL gauges are re-read at scrape time, at most once per this many ms. Default 5000. */
+  readonly refreshMs?: number;
+  /** Node.js process metrics (heap, event loop lag, …). Default true. */
+  readonly processMetrics?: boolean;
+}
+
+/**
+ * The service's Prometheus metrics, on their own registry (never prom-client's global one, so
+ * several instances can live in one test process). Counters are fed by the relay's and the
+ * dispatcher's lifecycle events (`watchRelay`, `watchDispatcher` in lifecycle-metrics.ts);
+ * gauges about stored state are read from PostgreSQL at scrape time.
+ * Names and labels are documented in docs/observability.md.
+ */
+export interface Metrics {
+  readonly registry: Registry;
+  /** The text exposition format, for GET /metrics. */
+  render(): Promise<string>;
+  /** The content type of `render()`'s output. */
+  readonly contentType: string;
+  observeHttp(labels: { method: string; route: string; status: number }, seconds: number): void;
+  observeAttempt(attempt: AttemptObservation): void;
+  /** Messages the relay published. */
+  observePublished(count: number): void;
+  /** A relay failure; `stage` is where (claim, publish, mark, lease, wakeup, purge). */
+  observeRelayError(stage: string): void;
+  /** A dispatcher failure it survives; `phase` is where (handler, commit, consumer, repair, dead-letter). */
+  observeConsumerError(phase: string): void;
+  /** A delivery started this long after it was due. */
+  observeLateness(seconds: number): void;
+  /** A retry was scheduled on a delay topic (suffix, e.g. retry.5s). */
+  observeRetryScheduled(topic: string): void;
+  /** The repair sweep re-published overdue notifications. */
+  observeRepaired(count: number): void;
+  /** A message moved to `<prefix>.dlq`. */
+  observeDeadLetter(code: string): void;
+  /** A notification became dead (terminal), by channel and dead_reason. */
+  observeDead(channel: string, reason: string): void;
+}
+
+/** Builds the registry and every metric. */
+export function createMetrics(options: CreateMetricsOptions = {}): Metrics {
+  const registry = new Registry();
+  const clock = options.clock ?? systemClock;
+  const logger = options.logger ?? silentLogger;
+  const refreshMs = options.refreshMs ?? 5_000;
+  if (options.processMetrics ?? true) collectDefaultMetrics({ register: registry, prefix: 'notify_' });
+
+  const httpRequests = new Counter({
+    name: 'notify_http_requests_total',
+    help: 'HTTP requests by method, route pattern and status code',
+    labelNames: ['method', 'route', 'status'] as const,
+    registers: [registry],
+  });
+  const httpDuration = new Histogram({
+    name: 'notify_http_request_duration_seconds',
+    help: 'HTTP request duration by method and route pattern',
+    labelNames: ['method', 'route'] as const,
+    buckets: HTTP_DURATION_BUCKETS,
+    registers: [registry],
+  });
+  const attempts = new Counter({
+    name: 'notify_attempts_total',
+    help: 'Delivery attempts by outcome and channel',
+    labelNames: ['outcome', 'channel'] as const,
+    registers: [registry],
+  });
+  const providerLatency = new Histogram({
+    name: 'notify_provider_latency_seconds',
+    help: 'Provider call duration by channel and outcome',
+    labelNames: ['channel', 'outcome'] as const,
+    buckets: PROVIDER_LATENCY_BUCKETS,
+    registers: [registry],
+  });
+  const published = new Counter({ name: 'notify_relay_published_total', help: 'Messages the relay published to Kafka', registers: [registry] });
+  const relayErrors = new Counter({
+    name: 'notify_relay_errors_total',
+    help: 'Relay failures by stage (claim, publish, mark, lease, wakeup, purge); the relay retries them',
+    labelNames: ['stage'] as const,
+    registers: [registry],
+  });
+  const consumerErrors = new Counter({
+    name: 'notify_consumer_errors_total',
+    help: 'Dispatcher failures by phase (handler, commit, consumer, repair, dead-letter); the dispatcher survives them',
+    labelNames: ['phase'] as const,
+    registers: [registry],
+  });
+  const lateness = new Histogram({
+    name: 'notify_dispatch_lateness_seconds',
+    help: 'How long after its due time a delivery started',
+    buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300],
+    registers: [registry],
+  });
+  const retriesScheduled = new Counter({
+    name: 'notify_retries_scheduled_total',
+    help: 'Retries scheduled, by delay topic',
+    labelNames: ['topic'] as const,
+    registers: [registry],
+  });
+  const repaired = new Counter({
+    name: 'notify_repaired_total',
+    help: 'Overdue queued notifications re-published by the repair sweep',
+    registers: [registry],
+  });
+  const deadLetters = new Counter({
+    name: 'notify_dead_letters_total',
+    help: 'Messages moved to <prefix>.dlq, by dead-letter code (DEAD_LETTER_CODES)',
+    labelNames: ['reason'] as const,
+    registers: [registry],
+  });
+  const dead = new Counter({
+    name: 'notify_dead_total',
+    help: 'Notifications that became dead, by channel and dead_reason',
+    labelNames: ['channel', 'reason'] as const,
+    registers: [registry],
+  });
+  const collectErrors = new Counter({
+    name: 'notify_metrics_collect_errors_total',
+    help: 'Failures reading the SQL-backed gauges (the last good values are kept)',
+    registers: [registry],
+  });
+
+  if (options.db) {
+    const executor = fromKysely(options.db);
+    let snapshot: Promise<Snapshot> | undefined;
+    let snapshotAt = -Infinity;
+    let last: Snapshot | undefined;
+    // Every SQL gauge reads one shared snapshot, so a scrape costs three queries at most, and
+    // none when the last snapshot is younger than refreshMs.
+    const read = async (): Promise<Snapshot | undefined> => {
+      const now = clock.now();
+      if (!snapshot || now.getTime() - snapshotAt >= refreshMs) {
+        snapshotAt = now.getTime();
+        snapshot = (async () => {
+          const [counts, ages, backlog] = await Promise.all([
+            notificationCountByState(executor),
+            notificationQueueAge(executor),
+            outboxLag(executor, { now }),
+          ]);
+          return { now, counts, ages, backlog };
+        })();
+      }
+      try {
+        last = await snapshot;
+      } catch (err) {
+        snapshot = undefined;
+        collectErrors.inc();
+        logger.warn({ err: (err as Error).message }, 'metrics: reading the SQL gauges failed');
+      }
+      return last;
+    };
+
+    new Gauge({
+      name: 'notify_notifications',
+      help: 'Stored notifications by state and channel',
+      labelNames: ['state', 'channel'] as const,
+      registers: [registry],
+      async collect() {
+        const s = await read();
+        if (!s) return;
+        this.reset();
+        // Every known (state, channel) is exported, 0 included, so a series never just vanishes.
+        for (const state of NOTIFICATION_STATES) for (const channel of CHANNELS) this.set({ state, channel }, 0);
+        for (const c of s.counts) this.set({ state: c.state, channel: c.channel }, c.count);
+      },
+    });
+    new Gauge({
+      name: 'notify_oldest_queued_age_seconds',
+      help: 'Age of the oldest queued notification, by channel (0 when none is queued)',
+      labelNames: ['channel'] as const,
+      registers: [registry],
+      async collect() {
+        const s = await read();
+        if (!s) return;
+        this.reset();
+        for (const channel of CHANNELS) this.set({ channel }, 0);
+        for (const a of s.ages) this.set({ channel: a.channel }, seconds(s.now, a.oldest_created_at));
+      },
+    });
+    new Gauge({
+      name: 'notify_queued_overdue_seconds',
+      help: 'How late the most overdue queued attempt is, by channel (0 when nothing is due)',
+      labelNames: ['channel'] as const,
+      registers: [registry],
+      async collect() {
+        const s = await read();
+        if (!s) return;
+        this.reset();
+        for (const channel of CHANNELS) this.set({ channel }, 0);
+        for (const a of s.ages) this.set({ channel: a.channel }, seconds(s.now, a.earliest_due_at));
+      },
+    });
+    new Gauge({
+      name: 'notify_outbox_lag_seconds',
+      help: 'Age of the oldest unpublished outbox row (0 when the relay is caught up)',
+      registers: [registry],
+      async collect() {
+        const s = await read();
+        if (s) this.set((s.backlog.oldestAgeMs ?? 0) / 1000);
+      },
+    });
+    new Gauge({
+      name: 'notify_outbox_unpublished',
+      help: 'Outbox rows the relay has not published yet',
+      registers: [registry],
+      async collect() {
+        const s = await read();
+        if (s) this.set(s.backlog.unpublished);
+      },
+    });
+  }
+
+  return {
+    registry,
+    contentType: registry.contentType,
+    render: () => registry.metrics(),
+    observeHttp(labels, secs) {
+      httpRequests.inc({ method: labels.method, route: labels.route, status: String(labels.status) });
+      httpDuration.observe({ method: labels.method, route: labels.route }, secs);
+    },
+    observeAttempt(a) {
+      attempts.inc({ outcome: a.outcome, channel: a.channel });
+      if (a.latencySeconds !== undefined) providerLatency.observe({ channel: a.channel, outcome: a.outcome }, a.latencySeconds);
+    },
+    observePublished(count) {
+      published.inc(count);
+    },
+    observeRelayError(stage) {
+      relayErrors.inc({ stage });
+    },
+    observeConsumerError(phase) {
+      consumerErrors.inc({ phase });
+    },
+    observeLateness(secs) {
+      lateness.observe(Math.max(0, secs));
+    },
+    observeRetryScheduled(topic) {
+      retriesScheduled.inc({ topic });
+    },
+    observeRepaired(count) {
+      repaired.inc(count);
+    },
+    observeDeadLetter(reason) {
+      // The dispatcher's stable dead-letter code (DEAD_LETTER_CODES): a bounded set of label values.
+      deadLetters.inc({ reason });
+    },
+    observeDead(channel, reason) {
+      dead.inc({ channel, reason });
+    },
+  };
+}
+
+interface Snapshot {
+  readonly now: Date;
+  readonly counts: Awaited<ReturnType<typeof notificationCountByState>>;
+  readonly ages: Awaited<ReturnType<typeof notificationQueueAge>>;
+  readonly backlog: OutboxLag;
+}
+
+function seconds(now: Date, then: Date | string): number {
+  return Math.max(0, (now.getTime() - new Date(then).getTime()) / 1000);
+}
+

@@ -1,0 +1,183 @@
+import type { AddressInfo } from 'node:net';
+import { serve, type ServerType } from '@hono/node-server';
+import type { Admin } from 'kafkajs';
+import type { Kysely } from 'kysely';
+import { type Clock, type Logger, createDb } from '@notify/runtime';
+import type { Config } from './config.js';
+import { type Database } from '@notify/migrations';
+import { fromKysely, topicName } from '@notify/outbox';
+import { type Relay, createRelay } from '@notify/relay';
+import { type Dispatcher, createContentPreparer, createDispatcher, dispatcherTopicSuffixes } from '@notify/dispatcher';
+import { type Provider, createProviders } from '@notify/providers';
+import { dispatcherConfigFrom, relayConfigFrom } from './role-configs.js';
+import { createApp } from '@notify/api';
+import { watchDispatcher, watchRelay } from './observability/lifecycle-metrics.js';
+import { createMetrics } from './observability/metrics.js';
+import { CliError } from './cli-error.js';
+import { createKafka } from './kafka-client.js';
+import { checkDatabase, checkMigrations, connectKafkaAdmin, ensureTopics } from './preflight.js';
+import { seedApiKeys } from './seed-api-keys.js';
+
+/** The parts `notify start` can run; any subset, so each can be scaled out on its own. */
+export const ROLES = ['api', 'relay', 'dispatcher'] as const;
+/** One role. */
+export type Role = (typeof ROLES)[number];
+
+/** Parses `--roles api,relay`; throws a usage `CliError` naming an unknown role. */
+export function parseRoles(value: string | undefined): readonly Role[] {
+  if (value === undefined) return ROLES;
+  const roles = value
+    .split(',')
+    .map((r) => r.trim())
+    .filter(Boolean);
+  const unknown = roles.filter((r) => !(ROLES as readonly string[]).includes(r));
+  if (unknown.length > 0 || roles.length === 0) {
+    throw new CliError(`--roles: unknown role ${unknown.map((u) => `"${u}"`).join(', ') || '(none given)'}; expected a comma-separated subset of ${ROLES.join(',')}`, 2);
+  }
+  return ROLES.filter((r) => roles.includes(r));
+}
+
+/** What `startNotify` needs besides the configuration. */
+export interface StartDeps {
+  readonly logger: Logger;
+  readonly clock: Clock;
+}
+
+/** A running `notify start`. */
+export interface RunningNotify {
+  /** Where the HTTP server listens (the API with the api role; /healthz, /readyz, /metrics always). */
+  readonly url: string;
+  readonly roles: readonly Role[];
+  /** The topics it created because they were missing. */
+  readonly createdTopics: readonly string[];
+  /** Graceful shutdown of every role: HTTP stops accepting, the dispatcher finishes or aborts in-flight deliveries, the relay its batch. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the given roles in this process after checking, in order, that PostgreSQL answers, its
+ * schema is migrated, and Kafka answers (each failure is a one-line `CliError` /
+ * `DatabaseUnreachableError`). Creates missing topics, seeds NOTIFY_API_KEYS, then starts the
+ * relay, the dispatcher, and the HTTP server (last, so "listening" means every role is up).
+ */
+export async function startNotify(config: Config, roles: readonly Role[], deps: StartDeps): Promise<RunningNotify> {
+  const { logger, clock } = deps;
+  await checkDatabase(config.databaseUrl);
+  const db: Kysely<Database> = createDb({ connectionString: config.databaseUrl, max: 20, applicationName: `notify-${roles.join('-')}` });
+  const cleanup: (() => Promise<unknown>)[] = [() => db.destroy()];
+  const closeAll = async () => {
+    for (const fn of cleanup.reverse()) await fn().catch((err: unknown) => logger.warn({ err: (err as Error).message }, 'shutdown step failed'));
+  };
+  try {
+    await checkMigrations(db);
+    // Preflight: few retries, so an unreachable broker fails start in seconds, not after kafkajs's ~30 s default.
+    const preflight = createKafka({
+      brokers: config.kafkaBrokers,
+      clientId: 'notify-preflight',
+      logger,
+      retry: { retries: 2, initialRetryTime: 300, maxRetryTime: 1_000 },
+    });
+    const preflightAdmin = await connectKafkaAdmin(preflight, config.kafkaBrokers);
+    let createdTopics: string[];
+    try {
+      const topics = dispatcherTopicSuffixes(config.retry).map((s) => topicName(config.topicPrefix, s));
+      createdTopics = await ensureTopics(preflightAdmin, topics, config.topicPartitions);
+      if (createdTopics.length > 0) logger.info({ topics: createdTopics, partitions: config.topicPartitions }, 'created Kafka topics');
+    } finally {
+      await preflightAdmin.disconnect().catch(() => {});
+    }
+
+    const seeded = await seedApiKeys(fromKysely(db), config.seedApiKeys, clock.now(), logger);
+    if (seeded > 0) logger.info({ count: seeded }, 'seeded API keys from NOTIFY_API_KEYS');
+
+    const kafka = createKafka({ brokers: config.kafkaBrokers, clientId: `notify-${roles.join('-')}`, logger });
+    const metrics = createMetrics({ db, clock, logger });
+    const readinessAdmin: Admin = kafka.admin();
+    await readinessAdmin.connect();
+    cleanup.push(() => readinessAdmin.disconnect());
+
+    let relay: Relay | undefined;
+    if (roles.includes('relay')) {
+      relay = createRelay(
+        { ...relayConfigFrom(config), stopTimeoutMs: Math.floor(config.shutdownTimeoutMs / 3) },
+        { db, kafka, connectionString: config.databaseUrl, clock, logger: logger.child({ role: 'relay' }) },
+      );
+      watchRelay(metrics, relay);
+      await relay.start();
+      const r = relay;
+      cleanup.push(() => r.stop());
+    }
+
+    let dispatcher: Dispatcher | undefined;
+    let providers: Partial<Record<string, Provider>> = {};
+    if (roles.includes('dispatcher')) {
+      const dlogger = logger.child({ role: 'dispatcher' });
+      providers = createProviders(config, { db, clock, logger: dlogger });
+      cleanup.push(async () => {
+        await Promise.all(Object.values(providers).map((p) => p?.close?.()));
+      });
+      dispatcher = createDispatcher(dispatcherConfigFrom(config, { shutdownTimeoutMs: Math.floor(config.shutdownTimeoutMs / 2) }), {
+        db,
+        kafka,
+        providers,
+        content: createContentPreparer({ db, clock }),
+        clock,
+        logger: dlogger,
+      });
+      watchDispatcher(metrics, dispatcher);
+      await dispatcher.start();
+      const d = dispatcher;
+      cleanup.push(() => d.stop());
+    }
+
+    const app = createApp({
+      db,
+      config,
+      clock,
+      logger: logger.child({ role: 'api' }),
+      metrics,
+      serveApi: roles.includes('api'),
+      readiness: {
+        database: async () => {
+          await db.selectNoFrom((eb) => eb.lit(1).as('one')).execute();
+        },
+        kafka: async () => {
+          await readinessAdmin.describeCluster();
+        },
+      },
+    });
+    const server = await listen(app.fetch, config.port);
+    const port = (server.address() as AddressInfo).port;
+    cleanup.push(() => closeServer(server));
+    const url = `http://127.0.0.1:${port}`;
+    logger.info({ url, roles }, roles.includes('api') ? 'API listening' : 'ops endpoints listening');
+
+    let stopping: Promise<void> | undefined;
+    return {
+      url,
+      roles,
+      createdTopics,
+      stop: () => (stopping ??= closeAll()),
+    };
+  } catch (err) {
+    await closeAll();
+    throw err;
+  }
+}
+
+function listen(fetch: (req: Request) => Response | Promise<Response>, port: number): Promise<ServerType> {
+  return new Promise((resolve, reject) => {
+    const server = serve({ fetch, port }, () => resolve(server));
+    server.once('error', (err: NodeJS.ErrnoException) => {
+      reject(err.code === 'EADDRINUSE' ? new CliError(`port ${port} is in use; set PORT to a free port (0 picks one)`, 1, { cause: err }) : err);
+    });
+  });
+}
+
+function closeServer(server: ServerType): Promise<void> {
+  return new Promise((resolve) => {
+    server.close(() => resolve());
+    // Keep-alive connections would hold close() open until they time out.
+    if ('closeIdleConnections' in server) server.closeIdleConnections();
+  });
+}

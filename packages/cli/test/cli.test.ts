@@ -1,0 +1,152 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { inject } from 'vitest';
+import { ensureDatabase, withDatabase } from '@notify/migrations';
+import { createApp, hashApiKey } from '@notify/api';
+import { createTestDatabase, type TestDatabase } from '../../../test/support/db.js';
+import { runNotifyCli } from '../../../test/support/notify-process.js';
+
+const RETRY = { maxAttempts: 3, baseDelayMs: 100, maxDelayMs: 1000, jitter: 0, defaultTtlMs: 60_000 };
+const UNREACHABLE_PG = 'postgres://postgres:secret@127.0.0.1:1/nowhere';
+
+let t: TestDatabase;
+const fresh = `${inject('runId')}_cli_${randomBytes(3).toString('hex')}`;
+const empty = `${inject('runId')}_cli_empty_${randomBytes(3).toString('hex')}`;
+
+beforeAll(async () => {
+  t = await createTestDatabase();
+});
+afterAll(async () => {
+  await t?.close();
+  const admin = new pg.Client({ connectionString: withDatabase(inject('databaseUrl'), 'postgres') });
+  await admin.connect();
+  for (const name of [fresh, empty]) await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)} WITH (FORCE)`);
+  await admin.end();
+});
+
+/** stderr as lines, without the blank ones. */
+const lines = (s: string) => s.split('\n').filter((l) => l.trim() !== '');
+
+describe('notify migrate', () => {
+  it('creates the database, applies every migration, and a second run changes nothing', async () => {
+    const url = withDatabase(inject('databaseUrl'), fresh);
+    const first = await runNotifyCli(['migrate'], { DATABASE_URL: url });
+    expect(first.stderr).toBe('');
+    expect(first.code).toBe(0);
+    expect(first.stdout).toContain(`created database ${fresh}`);
+    expect(first.stdout).toMatch(/applied 0001_initial, .*0005_api/);
+    const second = await runNotifyCli(['migrate'], { DATABASE_URL: url });
+    expect(second.code).toBe(0);
+    expect(second.stdout.trim()).toBe('notify: database is up to date');
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    try {
+      const { rows } = await client.query<{ name: string }>('SELECT name FROM kysely_migration ORDER BY name');
+      expect(rows.map((r) => r.name)).toContain('0005_api');
+      expect(new Set(rows.map((r) => r.name)).size).toBe(rows.length);
+    } finally {
+      await client.end();
+    }
+  });
+});
+
+describe.concurrent('clear one-line failures', () => {
+  it('unreachable PostgreSQL: one line naming the URL without its password, exit 1', async () => {
+    const res = await runNotifyCli(['migrate'], { DATABASE_URL: UNREACHABLE_PG });
+    expect(res.code).toBe(1);
+    expect(lines(res.stderr)).toEqual([
+      'notify: cannot reach PostgreSQL at postgres://postgres:***@127.0.0.1:1/nowhere (ECONNREFUSED); start it or set DATABASE_URL',
+    ]);
+    expect(res.stderr).not.toContain('secret');
+  });
+
+  it('an out-of-range setting names the variable, exit 1', async () => {
+    const res = await runNotifyCli(['start'], { DATABASE_URL: t.url, NOTIFY_MAX_ATTEMPTS: '0' });
+    expect(res.code).toBe(1);
+    expect(lines(res.stderr)).toEqual(['notify: invalid configuration: NOTIFY_MAX_ATTEMPTS: expected a number from 1 to 100, got 0']);
+  });
+
+  it('start refuses when PostgreSQL is unreachable', async () => {
+    const res = await runNotifyCli(['start'], { DATABASE_URL: UNREACHABLE_PG, PORT: '0' });
+    expect(res.code).toBe(1);
+    expect(lines(res.stderr)).toEqual([expect.stringMatching(/^notify: cannot reach PostgreSQL at .*; start it or set DATABASE_URL$/)]);
+  });
+
+  it('start refuses when Kafka is unreachable, and listens nowhere', async () => {
+    const res = await runNotifyCli(['start'], { DATABASE_URL: t.url, KAFKA_BROKERS: '127.0.0.1:1', PORT: '0' });
+    expect(res.code).toBe(1);
+    expect(lines(res.stderr)).toEqual([
+      expect.stringMatching(/^notify: cannot reach Kafka at 127\.0\.0\.1:1 \(.*\); start it \(`pnpm kafka start`\) or set KAFKA_BROKERS$/),
+    ]);
+    expect(res.stdout).not.toContain('listening');
+  });
+
+  it('start refuses to run on an unmigrated database', async () => {
+    await ensureDatabase(withDatabase(inject('databaseUrl'), empty));
+    const res = await runNotifyCli(['start'], { DATABASE_URL: withDatabase(inject('databaseUrl'), empty), PORT: '0' });
+    expect(res.code).toBe(1);
+    expect(lines(res.stderr)).toEqual([
+      expect.stringMatching(/^notify: the database schema is not up to date \(pending: 0001_initial, .*\); run `pnpm notify migrate` first$/),
+    ]);
+  });
+
+  it('start refuses an unknown role (usage error, exit 2)', async () => {
+    const res = await runNotifyCli(['start', '--roles', 'api,mailer'], { DATABASE_URL: t.url });
+    expect(res.code).toBe(2);
+    expect(lines(res.stderr)[0]).toBe('notify: --roles: unknown role "mailer"; expected a comma-separated subset of api,relay,dispatcher');
+  });
+
+  it('an unknown command exits 2', async () => {
+    const res = await runNotifyCli(['deploy'], {});
+    expect(res.code).toBe(2);
+    expect(res.stderr).toContain('unknown command "deploy"');
+  });
+});
+
+describe.concurrent('notify api-keys', () => {
+  it('create prints a key once, stores only its hash, and the key authenticates; revoke makes it 401', async () => {
+    const created = await runNotifyCli(['api-keys', 'create', '--tenant', 'cli-tenant', '--name', 'ci'], { DATABASE_URL: t.url });
+    expect(created.code).toBe(0);
+    const key = created.stdout.trim();
+    expect(key).toMatch(/^nk_[\w-]{43}$/);
+    expect(created.stderr).toMatch(/Created API key key_\S+ for tenant cli-tenant/);
+
+    const stored = await t.db.selectFrom('api_keys').selectAll().where('tenant_id', '=', 'cli-tenant').execute();
+    expect(stored).toHaveLength(1);
+    expect(stored[0]!.key_hash).toBe(hashApiKey(key));
+    expect(JSON.stringify(stored)).not.toContain(key);
+
+    const app = createApp({ db: t.db, config: { retry: RETRY } });
+    const ok = await app.request('/v1/notifications', { headers: { authorization: `Bearer ${key}` } });
+    expect(ok.status).toBe(200);
+
+    const list = await runNotifyCli(['api-keys', 'list', '--tenant', 'cli-tenant'], { DATABASE_URL: t.url });
+    expect(list.stdout).toContain(`${stored[0]!.id}\tcli-tenant\tactive\tci`);
+    expect(list.stdout).not.toContain(key);
+
+    const revoked = await runNotifyCli(['api-keys', 'revoke', stored[0]!.id], { DATABASE_URL: t.url });
+    expect(revoked.code).toBe(0);
+    const denied = await app.request('/v1/notifications', { headers: { authorization: `Bearer ${key}` } });
+    expect(denied.status).toBe(401);
+  });
+
+  it('create --json prints id, tenant and key on one line', async () => {
+    const res = await runNotifyCli(['api-keys', 'create', '--tenant', 'json-tenant', '--json'], { DATABASE_URL: t.url });
+    expect(res.code).toBe(0);
+    const out = JSON.parse(res.stdout) as { id: string; tenant_id: string; key: string };
+    expect(out).toMatchObject({ tenant_id: 'json-tenant', id: expect.stringMatching(/^key_/), key: expect.stringMatching(/^nk_/) });
+  });
+
+  it('create without --tenant is a usage error', async () => {
+    const res = await runNotifyCli(['api-keys', 'create'], { DATABASE_URL: t.url });
+    expect(res.code).toBe(2);
+    expect(res.stderr).toContain('--tenant is required');
+  });
+
+  it('revoke of an unknown id fails with exit 1', async () => {
+    const res = await runNotifyCli(['api-keys', 'revoke', 'key_nope'], { DATABASE_URL: t.url });
+    expect(res.code).toBe(1);
+    expect(lines(res.stderr)).toEqual(['notify: api-keys revoke: no key key_nope']);
+  });
+});

@@ -1,0 +1,40 @@
+// The public surface of @notify/providers: the channel adapters behind the `Provider` port, the
+// SSRF guard, failure classification, rate limits and webhook signing. Everything exported is
+// documented where it is defined.
+export type { Delivery, SendResult, Provider } from './provider.js';
+export { CLASSIFICATION, type ClassificationTable, type Verdict, classifyCode, classifyErrno, parseRetryAfter, errorCode } from './classify.js';
+export {
+  createTargetGuard,
+  addressProblem,
+  parseAllowCidrs,
+  systemResolver,
+  TargetRefusedError,
+  type TargetGuard,
+  type TargetGuardOptions,
+  type Resolver,
+  type ResolvedAddress,
+} from './webhook/ssrf.js';
+export {
+  webhookSecretKey,
+  signWebhook,
+  verifyWebhookSignature,
+  WEBHOOK_HEADERS,
+  type WebhookSignInput,
+  type WebhookVerifyInput,
+  type WebhookVerification,
+} from './webhook/signature.js';
+export { createWebhookProvider, type WebhookProviderOptions, type WebhookProviderDeps, type WebhookPayload } from './webhook/webhook.js';
+export { createTenantSecretSource, type TenantSecretSourceOptions } from './webhook/tenant-secrets.js';
+export { tenantSigningSecretGet, type TenantSigningSecretGetParams } from './webhook/sql/tenant-signing-secret-get.js';
+export { createSmtpProvider, messageIdFor, type SmtpProviderOptions, type SmtpProviderDeps } from './smtp/smtp.js';
+export { createSmsHttpProvider, type SmsHttpProviderOptions, type SmsHttpProviderDeps } from './sms/sms-http.js';
+export {
+  createTokenBucket,
+  withRateLimit,
+  systemTimers,
+  type RateLimit,
+  type Timers,
+  type TokenBucket,
+  type RateLimitDeps,
+} from './rate-limit.js';
+export { createProviders, type ProvidersConfig, type ProviderRegistryDeps } from './registry.js';

@@ -1,0 +1,125 @@
+import type { Channel, TransactionLike } from '@notify/outbox';
+import { type Clock, ConfigError, type Logger } from '@notify/runtime';
+import type { Provider } from './provider.js';
+import { type RateLimit, type Timers, withRateLimit } from './rate-limit.js';
+import { createSmsHttpProvider } from './sms/sms-http.js';
+import { createSmtpProvider } from './smtp/smtp.js';
+import { type Resolver, parseAllowCidrs } from './webhook/ssrf.js';
+import { createTenantSecretSource } from './webhook/tenant-secrets.js';
+import { createWebhookProvider } from './webhook/webhook.js';
+import { webhookSecretKey } from './webhook/signature.js';
+
+/** The channel settings `createProviders` reads (the service's `Config` from `loadConfig` fits). */
+export interface ProvidersConfig {
+  readonly webhook: {
+    /** CIDRs that webhook targets may resolve to even though they are private (NOTIFY_WEBHOOK_ALLOW_CIDRS). */
+    readonly allowCidrs: readonly string[];
+    /** Global Standard Webhooks signing secret (`whsec_…` or raw); per-tenant secrets override it. */
+    readonly signingSecret: string | undefined;
+  };
+  readonly smtp: {
+    /** `smtp://user:pass@host:port` or `smtps://…`; unset disables the email channel. */
+    readonly url: string | undefined;
+    readonly from: string;
+    /** Pooled SMTP connections at most (NOTIFY_SMTP_POOL_SIZE). */
+    readonly poolSize: number;
+  };
+  readonly sms: {
+    /** Base URL of a Twilio-style gateway; unset disables the SMS channel. */
+    readonly url: string | undefined;
+    readonly accountId: string | undefined;
+    readonly authToken: string | undefined;
+    readonly from: string | undefined;
+  };
+  /** Token-bucket limits per channel provider; undefined = unlimited. */
+  readonly rateLimits: { readonly [C in Channel]: RateLimit | undefined };
+}
+
+/** The channel settings `createProviders` reads (the service's `Config` from `loadConfig` fits). */
+export interface ProvidersConfig {
+  readonly webhook: {
+    /** CIDRs that webhook targets may resolve to even though they are private (NOTIFY_WEBHOOK_ALLOW_CIDRS). */
+    readonly allowCidrs: readonly string[];
+    /** Global Standard Webhooks signing secret (`whsec_…` or raw); per-tenant secrets override it. */
+    readonly signingSecret: string | undefined;
+  };
+  readonly smtp: {
+    /** `smtp://user:pass@host:port` or `smtps://…`; unset disables the email channel. */
+    readonly url: string | undefined;
+    readonly from: string;
+    /** Pooled SMTP connections at most (NOTIFY_SMTP_POOL_SIZE). */
+    readonly poolSize: number;
+  };
+  readonly sms: {
+    /** Base URL of a Twilio-style gateway; unset disables the SMS channel. */
+    readonly url: string | undefined;
+    readonly accountId: string | undefined;
+    readonly authToken: string | undefined;
+    readonly from: string | undefined;
+  };
+  /** Token-bucket limits per channel provider; undefined = unlimited. */
+  readonly rateLimits: { readonly [C in Channel]: RateLimit | undefined };
+}
+
+/** Dependencies of `createProviders`. */
+export interface ProviderRegistryDeps {
+  /** Reads per-tenant webhook signing secrets. */
+  readonly db: TransactionLike;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  /** How rate limits wait; Node's timers by default. */
+  readonly timers?: Timers;
+  /** Webhook target name resolution; `dns.lookup` by default. */
+  readonly resolver?: Resolver;
+}
+
+/**
+ * Builds the provider of every enabled channel from the configuration:
+ * - webhook: always (NOTIFY_WEBHOOK_ALLOW_CIDRS, NOTIFY_WEBHOOK_SECRET, per-tenant secrets);
+ * - email: when NOTIFY_SMTP_URL is set;
+ * - sms: when NOTIFY_SMS_URL is set;
+ * each wrapped in its token bucket when NOTIFY_RATE_LIMIT_<CHANNEL> is set. A channel without
+ * a provider is absent from the result (the dispatcher fails such notifications permanently).
+ * Throws `ConfigError` for settings that only make sense here (a malformed CIDR or secret).
+ */
+export function createProviders(config: ProvidersConfig, deps: ProviderRegistryDeps): Partial<Record<Channel, Provider>> {
+  try {
+    parseAllowCidrs(config.webhook.allowCidrs);
+  } catch (err) {
+    throw new ConfigError('NOTIFY_WEBHOOK_ALLOW_CIDRS', (err as Error).message);
+  }
+  if (config.webhook.signingSecret !== undefined) {
+    try {
+      webhookSecretKey(config.webhook.signingSecret);
+    } catch (err) {
+      throw new ConfigError('NOTIFY_WEBHOOK_SECRET', (err as Error).message);
+    }
+  }
+  const providers: Partial<Record<Channel, Provider>> = {};
+  providers.webhook = createWebhookProvider(
+    {
+      allowCidrs: config.webhook.allowCidrs,
+      signingSecret: config.webhook.signingSecret,
+      tenantSecret: createTenantSecretSource({ db: deps.db, clock: deps.clock }),
+      ...(deps.resolver ? { resolver: deps.resolver } : {}),
+    },
+    { clock: deps.clock, logger: deps.logger },
+  );
+  if (config.smtp.url !== undefined) {
+    providers.email = createSmtpProvider({ url: config.smtp.url, from: config.smtp.from, poolSize: config.smtp.poolSize }, { logger: deps.logger });
+  }
+  if (config.sms.url !== undefined) {
+    providers.sms = createSmsHttpProvider(
+      { baseUrl: config.sms.url, accountId: config.sms.accountId, authToken: config.sms.authToken, from: config.sms.from },
+      { clock: deps.clock, logger: deps.logger },
+    );
+  }
+  for (const channel of Object.keys(providers) as Channel[]) {
+    const limit = config.rateLimits[channel];
+    const provider = providers[channel];
+    if (limit && provider) {
+      providers[channel] = withRateLimit(limit, { clock: deps.clock, ...(deps.timers ? { timers: deps.timers } : {}) })(provider);
+    }
+  }
+  return providers;
+}

@@ -1,0 +1,169 @@
+import http from 'node:http';
+import https from 'node:https';
+import type { Clock, Logger } from '@notify/runtime';
+import { classifyCode, classifyErrno, errorCode, parseRetryAfter } from '../classify.js';
+import { httpPost } from '../http-post.js';
+import type { Delivery, Provider, SendResult } from '../provider.js';
+import { type Resolver, TargetRefusedError, createTargetGuard } from './ssrf.js';
+import { WEBHOOK_HEADERS, signWebhook, webhookSecretKey } from './signature.js';
+
+export { verifyWebhookSignature, signWebhook, WEBHOOK_HEADERS } from './signature.js';
+
+/** The JSON body of every webhook POST (snake_case, like the API). */
+export interface WebhookPayload {
+  /** The notification id; equals the `webhook-id` header and is stable across retries. */
+  readonly id: string;
+  readonly tenant_id: string;
+  /** The body, or the rendered template. */
+  readonly body: string;
+  readonly data: Record<string, unknown> | null;
+  readonly metadata: Record<string, string>;
+  /** 1 for the first attempt. */
+  readonly attempt: number;
+  /** When the notification was created (ISO 8601). */
+  readonly created_at: string;
+  /** When this attempt was sent (ISO 8601); equals `webhook-timestamp`. */
+  readonly timestamp: string;
+}
+
+/** Options of `createWebhookProvider`. */
+export interface WebhookProviderOptions {
+  /** CIDRs targets may resolve to although the SSRF policy refuses them (NOTIFY_WEBHOOK_ALLOW_CIDRS). */
+  readonly allowCidrs?: readonly string[];
+  /** The global signing secret (NOTIFY_WEBHOOK_SECRET); a tenant's own secret overrides it. */
+  readonly signingSecret?: string | undefined;
+  /**
+   * The tenant's own signing secret (tenants.webhook_signing_secret), or null/undefined for none.
+   * A throw (database down) makes the attempt transient: we never send unsigned by accident.
+   */
+  readonly tenantSecret?: (tenantId: string) => Promise<string | null | undefined>;
+  /** Response bytes read at most (the rest is discarded with the connection). Default 64 KiB. */
+  readonly maxResponseBytes?: number;
+  /** The adapter's own ceiling per attempt, on top of the dispatcher's signal. Default 30 s. */
+  readonly timeoutMs?: number;
+  /** Name resolution for targets (tests inject hostile answers). */
+  readonly resolver?: Resolver;
+  /** `user-agent` header. */
+  readonly userAgent?: string;
+}
+
+/** Dependencies of `createWebhookProvider`. */
+export interface WebhookProviderDeps {
+  readonly clock: Clock;
+  readonly logger: Logger;
+}
+
+const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024;
+
+function timeoutResult(): SendResult {
+  return { kind: 'transient', error: 'timeout', providerStatus: 'timeout' };
+}
+
+/**
+ * The webhook channel: POSTs the notification as JSON to its `to` URL.
+ *
+ * - Signed the Standard Webhooks way when a secret applies (tenant's, else global):
+ *   `webhook-id` = notification id, `webhook-timestamp`, `webhook-signature: v1,…`.
+ * - SSRF-safe (see ssrf.ts): a refused target is a permanent failure ("webhook target refused …").
+ * - Redirects are never followed: a 3xx is a permanent failure that names the status.
+ * - 2xx sent; 408/425/429 and 5xx transient with `Retry-After` honoured; other 4xx permanent;
+ *   timeouts, resets and DNS failures transient (CLASSIFICATION.webhook).
+ * - Connections are kept alive per target (they were checked when opened).
+ */
+export function createWebhookProvider(options: WebhookProviderOptions, deps: WebhookProviderDeps): Provider {
+  const guard = createTargetGuard({ allowCidrs: options.allowCidrs ?? [], ...(options.resolver ? { resolver: options.resolver } : {}) });
+  if (options.signingSecret !== undefined) webhookSecretKey(options.signingSecret); // fail at start, not per send
+  const maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+  const timeoutMs = options.timeoutMs ?? 30_000;
+  const userAgent = options.userAgent ?? 'notify-webhooks/1';
+  const agents = {
+    http: new http.Agent({ keepAlive: true, maxSockets: 64 }),
+    https: new https.Agent({ keepAlive: true, maxSockets: 64 }),
+  };
+  const log = deps.logger.child({ provider: 'webhook' });
+
+  async function secretFor(tenantId: string): Promise<string | undefined> {
+    const own = options.tenantSecret ? await options.tenantSecret(tenantId) : undefined;
+    return own ?? options.signingSecret;
+  }
+
+  async function send(delivery: Delivery, signal: AbortSignal): Promise<SendResult> {
+    if (signal.aborted) return timeoutResult();
+    let url: URL;
+    try {
+      url = guard.checkUrl(delivery.to);
+    } catch (err) {
+      log.warn({ notificationId: delivery.id, reason: (err as Error).message }, 'webhook target refused');
+      return { kind: 'permanent', error: (err as Error).message, providerStatus: 'ETARGETREFUSED' };
+    }
+    let secret: string | undefined;
+    try {
+      secret = await secretFor(delivery.tenantId);
+    } catch (err) {
+      return { kind: 'transient', error: `could not load the tenant's webhook signing secret: ${(err as Error).message}`, providerStatus: 'secret_unavailable' };
+    }
+    const now = deps.clock.now();
+    const timestamp = Math.floor(now.getTime() / 1000);
+    const payload: WebhookPayload = {
+      id: delivery.id,
+      tenant_id: delivery.tenantId,
+      body: delivery.body,
+      data: delivery.data,
+      metadata: delivery.metadata,
+      attempt: delivery.attempt,
+      created_at: delivery.createdAt.toISOString(),
+      timestamp: new Date(timestamp * 1000).toISOString(),
+    };
+    const body = JSON.stringify(payload);
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      'user-agent': userAgent,
+      [WEBHOOK_HEADERS.id]: delivery.id,
+      [WEBHOOK_HEADERS.timestamp]: String(timestamp),
+    };
+    if (secret !== undefined) {
+      try {
+        headers[WEBHOOK_HEADERS.signature] = signWebhook({ secret, id: delivery.id, timestamp, body });
+      } catch (err) {
+        return { kind: 'permanent', error: `the tenant's webhook signing secret is unusable: ${(err as Error).message}`, providerStatus: 'bad_secret' };
+      }
+    }
+    const attemptSignal = AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]);
+    try {
+      const res = await httpPost({ url, headers, body, signal: attemptSignal, lookup: guard.lookup, agents, maxResponseBytes });
+      const status = String(res.status);
+      const verdict = classifyCode('webhook', res.status);
+      log.debug({ notificationId: delivery.id, attempt: delivery.attempt, status }, 'webhook answered');
+      if (verdict === 'sent') return { kind: 'sent', providerStatus: status };
+      if (res.status >= 300 && res.status < 400) {
+        return {
+          kind: 'permanent',
+          error: `webhook receiver answered HTTP ${status} (a redirect); redirects are never followed, register the final URL`,
+          providerStatus: status,
+        };
+      }
+      if (verdict === 'permanent') return { kind: 'permanent', error: `webhook receiver rejected the notification: HTTP ${status}`, providerStatus: status };
+      const notBefore = parseRetryAfter(res.headers['retry-after'], deps.clock.now());
+      return { kind: 'transient', error: `webhook receiver failed: HTTP ${status}`, providerStatus: status, ...(notBefore ? { notBefore } : {}) };
+    } catch (err) {
+      if (signal.aborted || attemptSignal.aborted) return timeoutResult();
+      const code = errorCode(err);
+      if (err instanceof TargetRefusedError) {
+        log.warn({ notificationId: delivery.id, reason: err.message }, 'webhook target refused');
+        return { kind: 'permanent', error: err.message, providerStatus: err.code };
+      }
+      const verdict = classifyErrno('webhook', code);
+      log.debug({ notificationId: delivery.id, attempt: delivery.attempt, status: code }, 'webhook failed');
+      return { kind: verdict, error: `webhook request failed: ${code ?? (err as Error).message}`, providerStatus: code ?? 'error' };
+    }
+  }
+
+  return {
+    channel: 'webhook',
+    send,
+    async close() {
+      agents.http.destroy();
+      agents.https.destroy();
+    },
+  };
+}

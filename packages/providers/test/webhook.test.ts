@@ -1,0 +1,303 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { silentLogger, systemClock } from '@notify/runtime';
+import { ManualClock } from '@notify/runtime/testing';
+import { type Delivery, type Provider, type ResolvedAddress, createTenantSecretSource, createWebhookProvider, verifyWebhookSignature } from '@notify/providers';
+import { type HttpReceiver, contractDelivery, startHttpReceiver } from '@notify/providers/testing';
+import { type TestDatabase, createTestDatabase } from '../../../test/support/db.js';
+import { waitFor } from '../../../test/support/wait.js';
+
+const SECRET = 'whsec_' + Buffer.from('global secret key for tests').toString('base64');
+const never = () => new AbortController().signal;
+
+let receiver: HttpReceiver;
+const cleanups: (() => Promise<unknown> | undefined)[] = [];
+beforeAll(async () => {
+  receiver = await startHttpReceiver();
+});
+afterAll(async () => {
+  await receiver.close();
+});
+afterEach(async () => {
+  for (const c of cleanups.splice(0)) await c();
+  receiver.requests.length = 0;
+});
+
+function webhook(options: Parameters<typeof createWebhookProvider>[0], clock = systemClock as ManualClock | typeof systemClock): Provider {
+  const provider = createWebhookProvider(options, { clock, logger: silentLogger });
+  cleanups.push(() => provider.close?.());
+  return provider;
+}
+
+function delivery(to: string, overrides: Partial<Delivery> = {}): Delivery {
+  return contractDelivery({ channel: 'webhook', to }, overrides);
+}
+
+describe('webhook payload and Standard Webhooks signing', () => {
+  it('POSTs the notification as JSON, signed with the global secret; the receiver verifies it with verifyWebhookSignature', async () => {
+    const provider = webhook({ allowCidrs: ['127.0.0.1/32'], signingSecret: SECRET });
+    const d = delivery(`${receiver.url}/hooks?x=1`, { attempt: 3, data: { order: 7 }, metadata: { team: 'a' } });
+    expect(await provider.send(d, never())).toEqual({ kind: 'sent', providerStatus: '200' });
+    const [req] = receiver.requests;
+    expect(req!.method).toBe('POST');
+    expect(req!.url).toBe('/hooks?x=1');
+    expect(req!.headers['content-type']).toBe('application/json');
+    expect(req!.headers['webhook-id']).toBe(d.id);
+    const verified = verifyWebhookSignature({ secret: SECRET, headers: req!.headers, body: req!.body, now: new Date() });
+    expect(verified).toMatchObject({ ok: true, id: d.id });
+    const payload = JSON.parse(req!.body);
+    expect(payload).toEqual({
+      id: d.id,
+      tenant_id: d.tenantId,
+      body: d.body,
+      data: { order: 7 },
+      metadata: { team: 'a' },
+      attempt: 3,
+      created_at: d.createdAt.toISOString(),
+      timestamp: new Date(Number(req!.headers['webhook-timestamp']) * 1000).toISOString(),
+    });
+    // A tampered body does not verify.
+    expect(verifyWebhookSignature({ secret: SECRET, headers: req!.headers, body: req!.body.replace('"attempt":3', '"attempt":4'), now: new Date() }).ok).toBe(false);
+  });
+
+  it('keeps webhook-id across attempts and signs each attempt with its own timestamp', async () => {
+    const clock = new ManualClock('2026-05-01T12:00:00Z');
+    const provider = webhook({ allowCidrs: ['127.0.0.1/32'], signingSecret: SECRET }, clock);
+    const d = delivery(receiver.url);
+    await provider.send(d, never());
+    clock.advance(60_000);
+    await provider.send({ ...d, attempt: 2 }, never());
+    const [a, b] = receiver.requests;
+    expect(a!.headers['webhook-id']).toBe(d.id);
+    expect(b!.headers['webhook-id']).toBe(d.id);
+    expect(Number(b!.headers['webhook-timestamp']) - Number(a!.headers['webhook-timestamp'])).toBe(60);
+    expect(verifyWebhookSignature({ secret: SECRET, headers: b!.headers, body: b!.body, now: clock.now() }).ok).toBe(true);
+  });
+
+  it('sends no signature header when no secret applies', async () => {
+    const provider = webhook({ allowCidrs: ['127.0.0.1/32'] });
+    await provider.send(delivery(receiver.url), never());
+    expect(receiver.requests[0]!.headers['webhook-signature']).toBeUndefined();
+    expect(receiver.requests[0]!.headers['webhook-id']).toBeDefined();
+  });
+
+  describe('per-tenant secrets (tenants.webhook_signing_secret)', () => {
+    let tdb: TestDatabase;
+    beforeAll(async () => {
+      tdb = await createTestDatabase();
+    });
+    afterAll(async () => {
+      await tdb.close();
+    });
+
+    it("a tenant's own secret overrides the global one; a tenant without one gets the global secret", async () => {
+      const tenantSecret = 'raw-tenant-secret';
+      await tdb.pool.query('INSERT INTO tenants (id, webhook_signing_secret) VALUES ($1, $2), ($3, NULL)', ['acme', tenantSecret, 'globex']);
+      const provider = webhook({
+        allowCidrs: ['127.0.0.1/32'],
+        signingSecret: SECRET,
+        tenantSecret: createTenantSecretSource({ db: tdb.db, clock: systemClock }),
+      });
+      await provider.send(delivery(receiver.url, { tenantId: 'acme' }), never());
+      await provider.send(delivery(receiver.url, { tenantId: 'globex' }), never());
+      await provider.send(delivery(receiver.url, { tenantId: 'no-row' }), never());
+      const [acme, globex, noRow] = receiver.requests;
+      const check = (secret: string, r: typeof acme) => verifyWebhookSignature({ secret, headers: r!.headers, body: r!.body, now: new Date() }).ok;
+      expect(check(tenantSecret, acme)).toBe(true);
+      expect(check(SECRET, acme)).toBe(false);
+      expect(check(SECRET, globex)).toBe(true);
+      expect(check(SECRET, noRow)).toBe(true);
+    });
+
+    it('a secret lookup failure is transient and sends nothing (never unsigned by accident)', async () => {
+      const provider = webhook({
+        allowCidrs: ['127.0.0.1/32'],
+        signingSecret: SECRET,
+        tenantSecret: async () => {
+          throw new Error('connection terminated');
+        },
+      });
+      const result = await provider.send(delivery(receiver.url), never());
+      expect(result).toMatchObject({ kind: 'transient', error: expect.stringMatching(/signing secret/) });
+      expect(receiver.requests).toHaveLength(0);
+    });
+  });
+});
+
+describe('webhook failure mapping against a real receiver', () => {
+  const provider = () => webhook({ allowCidrs: ['127.0.0.1/32'] });
+
+  it.each([
+    [200, 'sent'],
+    [201, 'sent'],
+    [204, 'sent'],
+    [301, 'permanent'],
+    [302, 'permanent'],
+    [307, 'permanent'],
+    [308, 'permanent'],
+    [400, 'permanent'],
+    [401, 'permanent'],
+    [403, 'permanent'],
+    [404, 'permanent'],
+    [410, 'permanent'],
+    [413, 'permanent'],
+    [422, 'permanent'],
+    [408, 'transient'],
+    [425, 'transient'],
+    [429, 'transient'],
+    [500, 'transient'],
+    [502, 'transient'],
+    [503, 'transient'],
+    [504, 'transient'],
+  ] as const)('HTTP %i → %s', async (status, kind) => {
+    receiver.script({ status, headers: status >= 300 && status < 400 ? { location: 'http://10.0.0.1/' } : {} });
+    const result = await provider().send(delivery(receiver.url), never());
+    expect(result).toMatchObject({ kind, providerStatus: String(status) });
+    if (status >= 300 && status < 400) expect(result).toMatchObject({ error: expect.stringMatching(/redirects are never followed/) });
+  });
+
+  it('honours Retry-After in seconds and as an HTTP date, from the injected clock', async () => {
+    const clock = new ManualClock('2026-05-01T12:00:00Z');
+    const p = webhook({ allowCidrs: ['127.0.0.1/32'] }, clock);
+    receiver.script({ status: 429, headers: { 'retry-after': '30' } }, { status: 503, headers: { 'retry-after': 'Fri, 01 May 2026 12:05:00 GMT' } }, { status: 503, headers: { 'retry-after': 'soon' } });
+    expect(await p.send(delivery(receiver.url), never())).toEqual({
+      kind: 'transient',
+      error: 'webhook receiver failed: HTTP 429',
+      providerStatus: '429',
+      notBefore: new Date('2026-05-01T12:00:30Z'),
+    });
+    expect(await p.send(delivery(receiver.url), never())).toMatchObject({ notBefore: new Date('2026-05-01T12:05:00Z') });
+    const third = await p.send(delivery(receiver.url), never());
+    expect(third.kind).toBe('transient');
+    expect('notBefore' in third).toBe(false);
+  });
+
+  it('a connection reset, a closed port and a DNS failure are transient, with the errno', async () => {
+    receiver.script('reset');
+    expect(await provider().send(delivery(receiver.url), never())).toMatchObject({ kind: 'transient', providerStatus: 'ECONNRESET' });
+    const gone = await startHttpReceiver();
+    await gone.close();
+    expect(await provider().send(delivery(gone.url), never())).toMatchObject({ kind: 'transient', providerStatus: 'ECONNREFUSED' });
+    const dns = await provider().send(delivery('http://no-such-host.invalid/hook'), never());
+    expect(dns).toMatchObject({ kind: 'transient', providerStatus: 'ENOTFOUND' });
+  });
+
+  it('reads at most maxResponseBytes of an endless answer, then drops the connection', async () => {
+    receiver.script('endless');
+    const p = webhook({ allowCidrs: ['127.0.0.1/32'], maxResponseBytes: 1024 });
+    expect(await p.send(delivery(receiver.url), never())).toEqual({ kind: 'sent', providerStatus: '200' });
+    await waitFor(() => receiver.open === 0, { timeoutMs: 5_000, message: 'the endless response to be cut off' });
+  });
+
+  it("its own timeoutMs ends a hung request as transient 'timeout'", async () => {
+    receiver.script('hang');
+    const p = webhook({ allowCidrs: ['127.0.0.1/32'], timeoutMs: 200 });
+    expect(await p.send(delivery(receiver.url), never())).toEqual({ kind: 'transient', error: 'timeout', providerStatus: 'timeout' });
+  });
+});
+
+describe('SSRF policy', () => {
+  // A resolver that gives attacker-controlled names hostile answers; everything else goes to DNS as usual.
+  const hostile: Record<string, ResolvedAddress[]> = {
+    'metadata.attacker.test': [{ address: '169.254.169.254', family: 4 }],
+    'internal.attacker.test': [{ address: '10.0.0.7', family: 4 }],
+    'v6-loopback.attacker.test': [{ address: '::1', family: 6 }],
+    'mapped.attacker.test': [{ address: '::ffff:127.0.0.1', family: 6 }],
+  };
+  const resolver = async (name: string): Promise<ResolvedAddress[]> => {
+    const hit = hostile[name];
+    if (hit) return hit;
+    const { systemResolver } = await import('@notify/providers');
+    return [...(await systemResolver(name))];
+  };
+
+  it('refuses every hostile target permanently, before any byte reaches a server', async () => {
+    const port = receiver.port;
+    const targets = [
+      `http://127.0.0.1:${port}/`,
+      `http://2130706433:${port}/`, // decimal 127.0.0.1
+      `http://0177.0.0.1:${port}/`, // octal
+      `http://0x7f.0.0.1:${port}/`, // hex
+      `http://127.1:${port}/`, // short form
+      `http://017700000001:${port}/`, // octal, one number
+      `http://[::1]:${port}/`,
+      `http://[::ffff:127.0.0.1]:${port}/`, // IPv4-mapped
+      `http://[::ffff:7f00:1]:${port}/`, // IPv4-mapped, hex
+      `http://[::127.0.0.1]:${port}/`, // IPv4-compatible
+      `http://[64:ff9b::7f00:1]:${port}/`, // NAT64
+      `http://[2002:7f00:1::]:${port}/`, // 6to4
+      'http://169.254.169.254/latest/meta-data/',
+      'http://[fd00:ec2::254]/latest/meta-data/',
+      `http://0.0.0.0:${port}/`,
+      `http://0:${port}/`,
+      'http://[::]/',
+      'http://10.0.0.1/',
+      'http://172.16.0.1/',
+      'http://192.168.1.1/',
+      'http://100.64.0.1/',
+      'http://[fd00::1]/',
+      'http://[fe80::1]/',
+      'http://224.0.0.1/',
+      'http://255.255.255.255/',
+      'http://240.0.0.1/',
+      `http://localhost:${port}/`, // resolves to 127.0.0.1
+      `http://0x7f000001:${port}/`, // hex, one number
+      'http://[::ffff:a9fe:a9fe]/', // metadata, IPv4-mapped
+      'http://metadata.attacker.test/',
+      'http://internal.attacker.test/',
+      'http://v6-loopback.attacker.test/',
+      'http://mapped.attacker.test/',
+      `ftp://127.0.0.1:${port}/`,
+      `http://user:pass@example.com/`,
+    ];
+    expect(targets.length).toBeGreaterThanOrEqual(20);
+    const provider = webhook({ resolver });
+    for (const to of targets) {
+      const result = await provider.send(delivery(to), never());
+      expect(result, to).toMatchObject({ kind: 'permanent', providerStatus: 'ETARGETREFUSED', error: expect.stringMatching(/webhook target/) });
+    }
+    expect(receiver.requests).toHaveLength(0);
+  });
+
+  it('names the reason in the error', async () => {
+    const provider = webhook({ resolver });
+    const meta = await provider.send(delivery('http://metadata.attacker.test/'), never());
+    expect(meta).toMatchObject({ error: 'webhook target host "metadata.attacker.test" refused: 169.254.169.254 is a cloud metadata address' });
+    const cgnat = await provider.send(delivery('http://100.64.0.1/'), never());
+    expect(cgnat).toMatchObject({ error: expect.stringMatching(/carrier-grade NAT/) });
+  });
+
+  it('does not follow a redirect to a private address: permanent, and the private target sees nothing', async () => {
+    const inside = await startHttpReceiver({ host: '127.0.0.2' });
+    cleanups.push(() => inside.close());
+    receiver.script({ status: 302, headers: { location: `${inside.url}/admin` } });
+    const provider = webhook({ allowCidrs: ['127.0.0.1/32'] });
+    const result = await provider.send(delivery(`${receiver.url}/start`), never());
+    expect(result).toMatchObject({ kind: 'permanent', providerStatus: '302', error: expect.stringMatching(/redirect/) });
+    expect(receiver.requests).toHaveLength(1);
+    expect(inside.requests).toHaveLength(0);
+  });
+
+  it('accepts an allow-listed local receiver, by address and by a name that resolves to it', async () => {
+    const provider = webhook({ allowCidrs: ['127.0.0.1/32'] });
+    expect(await provider.send(delivery(`${receiver.url}/a`), never())).toMatchObject({ kind: 'sent' });
+    expect(await provider.send(delivery(`http://localhost:${receiver.port}/b`), never())).toMatchObject({ kind: 'sent' });
+    expect(receiver.requests.map((r) => r.url)).toEqual(['/a', '/b']);
+    // The allow-list is exact: 127.0.0.2 is still refused.
+    const other = await provider.send(delivery(`http://127.0.0.2:${receiver.port}/`), never());
+    expect(other).toMatchObject({ kind: 'permanent', providerStatus: 'ETARGETREFUSED' });
+  });
+
+  it('connects to the address it checked: one resolution per connection, no second lookup to rebind', async () => {
+    const inside = await startHttpReceiver({ host: '127.0.0.3' });
+    cleanups.push(() => inside.close());
+    let calls = 0;
+    // First answer: the allowed 127.0.0.3. Any later answer would point at 127.0.0.1 (refused, where `receiver` listens).
+    const rebinding = async (): Promise<ResolvedAddress[]> => (calls++ === 0 ? [{ address: '127.0.0.3', family: 4 }] : [{ address: '127.0.0.1', family: 4 }]);
+    const provider = webhook({ allowCidrs: ['127.0.0.3/32'], resolver: rebinding });
+    expect(await provider.send(delivery(`http://rebind.attacker.test:${inside.port}/`), never())).toMatchObject({ kind: 'sent' });
+    expect(calls).toBe(1);
+    expect(inside.requests).toHaveLength(1);
+    expect(inside.requests[0]!.headers.host).toBe(`rebind.attacker.test:${inside.port}`);
+    expect(receiver.requests).toHaveLength(0);
+  });
+});

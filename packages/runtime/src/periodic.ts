@@ -1,0 +1,73 @@
+import { settlesWithin } from './timeout.js';
+
+/** What `createPeriodicService` needs. */
+export interface PeriodicServiceOptions<R> {
+  /** For error messages. */
+  readonly name: string;
+  /** Time between the end of one run and the start of the next. */
+  readonly intervalMs: number;
+  /** Delay of the first run after `start()`. Default `intervalMs`. */
+  readonly firstRunAfterMs?: number;
+  /** One unit of work, done in bounded batches; its result is returned by `runOnce()`. */
+  readonly run: () => Promise<R>;
+  /** A failed run is reported here (then the next run is scheduled as usual). Must not throw. */
+  readonly onError: (error: unknown) => void;
+}
+
+/**
+ * A periodic chore (River's maintenance services: `job_cleaner.go` and friends): `start` runs it
+ * every `intervalMs`, `runOnce` runs it now (tests and callers that want a pass at once), `stop`
+ * ends the timer and waits for a run in progress. Runs never overlap when driven by the timer;
+ * a failed run is reported and retried at the next tick.
+ */
+export interface PeriodicService<R> {
+  readonly name: string;
+  /** Schedules runs until `stop`. A second `start` while running does nothing. */
+  start(): void;
+  /** One run now, outside the schedule. */
+  runOnce(): Promise<R>;
+  /** Stops scheduling; waits up to `timeoutMs` (default: without limit) for a run in progress. True when none is left running. */
+  stop(timeoutMs?: number): Promise<boolean>;
+  /** True between `start` and `stop`. */
+  readonly running: boolean;
+}
+
+/** Creates a periodic service; it does nothing until `start`. */
+export function createPeriodicService<R>(options: PeriodicServiceOptions<R>): PeriodicService<R> {
+  let timer: NodeJS.Timeout | undefined;
+  let current: Promise<unknown> | null = null;
+  let running = false;
+
+  const schedule = (ms: number) => {
+    timer = setTimeout(tick, Math.max(0, ms));
+  };
+  const tick = () => {
+    timer = undefined;
+    current = options
+      .run()
+      .catch((error: unknown) => options.onError(error))
+      .finally(() => {
+        current = null;
+        if (running) schedule(options.intervalMs);
+      });
+  };
+
+  return {
+    name: options.name,
+    get running() {
+      return running;
+    },
+    start() {
+      if (running) return;
+      running = true;
+      schedule(options.firstRunAfterMs ?? options.intervalMs);
+    },
+    runOnce: () => options.run(),
+    async stop(timeoutMs = Number.POSITIVE_INFINITY) {
+      running = false;
+      clearTimeout(timer);
+      timer = undefined;
+      return settlesWithin(current, Number.isFinite(timeoutMs) ? timeoutMs : 2 ** 31 - 1);
+    },
+  };
+}

@@ -1,0 +1,2 @@
+// Test helpers of @notify/runtime.
+export { ManualClock } from './manual-clock.js';

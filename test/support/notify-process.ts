@@ -1,0 +1,86 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { waitFor } from './wait.js';
+
+/** The repository root: `notify` runs from there, like `pnpm notify`. */
+export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+/** The compiled command, as users run it (the integration project's global setup builds it). */
+const BIN = 'packages/cli/dist/bin/notify.js';
+
+/** The environment of a child `notify`: the parent's PATH and nothing of its NOTIFY_* settings. */
+export function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
+  const base: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: 'warn' };
+  return { ...base, ...env };
+}
+
+/** Runs `notify <args>` to completion (the compiled `node packages/cli/dist/bin/notify.js`, what `pnpm notify` runs). */
+export function runNotifyCli(
+  args: readonly string[],
+  env: Record<string, string>,
+  timeoutMs = 30_000,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env: childEnv(env) });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`notify ${args.join(' ')} did not finish in ${timeoutMs} ms\n${stdout}\n${stderr}`));
+    }, timeoutMs);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+/** A long-running `notify start` child. */
+export interface NotifyServer {
+  readonly child: ChildProcess;
+  /** Where it listens, from its "listening on" line. */
+  readonly url: string;
+  /** Everything it wrote to stdout so far (JSON log lines and the "listening" line). */
+  output(): string;
+  /** SIGTERM, then the exit code (SIGKILL after `timeoutMs`). */
+  stop(timeoutMs?: number): Promise<number | null>;
+}
+
+/** Starts `notify start` and waits for its "listening on" line. Rejects with its output when it exits first. */
+export async function startNotifyProcess(args: readonly string[], env: Record<string, string>, timeoutMs = 60_000): Promise<NotifyServer> {
+  const child = spawn(process.execPath, [BIN, 'start', ...args], { cwd: ROOT, env: childEnv(env) });
+  let stdout = '';
+  let stderr = '';
+  let exited: number | null | undefined;
+  child.stdout!.on('data', (d) => (stdout += d));
+  child.stderr!.on('data', (d) => (stderr += d));
+  const closed = new Promise<number | null>((resolve) => child.on('close', (code) => resolve((exited = code))));
+  let url: string;
+  try {
+    url = await waitFor(
+      () => {
+        if (exited !== undefined) throw new Error(`notify start exited with ${exited}: ${stderr}`);
+        return /listening on (http:\/\/\S+)/.exec(stdout)?.[1];
+      },
+      { timeoutMs, intervalMs: 50, message: 'notify start to print where it listens' },
+    );
+  } catch (err) {
+    child.kill('SIGKILL');
+    throw new Error(`${(err as Error).message}\n--- stdout\n${stdout.slice(-4000)}\n--- stderr\n${stderr.slice(-4000)}`);
+  }
+  return {
+    child,
+    url,
+    output: () => stdout,
+    async stop(stopTimeoutMs = 20_000) {
+      if (exited !== undefined) return exited;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), stopTimeoutMs);
+      const code = await closed;
+      clearTimeout(timer);
+      return code;
+    },
+  };
+}
