@@ -19,7 +19,7 @@ import { Kafka, Partitioners, logLevel } from 'kafkajs';
 import pg from 'pg';
 import { DEFAULT_DATABASE_URL } from '@notify/cli';
 import { createDb } from '@notify/runtime';
-import { topicName } from '@notify/outbox';
+import { topicName } from '@notify/contract';
 import { migrateToLatest, withDatabase } from '@notify/migrations';
 import { createRelay } from '@notify/relay';
 import { ensureKafka } from '../scripts/kafka.mjs';

@@ -6,7 +6,7 @@
  */
 import type { KafkaMessage } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HEADERS } from '@notify/outbox';
+import { HEADERS } from '@notify/contract';
 import { startPrivateKafka, stopPrivateKafka } from '../../scripts/kafka.mjs';
 import { runScenario } from '../support/chaos/scenario.js';
 import {

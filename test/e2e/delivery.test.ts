@@ -11,7 +11,8 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Kafka, logLevel } from 'kafkajs';
-import { enqueue, parseStatusEvent, TOPICS } from '@notify/outbox';
+import { enqueue } from '@notify/outbox';
+import { parseStatusEvent, TOPICS } from '@notify/contract';
 import { loadConfig } from '@notify/cli';
 import { silentLogger, systemClock } from '@notify/runtime';
 import { createContentPreparer, createDispatcher, dispatcherTopicSuffixes, type Dispatcher } from '@notify/dispatcher';

@@ -7,7 +7,7 @@
  */
 import type { KafkaMessage } from 'kafkajs';
 import { describe, expect, it } from 'vitest';
-import { HEADERS } from '@notify/outbox';
+import { HEADERS } from '@notify/contract';
 import { runScenario } from '../support/chaos/scenario.js';
 import { POISON, poisonScenario } from '../support/chaos/scenarios.js';
 import { expectNothingLost } from '../support/chaos/report.js';

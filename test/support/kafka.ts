@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { type Admin, Kafka, logLevel, type KafkaMessage } from 'kafkajs';
 import { inject } from 'vitest';
 import { ensureTopics } from '@notify/cli';
-import { topicName } from '@notify/outbox';
+import { topicName } from '@notify/contract';
 import { waitFor } from './wait.js';
 
 /** Kafka for one test file: its own topic prefix, so runs and files never share topics. */

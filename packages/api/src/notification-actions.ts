@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import { type Database } from '@notify/migrations';
-import { type MessageSubject, type Notification, buildDeliveryRequest, buildStatusEvent, fromKysely, outboxInsert } from '@notify/outbox';
+import { type MessageSubject, buildDeliveryRequest, buildStatusEvent } from '@notify/contract';
+import { type Notification, fromKysely, outboxInsert } from '@notify/outbox';
 import { ProblemError } from './problem.js';
 import { notificationActionInsert } from './sql/notification-action-insert.js';
 import { notificationCancel } from './sql/notification-cancel.js';

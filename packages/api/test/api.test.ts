@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { parseDeliveryRequest, parseStatusEvent, type OutboxRow } from '@notify/outbox';
+import { parseDeliveryRequest, parseStatusEvent } from '@notify/contract';
+import { type OutboxRow } from '@notify/outbox';
 import { ManualClock } from '@notify/runtime/testing';
 import {
   ActionList,

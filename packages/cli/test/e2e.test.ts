@@ -1,7 +1,7 @@
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseStatusEvent } from '@notify/outbox';
+import { parseStatusEvent } from '@notify/contract';
 import { AttemptList, NotificationView } from '@notify/api';
 import { createTestDatabase, type TestDatabase } from '../../../test/support/db.js';
 import { createTestKafka, type TestKafka } from '../../../test/support/kafka.js';

@@ -1,4 +1,4 @@
-import { TOPICS, topicName } from '@notify/outbox';
+import { TOPICS, topicName } from '@notify/contract';
 import { type Clock, type Logger } from '@notify/runtime';
 import type { Consumer, EachBatchPayload, Kafka } from 'kafkajs';
 import type { DispatcherConfig } from './config.js';

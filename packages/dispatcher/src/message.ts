@@ -1,4 +1,4 @@
-import { HEADERS, parseDeliveryRequest } from '@notify/outbox';
+import { HEADERS, parseDeliveryRequest } from '@notify/contract';
 import type { IHeaders, KafkaMessage } from 'kafkajs';
 import type { OutcomePlan } from './outcome.js';
 

@@ -1,4 +1,5 @@
-import { buildDeliveryRequest, buildStatusEvent, type MessageSubject, type Notification, type OutboxMessage, type SqlExecutor, type StatusEventType } from '@notify/outbox';
+import { buildDeliveryRequest, buildStatusEvent, type MessageSubject, type OutboxMessage, type StatusEventType } from '@notify/contract';
+import { type Notification, type SqlExecutor } from '@notify/outbox';
 import type { OutcomePlan } from './outcome.js';
 import { notificationRecordOutcome, type NotificationRecordOutcomeParams } from './sql/notification-record-outcome.js';
 import { notificationRecordOutcomes } from './sql/notification-record-outcomes.js';

@@ -1,4 +1,5 @@
-import { buildDeliveryRequest, fromKysely, outboxInsert } from '@notify/outbox';
+import { buildDeliveryRequest } from '@notify/contract';
+import { fromKysely, outboxInsert } from '@notify/outbox';
 import { type Clock, type Logger, createPeriodicService, errorMessage } from '@notify/runtime';
 import { type Database } from '@notify/migrations';
 import type { Kysely } from 'kysely';

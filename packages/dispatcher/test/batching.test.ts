@@ -30,7 +30,7 @@ import {
   type RecordOutcomeParams,
 } from '../src/index.js';
 import { createScriptedProvider, plainContent } from '../src/testing/index.js';
-import { buildDeliveryRequest } from '@notify/outbox';
+import { buildDeliveryRequest } from '@notify/contract';
 
 const retry = { maxAttempts: 3, baseDelayMs: 1000, maxDelayMs: 30_000, jitter: 0, defaultTtlMs: 3_600_000 };
 const config = dispatcherConfig({ topicPrefix: 'b', retry, sendTimeoutMs: 2000, maxInFlight: 8, repairAfterMs: 60_000 });

@@ -3,7 +3,8 @@
  * of one message, the guarded write-back, the CHECK constraints, and the trace id in log lines.
  */
 import { ManualClock } from '@notify/runtime/testing';
-import { buildDeliveryRequest, enqueue, fromPgClient, type MessageSubject, type NotificationIntent } from '@notify/outbox';
+import { buildDeliveryRequest, type MessageSubject } from '@notify/contract';
+import { enqueue, fromPgClient, type NotificationIntent } from '@notify/outbox';
 import { silentLogger, type Logger } from '@notify/runtime';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

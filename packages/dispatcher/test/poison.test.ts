@@ -2,7 +2,7 @@
  * Poison messages through real Kafka: each lands on `<prefix>.dlq` with its reason and source,
  * and the good notifications around them are still delivered by the same consumer.
  */
-import { HEADERS, TOPICS } from '@notify/outbox';
+import { HEADERS, TOPICS } from '@notify/contract';
 import { Partitioners } from 'kafkajs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { waitFor } from '../../../test/support/wait.js';

@@ -7,7 +7,7 @@
  * the measured values are printed. The guaranteed bound is the tier band (docs/retries.md) plus
  * processing lag.
  */
-import { parseStatusEvent } from '@notify/outbox';
+import { parseStatusEvent } from '@notify/contract';
 import { afterEach, describe, expect, it } from 'vitest';
 import { waitFor } from '../../../test/support/wait.js';
 import { countByState, startHarness, type Harness } from './support/harness.js';

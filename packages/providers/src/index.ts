@@ -17,11 +17,8 @@ export {
 export {
   webhookSecretKey,
   signWebhook,
-  verifyWebhookSignature,
   WEBHOOK_HEADERS,
   type WebhookSignInput,
-  type WebhookVerifyInput,
-  type WebhookVerification,
 } from './webhook/signature.js';
 export { createWebhookProvider, type WebhookProviderOptions, type WebhookProviderDeps, type WebhookPayload } from './webhook/webhook.js';
 export { createTenantSecretSource, type TenantSecretSourceOptions } from './webhook/tenant-secrets.js';

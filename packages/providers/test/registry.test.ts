@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, silentLogger, systemClock } from '@notify/runtime';
 import { loadConfig } from '@notify/cli';
-import { createProviders, verifyWebhookSignature } from '@notify/providers';
+import { createProviders } from '@notify/providers';
+import { verifyWebhookSignature } from '@notify/providers/testing';
 import { type HttpReceiver, type SmtpSink, contractDelivery, startHttpReceiver, startSmtpSink } from '@notify/providers/testing';
 import { type TestDatabase, createTestDatabase } from '../../../test/support/db.js';
 

@@ -1,7 +1,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger, systemClock } from '@notify/runtime';
 import { ManualClock } from '@notify/runtime/testing';
-import { type Delivery, type Provider, type ResolvedAddress, createTenantSecretSource, createWebhookProvider, verifyWebhookSignature } from '@notify/providers';
+import { type Delivery, type Provider, type ResolvedAddress, createTenantSecretSource, createWebhookProvider } from '@notify/providers';
+import { verifyWebhookSignature } from '@notify/providers/testing';
 import { type HttpReceiver, contractDelivery, startHttpReceiver } from '@notify/providers/testing';
 import { type TestDatabase, createTestDatabase } from '../../../test/support/db.js';
 import { waitFor } from '../../../test/support/wait.js';

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Kafka, logLevel, type KafkaMessage } from 'kafkajs';
-import { HEADERS, TOPICS, topicName } from '@notify/outbox';
+import { HEADERS, TOPICS, topicName } from '@notify/contract';
 import { startPrivateKafka, stopPrivateKafka } from '../../../scripts/kafka.mjs';
 import type { ReceiverBehaviour, ReceiverRequest } from './receiver.js';
 import { type Scenario, type ScenarioContext, type StackProcess, strikePoints } from './scenario.js';

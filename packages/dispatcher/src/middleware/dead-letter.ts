@@ -1,4 +1,4 @@
-import { HEADERS, TOPICS, topicName } from '@notify/outbox';
+import { HEADERS, TOPICS, topicName } from '@notify/contract';
 import { type Logger } from '@notify/runtime';
 import { Partitioners, type Kafka, type Producer } from 'kafkajs';
 import type { DispatcherEvents } from '../events.js';

@@ -1,5 +1,5 @@
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, propagation, trace, type Context, type TraceFlags } from '@opentelemetry/api';
-import { HEADERS } from '@notify/outbox';
+import { HEADERS } from '@notify/contract';
 import { parseTraceparent } from '@notify/runtime';
 import type { Middleware } from '../message.js';
 

@@ -1,4 +1,4 @@
-import { TOPICS } from '@notify/outbox';
+import { TOPICS } from '@notify/contract';
 import type { RetryConfig } from '../config.js';
 
 /**

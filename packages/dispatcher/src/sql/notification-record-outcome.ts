@@ -1,4 +1,5 @@
-import type { AttemptOutcome, DeadReason, OutboxMessage, SqlExecutor } from '@notify/outbox';
+import type { AttemptOutcome, DeadReason, SqlExecutor } from '@notify/outbox';
+import type { OutboxMessage } from '@notify/contract';
 
 /** Parameters of `notificationRecordOutcome`: one attempt's result and everything that follows from it. */
 export interface NotificationRecordOutcomeParams {

@@ -1,4 +1,4 @@
-import { topicName } from '@notify/outbox';
+import { topicName } from '@notify/contract';
 import { type Database } from '@notify/migrations';
 import { Partitioners, type Kafka } from 'kafkajs';
 import { sql, type Kysely } from 'kysely';

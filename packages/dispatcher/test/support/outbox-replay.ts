@@ -1,4 +1,4 @@
-import { TOPICS, parseStatusEvent, topicName, type StatusEventV1 } from '@notify/outbox';
+import { TOPICS, parseStatusEvent, topicName, type StatusEventV1 } from '@notify/contract';
 import { type Database } from '@notify/migrations';
 import { sql, type Kysely } from 'kysely';
 import type { InboundMessage } from '../../src/index.js';

@@ -8,3 +8,4 @@ export {
 export { startHttpReceiver, type HttpReceiver, type HttpReceiverOptions, type ReceivedRequest, type ScriptedResponse } from './http-receiver.js';
 export { startSmtpSink, type SmtpSink, type SmtpSinkMessage, type SmtpStage, type SmtpScriptedReply } from './smtp-sink.js';
 export { ManualTimers } from './manual-timers.js';
+export { verifyWebhookSignature, type WebhookVerifyInput, type WebhookVerification } from './verify-webhook.js';

@@ -7,7 +7,7 @@ import type { Delivery, Provider, SendResult } from '../provider.js';
 import { type Resolver, TargetRefusedError, createTargetGuard } from './ssrf.js';
 import { WEBHOOK_HEADERS, signWebhook, webhookSecretKey } from './signature.js';
 
-export { verifyWebhookSignature, signWebhook, WEBHOOK_HEADERS } from './signature.js';
+export { signWebhook, WEBHOOK_HEADERS } from './signature.js';
 
 /** The JSON body of every webhook POST (snake_case, like the API). */
 export interface WebhookPayload {

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { signWebhook, verifyWebhookSignature, webhookSecretKey } from './signature.js';
+import { Webhook } from 'standardwebhooks';
+import { signWebhook, webhookSecretKey } from '../webhook/signature.js';
+import { verifyWebhookSignature } from './verify-webhook.js';
 
 // The published Standard Webhooks test vector: a receiver's off-the-shelf library accepts what we send.
 const VECTOR = {
@@ -50,5 +52,36 @@ describe('Standard Webhooks signing', () => {
     expect(() => webhookSecretKey('')).toThrow(/empty/);
     const raw = signWebhook({ secret: 'plain secret', id: 'ntf_1', timestamp: 1, body: '{}' });
     expect(verifyWebhookSignature({ secret: 'plain secret', headers: { 'webhook-id': 'ntf_1', 'webhook-timestamp': '1', 'webhook-signature': raw }, body: '{}', now: new Date(1000) }).ok).toBe(true);
+  });
+});
+
+describe('receivers verify our signatures with the standardwebhooks library', () => {
+  const payload = JSON.stringify({ id: 'ntf_01ARZ3NDEKTSV4RRFFQ69G5FAV', body: 'Welcome, Ada', data: { n: 1 } });
+  const now = Math.floor(Date.now() / 1000);
+  const sent = (secret: string, body = payload) => ({
+    'webhook-id': 'ntf_01ARZ3NDEKTSV4RRFFQ69G5FAV',
+    'webhook-timestamp': String(now),
+    'webhook-signature': signWebhook({ secret, id: 'ntf_01ARZ3NDEKTSV4RRFFQ69G5FAV', timestamp: now, body }),
+  });
+
+  it('accepts what signWebhook sends with a whsec_ secret, and refuses a changed body', () => {
+    const secret = `whsec_${Buffer.from('a 24-byte signing key!!!').toString('base64')}`;
+    const receiver = new Webhook(secret);
+    expect(receiver.verify(payload, sent(secret))).toEqual(JSON.parse(payload));
+    expect(() => receiver.verify(payload.replace('Ada', 'Eve'), sent(secret))).toThrow();
+  });
+
+  it('accepts a raw secret configured as raw bytes on the receiving side', () => {
+    const receiver = new Webhook(Buffer.from('plain secret').toString('base64'));
+    expect(receiver.verify(payload, sent('plain secret'))).toEqual(JSON.parse(payload));
+  });
+
+  it('accepts a header with several signatures while a key rotates', () => {
+    const old = `whsec_${Buffer.from('the old key').toString('base64')}`;
+    const next = `whsec_${Buffer.from('the new key').toString('base64')}`;
+    const headers = sent(next);
+    headers['webhook-signature'] = `${sent(old)['webhook-signature']} ${headers['webhook-signature']}`;
+    expect(new Webhook(old).verify(payload, headers)).toEqual(JSON.parse(payload));
+    expect(new Webhook(next).verify(payload, headers)).toEqual(JSON.parse(payload));
   });
 });
