@@ -1,15 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '@notify/outbox';
-import { relayConfigFrom, resolveRelayConfig } from './config.js';
+import { ConfigError } from '@notify/runtime';
+import { resolveRelayConfig } from './config.js';
 
 describe('relay config', () => {
-  it('takes prefix, batch size, poll interval and retention from the service config', () => {
-    const c = relayConfigFrom(
-      loadConfig({ NOTIFY_TOPIC_PREFIX: 'acme', NOTIFY_RELAY_BATCH_SIZE: '250', NOTIFY_RELAY_POLL_MS: '500', NOTIFY_OUTBOX_RETENTION_MS: '1000' }),
-    );
-    expect(c).toEqual({ topicPrefix: 'acme', batchSize: 250, pollIntervalMs: 500, retentionMs: 1000 });
-  });
-
   it('fills the tuning defaults', () => {
     const r = resolveRelayConfig({ topicPrefix: 'p', batchSize: 10, pollIntervalMs: 1000, retentionMs: 0, instanceId: 'a' });
     expect(r).toMatchObject({

@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import { type Config, ConfigError } from '@notify/outbox';
+import { ConfigError } from '@notify/runtime';
 
 /**
- * What `createRelay` takes. The first four come from the service `Config` (`relayConfigFrom`);
+ * What `createRelay` takes. The first four come from the service configuration;
  * the rest are tuning knobs with defaults (see `RELAY_DEFAULTS` and docs/relay.md).
  */
 export interface RelayConfig {
@@ -64,16 +64,6 @@ export const RELAY_DEFAULTS = {
   publishTimeoutMs: 30_000,
   stopTimeoutMs: 10_000,
 } as const;
-
-/** The relay's part of the service configuration. */
-export function relayConfigFrom(config: Config): RelayConfig {
-  return {
-    topicPrefix: config.topicPrefix,
-    batchSize: config.relay.batchSize,
-    pollIntervalMs: config.relay.pollIntervalMs,
-    retentionMs: config.relay.retentionMs,
-  };
-}
 
 function check(name: string, value: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
   if (!Number.isFinite(value) || value < min || value > max) {

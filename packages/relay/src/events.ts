@@ -1,4 +1,4 @@
-import type { Logger } from '@notify/outbox';
+import { type Emitter, type Listener, type Logger, createEmitter } from '@notify/runtime';
 
 /** Where a batch failed: claiming it (database), publishing it (Kafka), or marking it published and committing (database). */
 export type BatchStage = 'claim' | 'publish' | 'mark';
@@ -37,44 +37,13 @@ export interface RelayEventMap {
 /** The name of a relay event. */
 export type RelayEventName = keyof RelayEventMap;
 
-/** A listener for one event. */
-export type RelayListener<E extends RelayEventName> = (payload: RelayEventMap[E]) => void | Promise<void>;
+/** A listener for one event; it may be async (a rejection is logged, never thrown). */
+export type RelayListener<E extends RelayEventName> = Listener<RelayEventMap[E]>;
 
-/** A typed event emitter whose `emit` never throws (graphile-worker's safeEmit idea). */
-export interface RelayEvents {
-  /** Adds a listener; returns a function that removes it. */
-  on<E extends RelayEventName>(event: E, listener: RelayListener<E>): () => void;
-  /** Calls every listener of `event`; errors from listeners are logged, never thrown. */
-  emit<E extends RelayEventName>(event: E, payload: RelayEventMap[E]): void;
-}
+/** The relay's typed emitter (runtime's `createEmitter`): `emit` never throws. */
+export type RelayEvents = Emitter<RelayEventMap>;
 
 /** Creates the emitter. `logger` receives listener failures. */
 export function createRelayEvents(logger: Logger): RelayEvents {
-  const listeners = new Map<RelayEventName, Set<RelayListener<any>>>();
-  const report = (event: RelayEventName, err: unknown) =>
-    logger.error({ event, err: err instanceof Error ? { name: err.name, message: err.message } : String(err) }, 'relay event listener failed');
-  return {
-    on(event, listener) {
-      let set = listeners.get(event);
-      if (!set) listeners.set(event, (set = new Set()));
-      set.add(listener);
-      return () => {
-        set.delete(listener);
-      };
-    },
-    emit(event, payload) {
-      const set = listeners.get(event);
-      if (!set) return;
-      for (const listener of [...set]) {
-        try {
-          const result = listener(payload);
-          if (result && typeof (result as Promise<void>).then === 'function') {
-            (result as Promise<void>).then(undefined, (err: unknown) => report(event, err));
-          }
-        } catch (err) {
-          report(event, err);
-        }
-      }
-    },
-  };
+  return createEmitter<RelayEventMap>('relay', logger);
 }

@@ -1,6 +1,10 @@
 // The public surface of @notify/relay. Everything exported is documented where it is defined.
 export { createRelay, type Relay, type RelayDeps, type RelayHooks } from './relay.js';
-export { type RelayConfig, type ResolvedRelayConfig, RELAY_DEFAULTS, relayConfigFrom, resolveRelayConfig } from './config.js';
+export { createPublishLoop, type PublishLoop, type PublishLoopConfig, type PublishLoopDeps, type PublishRound } from './publish-loop.js';
+export { createBatchSource, type BatchSource, type BatchSourceDeps, type ClaimedBatch } from './batch-source.js';
+export { createLeaseService, type LeaseService, type LeaseServiceDeps, type LeaseRound } from './lease-service.js';
+export { createPurgeService, type PurgeService, type PurgeServiceDeps } from './purge-service.js';
+export { type RelayConfig, type ResolvedRelayConfig, RELAY_DEFAULTS, resolveRelayConfig } from './config.js';
 export {
   type RelayEventMap,
   type RelayEventName,
@@ -12,7 +16,6 @@ export {
 } from './events.js';
 export { type Publisher, type PublishMessage, PublishError, PUBLISH_ERROR_CODES, type PublishErrorCode } from './publisher.js';
 export { createKafkaPublisher, type KafkaPublisherOptions } from './kafka-publisher.js';
-export { relayBackoffMs, type RelayBackoffParams } from './backoff.js';
 export { planLeases, type LeasePlan, type LeasePlanInput } from './lease-plan.js';
 export { createWakeup, type Wakeup, type WakeupOptions, OUTBOX_CHANNEL } from './wakeup.js';
 export { outboxLag, type OutboxLag, type OutboxLagParams } from './sql/outbox-lag.js';

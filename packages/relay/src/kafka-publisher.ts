@@ -1,6 +1,5 @@
 import { type Kafka, Partitioners, type Producer, type RetryOptions } from 'kafkajs';
-import type { Logger } from '@notify/outbox';
-import { silentLogger } from '@notify/outbox';
+import { type Logger, errorSummary, settlesWithin, silentLogger } from '@notify/runtime';
 import { PublishError, type PublishMessage, type Publisher } from './publisher.js';
 
 /** Options of `createKafkaPublisher`. */
@@ -57,12 +56,7 @@ export function createKafkaPublisher(kafka: Kafka, options: KafkaPublisherOption
     producer = null;
     connected = null;
     if (!p) return;
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      p.disconnect().catch(() => {}),
-      new Promise<void>((r) => (timer = setTimeout(r, DISCONNECT_TIMEOUT_MS))),
-    ]);
-    clearTimeout(timer);
+    await settlesWithin(p.disconnect(), DISCONNECT_TIMEOUT_MS);
   };
 
   const send = async (messages: readonly PublishMessage[]): Promise<void> => {
@@ -85,7 +79,7 @@ export function createKafkaPublisher(kafka: Kafka, options: KafkaPublisherOption
     } catch (err) {
       await drop();
       const e = err as { name?: string; message?: string; retriable?: boolean };
-      logger.warn({ err: { name: e.name, message: e.message }, count: messages.length }, 'kafka publish failed');
+      logger.warn({ err: errorSummary(err), count: messages.length }, 'kafka publish failed');
       throw new PublishError('publish_failed', `kafka publish of ${messages.length} messages failed: ${e.name ?? 'Error'}: ${e.message ?? String(err)}`, {
         cause: err,
         retriable: e.retriable ?? true,

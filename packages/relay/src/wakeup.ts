@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { relayBackoffMs } from './backoff.js';
+import { backoffDelayMs } from '@notify/runtime';
 
 /** The channel the outbox insert trigger notifies (migration 0002). */
 export const OUTBOX_CHANNEL = 'notify_outbox';
@@ -75,7 +75,7 @@ export function createWakeup(options: WakeupOptions): Wakeup {
   const schedule = () => {
     if (stopped || timer) return;
     attempt++;
-    const delay = relayBackoffMs({ attempt, baseMs: reconnect.baseMs, maxMs: reconnect.maxMs, jitter: 0.2, random: Math.random() });
+    const delay = backoffDelayMs({ attempt, baseMs: reconnect.baseMs, maxMs: reconnect.maxMs, jitter: 0.2, random: Math.random });
     timer = setTimeout(() => {
       timer = null;
       connect().catch((err: unknown) => {

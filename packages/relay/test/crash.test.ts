@@ -47,7 +47,7 @@ describe('a relay killed between publish and mark', () => {
     }
     await insertMessages(tdb.pool, messages);
 
-    child = spawn(process.execPath, ['--import', 'tsx', FIXTURE], {
+    child = spawn(process.execPath, ['--conditions=@notify/source', '--import', 'tsx', FIXTURE], {
       cwd: ROOT,
       env: {
         ...process.env,

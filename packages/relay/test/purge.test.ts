@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ManualClock } from '@notify/outbox/testing';
+import { ManualClock } from '@notify/runtime/testing';
 import { type TestDatabase, createTestDatabase } from '../../../test/support/db.js';
 import { type TestKafka, createTestKafka } from '../../../test/support/kafka.js';
 import { waitFor } from '../../../test/support/wait.js';

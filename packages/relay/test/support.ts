@@ -1,7 +1,8 @@
 // Helpers for @notify/relay's integration tests (real PostgreSQL and Kafka).
 import type { KafkaMessage } from 'kafkajs';
 import type pg from 'pg';
-import { type OutboxMessage, fromPgClient, outboxInsert } from '@notify/outbox';
+import { type OutboxMessage } from '@notify/contract';
+import { fromPgClient, outboxInsert } from '@notify/outbox';
 import type { Relay, RelayEventMap, RelayEventName } from '../src/index.js';
 
 /** One test row: `value` is JSON `{ k, seq }` so order can be checked on the topic. */
