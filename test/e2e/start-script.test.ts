@@ -6,7 +6,7 @@
  * clean: a newcomer sees no error-level line for normal events.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync, realpathSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -96,8 +96,8 @@ describe('bash scripts/start.sh under a supervisor', () => {
     });
 
     // The PID the supervisor holds is the compiled service, not a shell or pnpm in front of it.
+    expect(readlinkSync(`/proc/${child.pid}/exe`)).toBe(realpathSync(process.execPath));
     const cmdline = readFileSync(`/proc/${child.pid}/cmdline`, 'utf8').split('\0');
-    expect(cmdline[0]).toBe(process.execPath);
     expect(cmdline.slice(1, 3)).toEqual(['packages/cli/dist/bin/notify.js', 'start']);
     expect(servicePids(kafka.prefix)).toEqual([child.pid]);
 

@@ -1,13 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { IntentFields } from '@notify/outbox';
 import { buildOpenApiDocument, renderDocsPage } from './openapi.js';
+import { NotificationRequest } from './schemas.js';
 
 describe('the OpenAPI document', () => {
   const doc = buildOpenApiDocument() as any;
 
-  it('publishes the request schema generated from IntentFields, the schema that validates requests', () => {
-    const { $schema: _s, ...expected } = z.toJSONSchema(IntentFields, { io: 'input', target: 'draft-2020-12' }) as Record<string, unknown>;
+  it('publishes the request schema generated from NotificationRequest (held equal to the SQL rules by test/sql-enqueue)', () => {
+    const { $schema: _s, ...expected } = z.toJSONSchema(NotificationRequest, { io: 'input', target: 'draft-2020-12' }) as Record<string, unknown>;
     expect(doc.components.schemas.NotificationRequest).toEqual(expected);
     expect(doc.components.schemas.NotificationRequest.additionalProperties).toBe(false);
     expect(doc.paths['/v1/notifications'].post.requestBody.content['application/json'].schema).toEqual({

@@ -2,11 +2,32 @@ import { z } from 'zod';
 import { ATTEMPT_OUTCOMES, CHANNELS, DEAD_REASONS, NOTIFICATION_STATES } from '@notify/outbox';
 import { NOTIFICATION_ACTIONS } from './sql/notification-action-list.js';
 
-// The schemas below are the single source of the API's shapes: requests are validated with them
-// (IntentFields from @notify/outbox for the body, ListQuery for the list's query string), tests
-// parse responses with them, and /openapi.json is generated from them.
+// The schemas below are the single source of the API's documented shapes: /openapi.json is
+// generated from them, tests parse responses with them, and ListQuery validates the list's query
+// string. A notification request is validated once, by PostgreSQL's notify_enqueue_row (migration
+// 0006), the same rules every enqueuer meets; NotificationRequest documents it, and a test checks
+// that the two accept the same fields.
 
 const instant = z.iso.datetime({ offset: true });
+
+/** The body of `POST /v1/notifications`: the intent without `tenant_id` (the API key's tenant). */
+export const NotificationRequest = z
+  .object({
+    channel: z.string().min(1).describe('Delivery channel: email, sms or webhook'),
+    to: z.string().min(1).max(2048).describe('Email address, E.164 phone number or webhook URL'),
+    subject: z.string().max(998).optional().describe('Email subject (email only)'),
+    body: z.string().min(1).optional().describe('Message body; give body or template'),
+    template: z.string().min(1).max(200).optional().describe('Template name, rendered at send time'),
+    template_version: z.int().min(1).optional().describe('Pin a template version; default: newest at send time'),
+    data: z.record(z.string(), z.unknown()).optional().describe('Template variables, or the webhook payload data'),
+    category: z.string().min(1).max(100).optional().describe('Category matched against recipient opt-outs'),
+    expires_at: z.iso.datetime({ offset: true }).optional().describe('Give up after this instant (ISO 8601)'),
+    ttl_seconds: z.int().min(1).max(30 * 86_400).optional().describe('Give up this many seconds after creation'),
+    metadata: z.record(z.string().max(100), z.string().max(1000)).optional().describe('Your own labels, returned as given'),
+  })
+  .strict()
+  .describe('subject + body + data + metadata may take at most 64 KiB; see docs/sql-enqueue.md for every rule');
+export type NotificationRequest = z.infer<typeof NotificationRequest>;
 
 /** Largest page of `GET /v1/notifications`. */
 export const MAX_PAGE_SIZE = 100;

@@ -63,7 +63,7 @@ async function add(extra: { category?: string; to?: string } = {}): Promise<Noti
   const { notification } = await enqueue(
     tdb.db,
     { tenant_id: 't1', channel: 'webhook', to: extra.to ?? `https://example.com/hook/${++seq}`, body: 'hi', ...(extra.category ? { category: extra.category } : {}) },
-    { clock, maxAttempts: retry.maxAttempts, defaultTtlMs: retry.defaultTtlMs },
+    { now: clock.now(), maxAttempts: retry.maxAttempts, defaultTtlMs: retry.defaultTtlMs },
   );
   return notification;
 }

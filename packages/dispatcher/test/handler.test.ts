@@ -77,7 +77,7 @@ function setup(options: { content?: ContentPreparer; providers?: Partial<Record<
     const { notification } = await enqueue(
       tdb.db,
       { tenant_id: 't1', channel: 'webhook', to: `${receiver.url}${path}`, body: 'hi', ...extra },
-      { clock, maxAttempts: retry.maxAttempts, defaultTtlMs: retry.defaultTtlMs },
+      { now: clock.now(), maxAttempts: retry.maxAttempts, defaultTtlMs: retry.defaultTtlMs },
     );
     return notification;
   };

@@ -58,7 +58,7 @@ async function runLab(db: Kysely<Database>) {
   });
 
   // Enqueue: five calls make four notifications; the unknown channel is refused at the door.
-  const opts = { clock, maxAttempts: retry.maxAttempts, defaultTtlMs: retry.defaultTtlMs };
+  const opts = { now: clock.now(), maxAttempts: retry.maxAttempts, defaultTtlMs: retry.defaultTtlMs };
   const add = (to: string, key?: string) => enqueue(db, { tenant_id: 'lab', channel: 'email', to, body: 'Welcome', idempotency_key: key }, opts);
   const first = await add(ADA, 'welcome-1');
   const repeat = await add(ADA, 'welcome-1');

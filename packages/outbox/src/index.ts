@@ -26,15 +26,7 @@ export {
   isTerminal,
 } from './model/state.js';
 export { newNotificationId, isNotificationId, NOTIFICATION_ID_PREFIX } from './model/id.js';
-export {
-  IntentFields,
-  type NotificationIntent,
-  type ValidIntent,
-  validateIntent,
-  recipientProblem,
-  MAX_CONTENT_BYTES,
-} from './model/intent.js';
-export { canonicalJson, requestHash } from './idempotency.js';
+export type { NotificationIntent } from './model/intent.js';
 export { enqueue, type EnqueueOptions, type EnqueueResult } from './enqueue.js';
 export {
   type SqlExecutor,
@@ -47,23 +39,4 @@ export {
   preparedName,
 } from './db/executor.js';
 export type { OutboxDatabase, NotificationsTable, OutboxTable, Notification, OutboxRow } from './db/schema.js';
-export { outboxInsert, type OutboxInsertParams } from './sql/outbox-insert.js';
-export {
-  CONTRACT_VERSION,
-  HEADERS,
-  TOPICS,
-  topicName,
-  messageKey,
-  DeliveryRequestV1,
-  StatusEventV1,
-  STATUS_EVENT_TYPES,
-  type StatusEventType,
-  type OutboxMessage,
-  type MessageSubject,
-  type StatusEventFields,
-  type ParseFailure,
-  buildDeliveryRequest,
-  buildStatusEvent,
-  parseDeliveryRequest,
-  parseStatusEvent,
-} from './contract/messages.js';
+export { outboxInsert, type OutboxInsertParams, type OutboxMessage } from './sql/outbox-insert.js';

@@ -2,7 +2,7 @@ import { Hono } from 'hono';
 import type { Kysely } from 'kysely';
 import { type Clock, type Logger } from '@notify/runtime';
 import { type Database } from '@notify/migrations';
-import { IntentFields, enqueue, fromKysely, isNotificationId } from '@notify/outbox';
+import { type NotificationIntent, enqueue, fromKysely, isNotificationId } from '@notify/outbox';
 import type { AppEnv } from '../env.js';
 import { bearerAuth } from '../middleware/bearer-auth.js';
 import { jsonBody } from '../middleware/json-body.js';
@@ -26,6 +26,9 @@ export interface NotificationRoutesDeps {
 
 const IDEMPOTENCY_KEY = /^[\x20-\x7e]{1,255}$/;
 
+/** Intent fields the API sets itself (from the API key, the Idempotency-Key header, the trace context), never from the body. */
+const RESERVED_FIELDS = ['tenant_id', 'idempotency_key', 'traceparent'] as const;
+
 function notFound(id: string): ProblemError {
   return new ProblemError('not_found', `no notification ${id}`);
 }
@@ -47,12 +50,18 @@ export function notificationRoutes(deps: NotificationRoutesDeps): Hono<AppEnv> {
   app.post('/', jsonBody(), async (c) => {
     const auth = c.get('auth');
     const body = c.get('json');
-    // The body is validated by the same schema /openapi.json publishes (IntentFields); enqueue
-    // then checks what a schema cannot (channel, recipient form, body xor template, expiry).
-    const fields = IntentFields.safeParse(body);
-    if (!fields.success) {
+    // Validated once, by enqueue (PostgreSQL's notify_enqueue_row): the same rules as every other
+    // enqueuer. Here only what the API itself adds: a JSON object, without the fields the API
+    // sets from the key, the Idempotency-Key header and the trace context.
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+      throw new ProblemError('validation_failed', 'the request body must be a JSON object', {
+        extensions: { errors: [{ path: '(root)', message: 'expected an object' }] },
+      });
+    }
+    const reserved = RESERVED_FIELDS.filter((f) => Object.hasOwn(body, f));
+    if (reserved.length > 0) {
       throw new ProblemError('validation_failed', 'the request body is not a valid notification', {
-        extensions: { errors: issuesOf(fields.error) },
+        extensions: { errors: reserved.map((f) => ({ path: f, message: `unrecognized key: the API sets ${f} itself` })) },
       });
     }
     const key = c.req.header('idempotency-key');
@@ -63,10 +72,10 @@ export function notificationRoutes(deps: NotificationRoutesDeps): Hono<AppEnv> {
     }
     return withServerSpan('POST /v1/notifications', c.req.header('traceparent'), async (trace) => {
       c.set('trace', trace);
-      const intent = { ...fields.data, tenant_id: auth.tenantId, idempotency_key: key, traceparent: trace.traceparent };
+      const intent = { ...(body as Omit<NotificationIntent, 'tenant_id'>), tenant_id: auth.tenantId, idempotency_key: key, traceparent: trace.traceparent };
       const { notification, created } = await deps.db
         .transaction()
-        .execute((trx) => enqueue(trx, intent, { clock: deps.clock, maxAttempts: deps.retry.maxAttempts, defaultTtlMs: deps.retry.defaultTtlMs }));
+        .execute((trx) => enqueue(trx, intent, { now: deps.clock.now(), maxAttempts: deps.retry.maxAttempts, defaultTtlMs: deps.retry.defaultTtlMs }));
       deps.logger.info(
         { notificationId: notification.id, tenantId: auth.tenantId, channel: notification.channel, created, traceId: trace.traceId },
         created ? 'notification queued' : 'notification replayed for a repeated Idempotency-Key',

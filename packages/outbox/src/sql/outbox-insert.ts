@@ -1,5 +1,16 @@
-import type { OutboxMessage } from '../contract/messages.js';
 import type { SqlExecutor } from '../db/executor.js';
+
+/**
+ * A message as the outbox stores it and the relay publishes it: a topic suffix (the relay adds
+ * the prefix), the Kafka key, the exact value bytes (JSON text) and the headers. `@notify/contract`'s
+ * builders produce this shape (`ContractMessage`).
+ */
+export interface OutboxMessage {
+  readonly topic: string;
+  readonly key: string;
+  readonly value: string;
+  readonly headers: Readonly<Record<string, string>>;
+}
 
 /** Parameters of `outboxInsert`. */
 export interface OutboxInsertParams {
