@@ -12,6 +12,7 @@ export const HTTP_PROBLEM_CODES = [
   'unsupported_media_type',
   'notification_expired',
   'not_ready',
+  'database_unreachable',
   'internal_error',
 ] as const;
 
@@ -28,7 +29,6 @@ export const PROBLEM_CATALOG: { readonly [C in ProblemCode]: { readonly status: 
   idempotency_in_progress: { status: 409, title: 'A request with this Idempotency-Key is in progress' },
   invalid_transition: { status: 409, title: 'The notification is not in a state that allows this' },
   notification_expired: { status: 409, title: 'The notification has expired' },
-  config_invalid: { status: 500, title: 'Server misconfigured' },
   database_unreachable: { status: 503, title: 'Database unreachable' },
   unauthorized: { status: 401, title: 'Missing or invalid API key' },
   not_found: { status: 404, title: 'Not found' },
@@ -100,7 +100,7 @@ export function problemFromError(err: unknown, instance?: string): { body: Probl
   }
   if (err instanceof NotifyError && err.code in PROBLEM_CATALOG) {
     const headers: Record<string, string> = err.code === 'idempotency_in_progress' ? { 'retry-after': '1' } : {};
-    return { body: problem(err.code, err.message, {}, instance), headers, expected: err.code !== 'config_invalid' };
+    return { body: problem(err.code, err.message, {}, instance), headers, expected: true };
   }
   if (isDatabaseUnreachable(err)) {
     return {

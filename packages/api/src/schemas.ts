@@ -18,7 +18,7 @@ export const NotificationRequest = z
     subject: z.string().max(998).optional().describe('Email subject (email only)'),
     body: z.string().min(1).optional().describe('Message body; give body or template'),
     template: z.string().min(1).max(200).optional().describe('Template name, rendered at send time'),
-    template_version: z.int().min(1).optional().describe('Pin a template version; default: newest at send time'),
+    template_version: z.int().min(1).max(2_147_483_647).optional().describe('Pin a template version; default: newest at send time'),
     data: z.record(z.string(), z.unknown()).optional().describe('Template variables, or the webhook payload data'),
     category: z.string().min(1).max(100).optional().describe('Category matched against recipient opt-outs'),
     expires_at: z.iso.datetime({ offset: true }).optional().describe('Give up after this instant (ISO 8601)'),

@@ -18,6 +18,7 @@ import { CliError } from './cli-error.js';
 import { createKafka } from './kafka-client.js';
 import { checkDatabase, checkMigrations, connectKafkaAdmin, ensureTopics } from './preflight.js';
 import { seedApiKeys } from './seed-api-keys.js';
+import { notifySettingsWrite } from './sql/notify-settings-write.js';
 
 /** The parts `notify start` can run; any subset, so each can be scaled out on its own. */
 export const ROLES = ['api', 'relay', 'dispatcher'] as const;
@@ -71,6 +72,8 @@ export async function startNotify(config: Config, roles: readonly Role[], deps: 
   };
   try {
     await checkMigrations(db);
+    // Every enqueuer (the API, enqueue() in a domain service, notify_enqueue from SQL) reads these.
+    await notifySettingsWrite(fromKysely(db), { maxAttempts: config.retry.maxAttempts, defaultTtlMs: config.retry.defaultTtlMs });
     // Preflight: few retries, so an unreachable broker fails start in seconds, not after kafkajs's ~30 s default.
     const preflight = createKafka({
       brokers: config.kafkaBrokers,

@@ -87,6 +87,12 @@ describe('notify start, end to end', () => {
     expect(names.some((n) => n.startsWith(`${kafka.prefix}.retry.`))).toBe(true);
   });
 
+  it('publishes its attempt budget and default expiry to notify_settings, for every enqueuer', async () => {
+    const { rows } = await t.pool.query('SELECT max_attempts, default_ttl_ms FROM notify_settings');
+    expect(rows).toEqual([{ max_attempts: 2, default_ttl_ms: expect.anything() }]);
+    expect(Number(rows[0].default_ttl_ms)).toBe(86_400_000);
+  });
+
   it('is ready: database and Kafka reachable', async () => {
     const res = await fetch(`${notify.url}/readyz`);
     expect(res.status).toBe(200);

@@ -1,19 +1,15 @@
-import type { Clock } from './clock.js';
-import { systemClock } from './clock.js';
-import { buildDeliveryRequest, buildStatusEvent, type OutboxMessage } from './contract/messages.js';
 import { prepared, toExecutor, type TransactionLike } from './db/executor.js';
 import type { Notification } from './db/schema.js';
-import { IdempotencyConflictError, IdempotencyInProgressError } from './errors.js';
-import { requestHash } from './idempotency.js';
-import { validateIntent, type NotificationIntent } from './model/intent.js';
-import { newNotificationId } from './model/id.js';
+import { type FieldIssue, IdempotencyConflictError, IdempotencyInProgressError, type NotifyError, ValidationError } from './errors.js';
+import type { NotificationIntent } from './model/intent.js';
 
 /** What `enqueue` needs besides the transaction. */
 export interface EnqueueOptions {
-  readonly clock?: Clock;
-  /** Attempts before a notification is declared dead (NOTIFY_MAX_ATTEMPTS). Default 8. */
+  /** When the notification is created and first due (a test clock's now), truncated to milliseconds. Default: the database clock. */
+  readonly now?: Date;
+  /** Attempts before a notification is declared dead. Default: `notify_settings.max_attempts` (the service's NOTIFY_MAX_ATTEMPTS). */
   readonly maxAttempts?: number;
-  /** Expiry when the intent names none (NOTIFY_DEFAULT_TTL_MS). Default 24 h. */
+  /** Expiry when the intent names none. Default: `notify_settings.default_ttl_ms` (the service's NOTIFY_DEFAULT_TTL_MS). */
   readonly defaultTtlMs?: number;
 }
 
@@ -23,29 +19,31 @@ export interface EnqueueResult {
   readonly created: boolean;
 }
 
-const COLUMNS = [
-  'id', 'tenant_id', 'channel', 'recipient', 'subject', 'body', 'template', 'template_version', 'data',
-  'category', 'metadata', 'idempotency_key', 'request_hash', 'state', 'attempts', 'max_attempts',
-  'next_attempt_at', 'expires_at', 'traceparent', 'created_at', 'updated_at',
-] as const;
+/** Why PostgreSQL would not queue an intent, as `notify_enqueue_row` returns it. */
+interface Refusal {
+  readonly code: string;
+  readonly message: string;
+  readonly errors: readonly FieldIssue[];
+  readonly existing_id?: string;
+}
 
-// One round trip: the notification row and its outbox rows are written by one statement. When the
-// (tenant, key) already exists, ON CONFLICT DO NOTHING inserts neither (the outbox CTE reads `n`).
-// A concurrent insert of the same key makes this statement wait for that transaction's outcome.
-const INSERT_SQL = prepared('notify_enqueue_v1', `
-WITH n AS (
-  INSERT INTO notifications (${COLUMNS.join(', ')})
-  VALUES (${COLUMNS.map((c, i) => (c === 'data' || c === 'metadata' ? `$${i + 1}::jsonb` : `$${i + 1}`)).join(', ')})
-  ON CONFLICT ON CONSTRAINT notifications_tenant_idempotency_key DO NOTHING
-  RETURNING *
-), o AS (
-  INSERT INTO outbox (topic, key, value, headers)
-  SELECT m.topic, m.key, m.value, m.headers
-    FROM n, unnest($${COLUMNS.length + 1}::text[], $${COLUMNS.length + 2}::text[], $${COLUMNS.length + 3}::text[], $${COLUMNS.length + 4}::jsonb[])
-         WITH ORDINALITY AS m(topic, key, value, headers, ord)
-   ORDER BY m.ord
-)
-SELECT * FROM n`);
+type EnqueueRow = Notification & { readonly created: boolean; readonly refusal: Refusal | null };
+
+// One round trip. The function validates, writes the notification and its two outbox rows, or
+// finds the original of an idempotent repeat (migration 0006). `(r.notification).*` returns the
+// row's columns, so pg parses them exactly as for a SELECT * (timestamps as Date, jsonb as objects).
+const ENQUEUE_SQL = prepared(
+  'notify_enqueue_row_v1',
+  'SELECT r.created, r.refusal, (r.notification).* FROM notify_enqueue_row($1::jsonb, $2::jsonb) AS r',
+);
+
+// JSON.stringify writes U+0000 as \u0000 and an unpaired surrogate as \udXXX (paired ones as
+// themselves). PostgreSQL's jsonb input refuses both, so they never reach notify_enqueue_row.
+const UNSTORABLE_ESCAPE = /(?<!\\)(?:\\\\)*\\u(?:0000|d[89a-f][0-9a-f]{2})/;
+const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+// SQLSTATEs of the jsonb input function: invalid text, untranslatable character, stack depth.
+const JSON_INPUT_SQLSTATES = new Set(['22P02', '22P05', '54001']);
+const SERIALIZATION_FAILURE = '40001';
 
 /**
  * Records a notification intent in the caller's transaction: the `notifications` row (state
@@ -54,43 +52,108 @@ SELECT * FROM n`);
  *
  * `tx` may be a Kysely `Transaction` (or `Kysely`), or a `pg` client inside `BEGIN`.
  *
- * With an idempotency key, a repeat of the same request returns the original with
- * `created: false`; the same key with a different request throws `IdempotencyConflictError`.
- * Validation failures throw `ValidationError` with a stable `code`.
+ * Validation, the rows and idempotency are PostgreSQL's `notify_enqueue_row` (migration 0006,
+ * docs/sql-enqueue.md), the same function other languages call: one implementation, one round
+ * trip. With an idempotency key, a repeat of the same request returns the original with
+ * `created: false`.
+ *
+ * Throws `ValidationError` (a stable `code` and every field issue) or `IdempotencyConflictError`
+ * (the key was used for a different request); both leave the caller's transaction usable, as
+ * they always did. `IdempotencyInProgressError` (the key's holder is not visible to a REPEATABLE
+ * READ snapshot) means: roll back and retry the transaction.
  */
 export async function enqueue(tx: TransactionLike, intent: NotificationIntent, options: EnqueueOptions = {}): Promise<EnqueueResult> {
-  const clock = options.clock ?? systemClock;
-  const now = clock.now();
-  const valid = validateIntent(intent, now);
-  const db = toExecutor(tx);
-  const id = newNotificationId(now);
-  const expiresAt = valid.expires_at
-    ? new Date(valid.expires_at)
-    : new Date(now.getTime() + (valid.ttl_seconds !== undefined ? valid.ttl_seconds * 1000 : (options.defaultTtlMs ?? 86_400_000)));
-  const hash = valid.idempotency_key !== undefined ? requestHash(valid) : null;
-  const subject = { id, tenant_id: valid.tenant_id, channel: valid.channel, recipient: valid.to, traceparent: valid.traceparent };
-  const messages: OutboxMessage[] = [
-    buildDeliveryRequest(subject, 1, now),
-    buildStatusEvent(subject, { type: 'notification.queued', state: 'queued', attempts: 0, next_attempt_at: now, occurred_at: now }),
-  ];
-  const values: unknown[] = [
-    id, valid.tenant_id, valid.channel, valid.to, valid.subject ?? null, valid.body ?? null, valid.template ?? null,
-    valid.template_version ?? null, valid.data === undefined ? null : JSON.stringify(valid.data), valid.category ?? null,
-    JSON.stringify(valid.metadata ?? {}), valid.idempotency_key ?? null, hash, 'queued', 0, options.maxAttempts ?? 8,
-    now, expiresAt, valid.traceparent ?? null, now, now,
-    messages.map((m) => m.topic), messages.map((m) => m.key), messages.map((m) => m.value), messages.map((m) => JSON.stringify(m.headers)),
-  ];
-  const inserted = await db.query<Notification>(INSERT_SQL, values);
-  const row = inserted.rows[0];
-  if (row) return { notification: row, created: true };
+  const json = intentJson(intent);
+  const settings = JSON.stringify({ now: options.now?.toISOString(), max_attempts: options.maxAttempts, default_ttl_ms: options.defaultTtlMs });
+  let rows: EnqueueRow[];
+  try {
+    ({ rows } = await toExecutor(tx).query<EnqueueRow>(ENQUEUE_SQL, [json, settings]));
+  } catch (err) {
+    const sqlstate = (err as { code?: unknown }).code;
+    // In REPEATABLE READ or SERIALIZABLE, when the key's holder committed after the caller's
+    // snapshot was taken, PostgreSQL refuses the insert itself (serialization_failure). The
+    // caller must retry the transaction, which is what this typed error says (the API: 409).
+    if (sqlstate === SERIALIZATION_FAILURE && intent.idempotency_key !== undefined) throw new IdempotencyInProgressError({ cause: err });
+    // The jsonb cast of $1 failed before the function ran (e.g. nesting thousands deep): the
+    // caller's transaction is aborted, as for any SQL error, but the error is still a refusal.
+    const issues = typeof sqlstate === 'string' && JSON_INPUT_SQLSTATES.has(sqlstate) ? unstorableIssues(intent) : [];
+    if (issues.length > 0) throw invalid(issues, err);
+    throw err;
+  }
+  const row = rows[0];
+  if (!row) throw new Error('notify_enqueue_row returned no row');
+  const { created, refusal, ...notification } = row;
+  if (refusal) throw refusalError(refusal);
+  return { notification, created };
+}
 
-  const existing = await db.query<Notification>('SELECT * FROM notifications WHERE tenant_id = $1 AND idempotency_key = $2', [
-    valid.tenant_id,
-    valid.idempotency_key,
-  ]);
-  const original = existing.rows[0];
-  // Only possible when the caller's snapshot predates the other transaction (REPEATABLE READ or stricter).
-  if (!original) throw new IdempotencyInProgressError();
-  if (original.request_hash !== hash) throw new IdempotencyConflictError(original.id);
-  return { notification: original, created: false };
+/** The intent as JSON text PostgreSQL accepts, or a `ValidationError` naming what it cannot store. */
+function intentJson(intent: NotificationIntent): string {
+  // A traceparent is kept only when well-formed, so one PostgreSQL cannot even store is dropped here.
+  const { traceparent, ...rest } = intent;
+  const sendable = typeof traceparent === 'string' && UNSTORABLE.test(traceparent) ? rest : intent;
+  let json: string;
+  try {
+    json = JSON.stringify(sendable);
+  } catch (err) {
+    // RangeError: nested too deep for the stack; TypeError: a BigInt or a cycle.
+    const issues = unstorableIssues(intent);
+    throw invalid(issues.length > 0 ? issues : [{ path: '(root)', message: `must be JSON: ${(err as Error).message}` }], err);
+  }
+  if (UNSTORABLE_ESCAPE.test(json)) {
+    const issues = unstorableIssues(intent);
+    throw invalid(issues.length > 0 ? issues : [{ path: '(root)', message: 'must not contain U+0000 or unpaired surrogates' }]);
+  }
+  return json;
+}
+
+function invalid(issues: readonly FieldIssue[], cause?: unknown): ValidationError {
+  const message = `invalid notification: ${issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`;
+  return new ValidationError('validation_failed', message, issues, cause === undefined ? undefined : { cause });
+}
+
+function refusalError(refusal: Refusal): NotifyError {
+  switch (refusal.code) {
+    case 'validation_failed':
+    case 'unknown_channel':
+    case 'payload_too_large':
+    case 'bad_expiry':
+      return new ValidationError(refusal.code, refusal.message, refusal.errors);
+    case 'idempotency_conflict':
+      return new IdempotencyConflictError(refusal.existing_id ?? '');
+    case 'idempotency_in_progress':
+      return new IdempotencyInProgressError();
+    default:
+      throw new Error(`notify_enqueue_row refused with an unknown code ${JSON.stringify(refusal.code)}`);
+  }
+}
+
+/**
+ * Where the intent holds what cannot reach PostgreSQL as jsonb: a string or key with U+0000 or an
+ * unpaired surrogate, or nesting deeper than 32 levels (the database's own limit, checked here
+ * only when the JSON could not even be built or parsed). The first problem of each field, with
+ * the paths and messages the database and the former TypeScript validator use.
+ */
+function unstorableIssues(intent: NotificationIntent): FieldIssue[] {
+  const issues: FieldIssue[] = [];
+  if (intent === null || typeof intent !== 'object') return issues;
+  for (const [field, value] of Object.entries(intent)) {
+    if (field === 'traceparent') continue;
+    const problem = unstorableIn(value, field, 1);
+    if (problem) issues.push(problem);
+  }
+  return issues;
+}
+
+function unstorableIn(value: unknown, path: string, depth: number): FieldIssue | null {
+  if (typeof value === 'string') return UNSTORABLE.test(value) ? { path, message: 'must not contain U+0000 or unpaired surrogates' } : null;
+  if (value === null || typeof value !== 'object') return null;
+  if (depth > 32) return { path, message: 'must not nest deeper than 32 levels' };
+  for (const [key, child] of Object.entries(value)) {
+    const childPath = `${path}.${key}`;
+    if (UNSTORABLE.test(key)) return { path: childPath, message: 'keys must not contain U+0000 or unpaired surrogates' };
+    const problem = unstorableIn(child, childPath, depth + 1);
+    if (problem) return problem;
+  }
+  return null;
 }

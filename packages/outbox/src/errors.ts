@@ -1,4 +1,4 @@
-/** Stable machine-readable error codes. They are part of the API's problem+json `type`. */
+/** Stable machine-readable codes of the errors `enqueue` and the state machine throw. The API uses them in its problem+json `type`; `notify_enqueue` puts them in its SQL error messages. */
 export const ERROR_CODES = [
   'validation_failed',
   'unknown_channel',
@@ -6,8 +6,6 @@ export const ERROR_CODES = [
   'bad_expiry',
   'idempotency_conflict',
   'idempotency_in_progress',
-  'config_invalid',
-  'database_unreachable',
   'invalid_transition',
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
@@ -35,8 +33,9 @@ export class ValidationError extends NotifyError {
     code: Extract<ErrorCode, 'validation_failed' | 'unknown_channel' | 'payload_too_large' | 'bad_expiry'>,
     message: string,
     issues: readonly FieldIssue[] = [],
+    options?: { cause?: unknown },
   ) {
-    super(code, message);
+    super(code, message, options);
     this.issues = issues;
   }
 }
@@ -55,17 +54,8 @@ export class IdempotencyConflictError extends NotifyError {
 
 /** The row holding this idempotency key is not visible to the caller's snapshot yet (REPEATABLE READ caller); retry the transaction. */
 export class IdempotencyInProgressError extends NotifyError {
-  constructor() {
-    super('idempotency_in_progress', 'a concurrent request with the same Idempotency-Key has not finished; retry shortly');
-  }
-}
-
-/** A configuration value is missing or invalid; the message names the variable. */
-export class ConfigError extends NotifyError {
-  readonly variable: string;
-  constructor(variable: string, message: string) {
-    super('config_invalid', `${variable}: ${message}`);
-    this.variable = variable;
+  constructor(options?: { cause?: unknown }) {
+    super('idempotency_in_progress', 'a concurrent request with the same Idempotency-Key has not finished; retry shortly', options);
   }
 }
 

@@ -1,15 +1,11 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  IdempotencyConflictError,
-  ValidationError,
-  enqueue,
-  fromPgClient,
-  parseDeliveryRequest,
-  parseStatusEvent,
-  type NotificationIntent,
-} from '@notify/outbox';
-import { ManualClock } from '@notify/outbox/testing';
+// The modules themselves rather than '@notify/outbox': this file tests enqueue, not the export list.
+import { parseDeliveryRequest, parseStatusEvent } from '@notify/contract';
+import { fromPgClient } from '../src/db/executor.js';
+import { enqueue } from '../src/enqueue.js';
+import { IdempotencyConflictError, IdempotencyInProgressError, ValidationError } from '../src/errors.js';
+import type { NotificationIntent } from '../src/model/intent.js';
 import { createTestDatabase, type TestDatabase } from '../../../test/support/db.js';
 
 let t: TestDatabase;
@@ -41,8 +37,8 @@ async function countFor(id: string) {
 
 describe('enqueue in the caller transaction', () => {
   it('writes the queued notification and its outbox rows in a Kysely transaction', async () => {
-    const clock = new ManualClock('2026-05-01T12:00:00Z');
-    const { notification, created } = await t.db.transaction().execute((trx) => enqueue(trx, intent(), { clock, maxAttempts: 4 }));
+    const now = new Date('2026-05-01T12:00:00Z');
+    const { notification, created } = await t.db.transaction().execute((trx) => enqueue(trx, intent(), { now, maxAttempts: 4 }));
     expect(created).toBe(true);
     expect(notification).toMatchObject({
       tenant_id: 'acme',
@@ -53,7 +49,7 @@ describe('enqueue in the caller transaction', () => {
       max_attempts: 4,
       dead_reason: null,
     });
-    expect(notification.next_attempt_at).toEqual(clock.now());
+    expect(notification.next_attempt_at).toEqual(now);
     expect(notification.expires_at).toEqual(new Date('2026-05-02T12:00:00Z'));
     const rows = await t.db.selectFrom('outbox').selectAll().where(sql`headers->>'notification-id'`, '=', notification.id).orderBy('id').execute();
     expect(rows.map((r) => r.topic)).toEqual(['requests', 'events']);
@@ -157,6 +153,26 @@ describe('idempotency', () => {
   });
 });
 
+describe('idempotency under REPEATABLE READ', () => {
+  it('a caller whose snapshot predates the key’s holder gets IdempotencyInProgressError (retry the transaction)', async () => {
+    const late = await t.pool.connect();
+    try {
+      await late.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
+      await late.query('SELECT 1'); // the snapshot is taken here
+      const holder = await enqueue(t.db, intent({ idempotency_key: 'rr-1' }));
+      const err = await enqueue(late, intent({ idempotency_key: 'rr-1' })).catch((e: unknown) => e);
+      await late.query('ROLLBACK');
+      expect(err).toBeInstanceOf(IdempotencyInProgressError);
+      expect((err as Error).cause).toMatchObject({ code: '40001' });
+      // retried in a new transaction, it finds the original
+      const retried = await enqueue(late, intent({ idempotency_key: 'rr-1' }));
+      expect(retried).toMatchObject({ created: false, notification: { id: holder.notification.id } });
+    } finally {
+      late.release();
+    }
+  });
+});
+
 describe('schema invariants', () => {
   it('refuses a sent row without sent_at (named CHECK)', async () => {
     const { notification } = await t.db.transaction().execute((trx) => enqueue(trx, intent()));
@@ -166,5 +182,102 @@ describe('schema invariants', () => {
     await expect(
       t.db.updateTable('notifications').set({ state: 'dead', next_attempt_at: null }).where('id', '=', notification.id).execute(),
     ).rejects.toThrow(/notifications_dead_iff_reason/);
+  });
+});
+
+describe('refusals come from PostgreSQL', () => {
+  it('leave the caller’s transaction usable: a refused intent throws, the next one commits', async () => {
+    const client = await t.pool.connect();
+    try {
+      await client.query('BEGIN');
+      const before = await enqueue(client, intent({ to: 'usable-1@example.com' }));
+      await expect(enqueue(client, intent({ to: 'nope' }))).rejects.toMatchObject({ code: 'validation_failed', issues: [{ path: 'to', message: 'must be an email address' }] });
+      await expect(enqueue(client, intent({ idempotency_key: 'usable-k' }))).resolves.toMatchObject({ created: true });
+      await expect(enqueue(client, intent({ idempotency_key: 'usable-k', body: 'other' }))).rejects.toBeInstanceOf(IdempotencyConflictError);
+      const after = await enqueue(client, intent({ to: 'usable-2@example.com' }));
+      await client.query('COMMIT');
+      expect(await countFor(before.notification.id)).toEqual({ notifications: 1, outbox: 2 });
+      expect(await countFor(after.notification.id)).toEqual({ notifications: 1, outbox: 2 });
+    } finally {
+      client.release();
+    }
+  });
+
+  it('lists every field issue with today’s paths and messages', async () => {
+    const err = (await enqueue(t.db, intent({ channel: 'sms', to: '12', subject: 'hi' })).catch((e: unknown) => e)) as ValidationError;
+    expect(err).toBeInstanceOf(ValidationError);
+    expect(err.code).toBe('validation_failed');
+    expect(err.message).toBe('invalid notification: to: must be a phone number in E.164 form, e.g. +14155550100; subject: only the email channel has a subject');
+    expect(err.issues).toEqual([
+      { path: 'to', message: 'must be a phone number in E.164 form, e.g. +14155550100' },
+      { path: 'subject', message: 'only the email channel has a subject' },
+    ]);
+  });
+
+  it('refuses what PostgreSQL cannot store (U+0000, lone surrogates, very deep data) as validation_failed with the path', async () => {
+    const issue = async (i: NotificationIntent) => {
+      const err = await enqueue(t.db, i).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      if (err === undefined) return undefined;
+      expect(err).toBeInstanceOf(ValidationError);
+      return (err as ValidationError).issues[0];
+    };
+    expect(await issue(intent({ body: 'a\u0000b' }))).toEqual({ path: 'body', message: expect.stringContaining('U+0000') });
+    expect(await issue(intent({ subject: 'x\uD800' }))).toMatchObject({ path: 'subject' });
+    expect(await issue(intent({ data: { ['k\u0000']: 1 } }))).toMatchObject({ path: 'data.k\u0000' });
+    expect(await issue(intent({ metadata: { a: '\uDC00' } }))).toMatchObject({ path: 'metadata.a' });
+    let deep: unknown = 'leaf';
+    for (let i = 0; i < 5000; i++) deep = { d: deep };
+    expect(await issue(intent({ data: deep as Record<string, unknown> }))).toMatchObject({ message: 'must not nest deeper than 32 levels' });
+    let deeper: unknown = [];
+    for (let i = 0; i < 40_000; i++) deeper = [deeper];
+    expect(await issue(intent({ data: { x: deeper } }))).toMatchObject({ path: expect.stringMatching(/^data\.x(\.0)+$/), message: 'must not nest deeper than 32 levels' });
+    let ok: unknown = 'leaf';
+    for (let i = 0; i < 30; i++) ok = [ok];
+    expect(await issue(intent({ data: { ok }, body: 'paired 😀 surrogates are fine' }))).toBeUndefined();
+    // A traceparent is never refused: one PostgreSQL cannot store is dropped like any malformed one.
+    const { notification } = await enqueue(t.db, intent({ traceparent: '00-\u0000' }));
+    expect(notification.traceparent).toBeNull();
+  });
+
+  it('keeps a well-formed traceparent and drops a malformed one', async () => {
+    const tp = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+    expect((await enqueue(t.db, intent({ traceparent: tp }))).notification.traceparent).toBe(tp);
+    expect((await enqueue(t.db, intent({ traceparent: 'junk' }))).notification.traceparent).toBeNull();
+  });
+});
+
+describe('defaults', () => {
+  it('takes max_attempts and the default expiry from notify_settings, and now from the database clock', async () => {
+    const client = await t.pool.connect();
+    try {
+      await client.query('BEGIN');
+      await client.query('UPDATE notify_settings SET max_attempts = 3, default_ttl_ms = 60000');
+      const { rows } = await client.query<{ now: Date }>("SELECT date_trunc('milliseconds', statement_timestamp()) AS now");
+      const { notification } = await enqueue(client, intent());
+      await client.query('ROLLBACK');
+      expect(notification.max_attempts).toBe(3);
+      expect(notification.created_at.getTime()).toBeGreaterThanOrEqual(rows[0]!.now.getTime());
+      expect(notification.created_at.getTime() % 1).toBe(0);
+      expect(notification.expires_at.getTime() - notification.created_at.getTime()).toBe(60_000);
+      expect(notification.next_attempt_at).toEqual(notification.created_at);
+      expect(notification.updated_at).toEqual(notification.created_at);
+    } finally {
+      client.release();
+    }
+    const { notification } = await enqueue(t.db, intent());
+    expect(notification.max_attempts).toBe(8);
+    expect(notification.expires_at.getTime() - notification.created_at.getTime()).toBe(86_400_000);
+  });
+
+  it('truncates a given now to milliseconds and uses ttl_seconds and expires_at', async () => {
+    const now = new Date('2026-05-01T12:00:00.123Z');
+    const ttl = await enqueue(t.db, intent({ ttl_seconds: 90 }), { now });
+    expect(ttl.notification.created_at).toEqual(now);
+    expect(ttl.notification.expires_at).toEqual(new Date('2026-05-01T12:01:30.123Z'));
+    const at = await enqueue(t.db, intent({ expires_at: '2026-05-01T14:00:00.98765+02:00' }), { now });
+    expect(at.notification.expires_at).toEqual(new Date('2026-05-01T12:00:00.987Z'));
   });
 });

@@ -11,6 +11,7 @@ import { withServerSpan } from '../tracing.js';
 import { ProblemError } from '../problem.js';
 import { ListQuery } from '../schemas.js';
 import { attemptList } from '../sql/attempt-list.js';
+import { intentCheck } from '../sql/intent-check.js';
 import { notificationActionList } from '../sql/notification-action-list.js';
 import { notificationGet } from '../sql/notification-get.js';
 import { notificationList } from '../sql/notification-list.js';
@@ -60,8 +61,11 @@ export function notificationRoutes(deps: NotificationRoutesDeps): Hono<AppEnv> {
     }
     const reserved = RESERVED_FIELDS.filter((f) => Object.hasOwn(body, f));
     if (reserved.length > 0) {
+      // Refused, but with every other problem of the body too, as one answer (rare path).
+      const rest = Object.fromEntries(Object.entries(body).filter(([k]) => !(RESERVED_FIELDS as readonly string[]).includes(k)));
+      const other = await intentCheck(db, { intent: { ...rest, tenant_id: c.get('auth').tenantId }, now: deps.clock.now() });
       throw new ProblemError('validation_failed', 'the request body is not a valid notification', {
-        extensions: { errors: reserved.map((f) => ({ path: f, message: `unrecognized key: the API sets ${f} itself` })) },
+        extensions: { errors: [...reserved.map((f) => ({ path: f, message: `unrecognized key: the API sets ${f} itself` })), ...(other?.errors ?? [])] },
       });
     }
     const key = c.req.header('idempotency-key');

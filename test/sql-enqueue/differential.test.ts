@@ -1,0 +1,176 @@
+/**
+ * Differential: the three ways to enqueue write the same rows and refuse the same intents.
+ * - `enqueue()` from TypeScript on a raw pg client inside BEGIN … COMMIT,
+ * - `enqueue()` inside a Kysely transaction,
+ * - `notify_enqueue` through the real psql binary, as another language would call it,
+ * each into its own database, compared column by column (ids and clock-derived values normalised).
+ * And the rows equal what the contract builders (@notify/contract) produce for that notification.
+ *
+ * FUZZ_RUNS sets the runs per property (default 40 here: every run spawns psql).
+ */
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildDeliveryRequest, buildStatusEvent, type Channel } from '@notify/contract';
+import { enqueue, type NotificationIntent, type NotifyError, ValidationError } from '@notify/outbox';
+import { createTestDatabase, type TestDatabase } from '../support/db.js';
+import { intentArbitrary, validIntentArbitrary } from './arbitraries.js';
+import { psql, psqlError } from './psql.js';
+
+const RUNS = Math.max(10, Math.floor(Number(process.env.FUZZ_RUNS ?? 300) / 7));
+// Every run spawns psql (~50 ms on the shared 2-core machine); a long FUZZ_RUNS gets the time it needs.
+const TIMEOUT_MS = 60_000 + RUNS * 2 * 250;
+
+/** The documented SQLSTATE of each refusal code (docs/sql-enqueue.md). */
+const CODE_OF_SQLSTATE: Record<string, string> = {
+  NT001: 'validation_failed',
+  NT002: 'unknown_channel',
+  NT003: 'payload_too_large',
+  NT004: 'bad_expiry',
+  NT009: 'idempotency_conflict',
+  NT010: 'idempotency_in_progress',
+};
+
+let viaPg: TestDatabase;
+let viaKysely: TestDatabase;
+let viaPsql: TestDatabase;
+beforeAll(async () => {
+  [viaPg, viaKysely, viaPsql] = await Promise.all([createTestDatabase(), createTestDatabase(), createTestDatabase()]);
+});
+afterAll(async () => {
+  await Promise.all([viaPg?.close(), viaKysely?.close(), viaPsql?.close()]);
+});
+
+type Outcome = { readonly id: string } | { readonly code: string; readonly paths: readonly string[] };
+
+async function enqueueWithPg(intent: unknown): Promise<Outcome> {
+  const client = await viaPg.pool.connect();
+  try {
+    await client.query('BEGIN');
+    const { notification } = await enqueue(client, intent as NotificationIntent);
+    await client.query('COMMIT');
+    return { id: notification.id };
+  } catch (err) {
+    await client.query('ROLLBACK');
+    return refusalOf(err);
+  } finally {
+    client.release();
+  }
+}
+
+async function enqueueWithKysely(intent: unknown): Promise<Outcome> {
+  try {
+    const { notification } = await viaKysely.db.transaction().execute((trx) => enqueue(trx, intent as NotificationIntent));
+    return { id: notification.id };
+  } catch (err) {
+    return refusalOf(err);
+  }
+}
+
+async function enqueueWithPsql(intent: unknown): Promise<Outcome> {
+  const r = await psql(viaPsql.url, "\\set VERBOSITY verbose\nBEGIN;\nSELECT notify_enqueue(:'intent');\nCOMMIT;\n", { intent: JSON.stringify(intent) });
+  if (r.exitCode === 0) return { id: r.stdout.trim() };
+  const error = psqlError(r.stderr);
+  if (!error || !CODE_OF_SQLSTATE[error.sqlstate]) throw new Error(`psql failed: ${r.stderr}`);
+  expect(error.message.startsWith(`${CODE_OF_SQLSTATE[error.sqlstate]}: `)).toBe(true);
+  expect(error.detail?.code).toBe(CODE_OF_SQLSTATE[error.sqlstate]);
+  return { code: CODE_OF_SQLSTATE[error.sqlstate]!, paths: (error.detail?.errors ?? []).map((e) => e.path).sort() };
+}
+
+function refusalOf(err: unknown): Outcome {
+  if (!(err as NotifyError).code) throw err;
+  return { code: (err as NotifyError).code, paths: err instanceof ValidationError ? err.issues.map((i) => i.path).sort() : [] };
+}
+
+/** A notification row and its outbox rows, with what depends on the id or the clock made comparable. */
+async function written(t: TestDatabase, id: string, expiresAtGiven: boolean) {
+  const { rows: [n] } = await t.pool.query('SELECT * FROM notifications WHERE id = $1', [id]);
+  const { rows: outbox } = await t.pool.query("SELECT * FROM outbox WHERE headers->>'notification-id' = $1 ORDER BY id", [id]);
+  const now = (n.created_at as Date).toISOString();
+  const text = (s: string) => s.replaceAll(id, '<id>').replaceAll(now, '<now>');
+  expect(n.updated_at).toEqual(n.created_at);
+  expect(n.next_attempt_at).toEqual(n.created_at);
+  expect(id.slice(4, 14), 'the id starts with the creation time').toBe(ulidTime((n.created_at as Date).getTime()));
+  return {
+    notification: {
+      ...n,
+      id: '<id>',
+      created_at: '<now>',
+      updated_at: '<now>',
+      next_attempt_at: '<now>',
+      // relative to creation, unless the intent named the instant
+      expires_at: expiresAtGiven ? n.expires_at : (n.expires_at as Date).getTime() - (n.created_at as Date).getTime(),
+    },
+    outbox: outbox.map((o) => ({
+      topic: o.topic,
+      key: o.key,
+      value: text(o.value),
+      headers: JSON.parse(text(JSON.stringify(o.headers))),
+      published_at: o.published_at,
+    })),
+  };
+}
+
+const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
+function ulidTime(ms: number): string {
+  let s = '';
+  for (let i = 0; i < 10; i++) {
+    s = CROCKFORD[ms % 32] + s;
+    ms = Math.floor(ms / 32);
+  }
+  return s;
+}
+
+describe('enqueue from TypeScript (pg and Kysely) and notify_enqueue from psql', () => {
+  it('write identical rows for the same valid intent', { timeout: TIMEOUT_MS }, async () => {
+    await fc.assert(
+      fc.asyncProperty(validIntentArbitrary, async (intent) => {
+        const outcomes = await Promise.all([enqueueWithPg(intent), enqueueWithKysely(intent), enqueueWithPsql(intent)]);
+        for (const o of outcomes) expect(o, JSON.stringify(intent)).toHaveProperty('id');
+        const [pg, kysely, sql] = outcomes as { id: string }[];
+        const given = typeof intent.expires_at === 'string';
+        const rows = await Promise.all([written(viaPg, pg!.id, given), written(viaKysely, kysely!.id, given), written(viaPsql, sql!.id, given)]);
+        if (given) for (const r of rows) expect(r.notification.expires_at).toEqual(new Date(intent.expires_at as string));
+        expect(rows[1]).toEqual(rows[0]);
+        expect(rows[2]).toEqual(rows[0]);
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
+  it('refuse the same invalid intents with the same code and issue paths', { timeout: TIMEOUT_MS }, async () => {
+    let refused = 0;
+    await fc.assert(
+      fc.asyncProperty(intentArbitrary, async (intent) => {
+        const [pg, kysely, sql] = await Promise.all([enqueueWithPg(intent), enqueueWithKysely(intent), enqueueWithPsql(intent)]);
+        const shape = (o: Outcome) => ('id' in o ? 'created' : o);
+        expect(shape(kysely), JSON.stringify(intent).slice(0, 400)).toEqual(shape(pg));
+        expect(shape(sql), JSON.stringify(intent).slice(0, 400)).toEqual(shape(pg));
+        if (!('id' in pg)) refused += 1;
+      }),
+      { numRuns: RUNS * 2 },
+    );
+    expect(refused).toBeGreaterThan(0);
+  });
+});
+
+describe('the rows PostgreSQL writes', () => {
+  it('are the messages the contract builders produce for that notification, byte for byte', { timeout: TIMEOUT_MS }, async () => {
+    await fc.assert(
+      fc.asyncProperty(validIntentArbitrary, async (intent) => {
+        const { rows: queued } = await viaPsql.pool.query<{ id: string }>('SELECT notify_enqueue($1::jsonb) AS id', [JSON.stringify(intent)]);
+        const id = queued[0]!.id;
+        const { rows: [n] } = await viaPsql.pool.query('SELECT * FROM notifications WHERE id = $1', [id]);
+        const { rows: outbox } = await viaPsql.pool.query("SELECT topic, key, value, headers FROM outbox WHERE headers->>'notification-id' = $1 ORDER BY id", [id]);
+        const subject = { id: n.id, tenant_id: n.tenant_id, channel: n.channel as Channel, recipient: n.recipient, traceparent: n.traceparent };
+        const expected = [
+          buildDeliveryRequest(subject, 1, n.created_at),
+          buildStatusEvent(subject, { type: 'notification.queued', state: 'queued', attempts: 0, next_attempt_at: n.created_at, occurred_at: n.created_at }),
+        ];
+        expect(outbox.map((o) => ({ topic: o.topic, key: o.key, value: o.value }))).toEqual(expected.map((m) => ({ topic: m.topic, key: m.key, value: m.value })));
+        expect(outbox.map((o) => o.headers)).toEqual(expected.map((m) => m.headers));
+        expect(n.traceparent).toBe(intent.traceparent === 'junk' ? null : (intent.traceparent ?? null));
+      }),
+      { numRuns: RUNS },
+    );
+  });
+});
