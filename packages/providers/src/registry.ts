@@ -35,32 +35,6 @@ export interface ProvidersConfig {
   readonly rateLimits: { readonly [C in Channel]: RateLimit | undefined };
 }
 
-/** The channel settings `createProviders` reads (the service's `Config` from `loadConfig` fits). */
-export interface ProvidersConfig {
-  readonly webhook: {
-    /** CIDRs that webhook targets may resolve to even though they are private (NOTIFY_WEBHOOK_ALLOW_CIDRS). */
-    readonly allowCidrs: readonly string[];
-    /** Global Standard Webhooks signing secret (`whsec_…` or raw); per-tenant secrets override it. */
-    readonly signingSecret: string | undefined;
-  };
-  readonly smtp: {
-    /** `smtp://user:pass@host:port` or `smtps://…`; unset disables the email channel. */
-    readonly url: string | undefined;
-    readonly from: string;
-    /** Pooled SMTP connections at most (NOTIFY_SMTP_POOL_SIZE). */
-    readonly poolSize: number;
-  };
-  readonly sms: {
-    /** Base URL of a Twilio-style gateway; unset disables the SMS channel. */
-    readonly url: string | undefined;
-    readonly accountId: string | undefined;
-    readonly authToken: string | undefined;
-    readonly from: string | undefined;
-  };
-  /** Token-bucket limits per channel provider; undefined = unlimited. */
-  readonly rateLimits: { readonly [C in Channel]: RateLimit | undefined };
-}
-
 /** Dependencies of `createProviders`. */
 export interface ProviderRegistryDeps {
   /** Reads per-tenant webhook signing secrets. */

@@ -96,11 +96,9 @@ export function createLeaseService(config: Pick<ResolvedRelayConfig, 'instanceId
   return {
     slots: () => held,
     runOnce,
-    start() {
-      if (!stopped) periodic.start();
-    },
+    start: () => periodic.start(),
     stop(timeoutMs) {
-      stopped = true;
+      stopped = true; // a round in progress stops early (see runOnce)
       return periodic.stop(timeoutMs);
     },
     async releaseAll() {

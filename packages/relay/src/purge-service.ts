@@ -68,11 +68,9 @@ export function createPurgeService(config: Pick<ResolvedRelayConfig, 'retentionM
 
   return {
     runOnce,
-    start() {
-      if (!stopped) periodic.start();
-    },
+    start: () => periodic.start(),
     stop(timeoutMs) {
-      stopped = true;
+      stopped = true; // a round in progress stops early (see runOnce)
       return periodic.stop(timeoutMs);
     },
   };

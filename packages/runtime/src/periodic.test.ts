@@ -70,3 +70,17 @@ describe('createPeriodicService', () => {
     expect(await service.runOnce()).toBe(42);
   });
 });
+
+describe('a stopped periodic service', () => {
+  it('stays stopped: start after stop schedules nothing', async () => {
+    vi.useFakeTimers();
+    let runs = 0;
+    const service = createPeriodicService({ name: 't', intervalMs: 10, run: async () => void runs++, onError: () => {} });
+    service.start();
+    await service.stop();
+    service.start();
+    await vi.advanceTimersByTimeAsync(100);
+    expect(runs).toBe(0);
+    expect(service.running).toBe(false);
+  });
+});

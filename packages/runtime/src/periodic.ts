@@ -22,7 +22,7 @@ export interface PeriodicServiceOptions<R> {
  */
 export interface PeriodicService<R> {
   readonly name: string;
-  /** Schedules runs until `stop`. A second `start` while running does nothing. */
+  /** Schedules runs until `stop`. A second `start` while running does nothing, and so does a `start` after `stop`: a stopped service stays stopped. */
   start(): void;
   /** One run now, outside the schedule. */
   runOnce(): Promise<R>;
@@ -37,6 +37,7 @@ export function createPeriodicService<R>(options: PeriodicServiceOptions<R>): Pe
   let timer: NodeJS.Timeout | undefined;
   let current: Promise<unknown> | null = null;
   let running = false;
+  let stopped = false;
 
   const schedule = (ms: number) => {
     timer = setTimeout(tick, Math.max(0, ms));
@@ -58,13 +59,14 @@ export function createPeriodicService<R>(options: PeriodicServiceOptions<R>): Pe
       return running;
     },
     start() {
-      if (running) return;
+      if (running || stopped) return;
       running = true;
       schedule(options.firstRunAfterMs ?? options.intervalMs);
     },
     runOnce: () => options.run(),
     async stop(timeoutMs = Number.POSITIVE_INFINITY) {
       running = false;
+      stopped = true;
       clearTimeout(timer);
       timer = undefined;
       return settlesWithin(current, Number.isFinite(timeoutMs) ? timeoutMs : 2 ** 31 - 1);
