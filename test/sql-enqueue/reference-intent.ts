@@ -45,6 +45,7 @@ export const MAX_CONTENT_BYTES = 64 * 1024;
 /** Deepest nesting of objects and arrays in a field. */
 export const MAX_DATA_DEPTH = 32;
 
+// eslint-disable-next-line no-control-regex -- U+0000 is exactly what PostgreSQL cannot store
 const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /** SQL: keys in jsonb order: shorter (in UTF-8 bytes) first, then bytewise. */
@@ -117,6 +118,7 @@ export function recipientProblem(channel: Channel, to: string): string | null {
       return E164.test(to) ? null : 'must be a phone number in E.164 form, e.g. +14155550100';
     case 'webhook': {
       // SQL: a scheme other than these is refused for its scheme, before parsing.
+      // eslint-disable-next-line no-control-regex -- the WHATWG URL parser strips C0 controls and space
       const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):/.exec(to.replace(/^[\u0000-\u0020]+|[\u0000-\u0020]+$/g, '').replace(/[\t\n\r]/g, ''));
       if (scheme && !['http', 'https', 'ws', 'wss', 'ftp'].includes(scheme[1]!.toLowerCase())) return 'must use http or https';
       let url: URL;

@@ -54,8 +54,8 @@ export async function startNotifyProcess(args: readonly string[], env: Record<st
   let stdout = '';
   let stderr = '';
   let exited: number | null | undefined;
-  child.stdout!.on('data', (d) => (stdout += d));
-  child.stderr!.on('data', (d) => (stderr += d));
+  child.stdout.on('data', (d) => (stdout += d));
+  child.stderr.on('data', (d) => (stderr += d));
   const closed = new Promise<number | null>((resolve) => child.on('close', (code) => resolve((exited = code))));
   let url: string;
   try {
@@ -68,7 +68,7 @@ export async function startNotifyProcess(args: readonly string[], env: Record<st
     );
   } catch (err) {
     child.kill('SIGKILL');
-    throw new Error(`${(err as Error).message}\n--- stdout\n${stdout.slice(-4000)}\n--- stderr\n${stderr.slice(-4000)}`);
+    throw new Error(`${(err as Error).message}\n--- stdout\n${stdout.slice(-4000)}\n--- stderr\n${stderr.slice(-4000)}`, { cause: err });
   }
   return {
     child,

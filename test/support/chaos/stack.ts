@@ -90,8 +90,8 @@ export async function startNotifyChild(
   onSpawn?.(child);
   let out = '';
   let exitCode: number | null | undefined;
-  child.stdout!.on('data', (d: Buffer) => (out += d.toString('utf8')));
-  child.stderr!.on('data', (d: Buffer) => (out += d.toString('utf8')));
+  child.stdout.on('data', (d: Buffer) => (out += d.toString('utf8')));
+  child.stderr.on('data', (d: Buffer) => (out += d.toString('utf8')));
   const closed = new Promise<number | null>((resolve) => child.on('close', (code) => resolve((exitCode = code))));
   let url: string;
   try {
@@ -104,7 +104,7 @@ export async function startNotifyChild(
     );
   } catch (err) {
     child.kill('SIGKILL');
-    throw new Error(`${(err as Error).message}\n--- output of ${name}\n${out.slice(-4000)}`);
+    throw new Error(`${(err as Error).message}\n--- output of ${name}\n${out.slice(-4000)}`, { cause: err });
   }
   return {
     name,
@@ -269,8 +269,8 @@ export function runNotifyCommand(
     });
     let stdout = '';
     let stderr = '';
-    child.stdout!.on('data', (d: Buffer) => (stdout += d.toString('utf8')));
-    child.stderr!.on('data', (d: Buffer) => (stderr += d.toString('utf8')));
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString('utf8')));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString('utf8')));
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
       reject(new Error(`notify ${args.join(' ')} did not finish within ${timeoutMs} ms\n${stdout}\n${stderr}`));
