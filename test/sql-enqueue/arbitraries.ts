@@ -15,7 +15,7 @@ export const NOW = new Date('2026-05-01T12:00:00.000Z');
 const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /** True when PostgreSQL's jsonb can hold every string in `value`. */
-export function storable(value: unknown): boolean {
+function storable(value: unknown): boolean {
   // JSON.stringify writes U+0000 as \u0000 and an unpaired surrogate as \udXXX, and nothing else so.
   return !/(?<!\\)(?:\\\\)*\\u(?:0000|d[89a-f])/.test(JSON.stringify(value) ?? '');
 }

@@ -8,7 +8,7 @@ export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const BIN = 'packages/cli/dist/bin/notify.js';
 
 /** The environment of a child `notify`: the parent's PATH and nothing of its NOTIFY_* settings. */
-export function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
+function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
   const base: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: 'warn' };
   return { ...base, ...env };
 }

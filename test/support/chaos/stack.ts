@@ -10,7 +10,7 @@ import { dispatcherTopicSuffixes } from '@notify/dispatcher';
 import { waitFor } from '../wait.js';
 
 /** The repository root: children run `notify` from there, like `pnpm notify`. */
-export const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 /** The compiled command, as users run it (the integration project's global setup builds it). */
 const BIN = 'packages/cli/dist/bin/notify.js';
 
@@ -76,7 +76,7 @@ export interface NotifyChild {
  * Starts `notify start --roles <roles>` as a child (the compiled command, as `pnpm notify` runs it)
  * and waits for its "listening on" line. The child sees only PATH, HOME and `env`.
  */
-export async function startNotifyChild(
+async function startNotifyChild(
   name: string,
   roles: readonly string[],
   env: Readonly<Record<string, string>>,
