@@ -11,6 +11,7 @@ import { type ProblemCode, problem, problemFromError, problemResponse } from './
 import { suppressionRoutes, templateRoutes, webhookSecretRoutes } from './routes/management.js';
 import { notificationRoutes } from './routes/notifications.js';
 import type { SecretsSettings } from './management/webhook-secret.js';
+import { type ConsoleOptions, consoleApp } from './console/console.js';
 import { type ReadinessCheck, opsRoutes } from './routes/ops.js';
 
 /** What `createApp` needs. Only `db` and `config` are required; the rest default for tests. */
@@ -26,6 +27,8 @@ export interface AppDeps {
   readonly readiness?: Readonly<Record<string, ReadinessCheck>>;
   /** How tenant signing secrets are stored (NOTIFY_SECRETS_KEY, NOTIFY_SECRET_ROTATION_GRACE_MS). Default: no key (rotation refused), 24 h grace. */
   readonly secrets?: SecretsSettings;
+  /** The console at /console (served with /v1): content visibility, the pipeline probe. */
+  readonly console?: ConsoleOptions;
   /** Serve /v1 (the api role). False leaves only the ops and docs routes, for relay or dispatcher processes. Default true. */
   readonly serveApi?: boolean;
 }
@@ -83,6 +86,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     app.route('/v1/templates', templateRoutes(management));
     app.route('/v1/suppressions', suppressionRoutes(management));
     app.route('/v1/webhook-secret', webhookSecretRoutes(management));
+    app.route('/console', consoleApp({ db: deps.db, clock, logger, retry: deps.config.retry, options: deps.console ?? {} }));
   }
   return app;
 }
