@@ -22,7 +22,7 @@ import { createDb } from '@notify/runtime';
 import { topicName } from '@notify/contract';
 import { migrateToLatest, withDatabase } from '@notify/migrations';
 import { createRelay } from '@notify/relay';
-import { ensureKafka } from '../scripts/kafka.mjs';
+import { kafkaScript } from './lib/kafka-script.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -101,7 +101,7 @@ interface Round {
 }
 
 async function main(): Promise<void> {
-  const kafkaInfo = process.env.KAFKA_BROKERS ? { brokers: process.env.KAFKA_BROKERS } : await ensureKafka({ log });
+  const kafkaInfo = process.env.KAFKA_BROKERS ? { brokers: process.env.KAFKA_BROKERS } : await (await kafkaScript()).ensureKafka({ log });
   const kafka = new Kafka({ clientId: 'bench-relay', brokers: kafkaInfo.brokers.split(','), logLevel: logLevel.ERROR });
   const kadmin = kafka.admin();
   await kadmin.connect();
