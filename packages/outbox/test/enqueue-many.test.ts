@@ -96,7 +96,8 @@ describe('enqueueMany', () => {
       .transaction()
       .execute((trx) => enqueueMany(trx, [intent({ idempotency_key: 'k-a' }), intent({ idempotency_key: 'k-a', body: 'other' })]));
     expect(again[0]).toMatchObject({ ok: true, created: false });
-    expect(again[0]!.ok && first[0]!.ok && again[0].notification.id).toBe(first[0]!.ok && first[0].notification.id);
+    const [a, f] = [again[0]!, first[0]!];
+    expect(a.ok && f.ok && a.notification.id === f.notification.id).toBe(true);
     expect(again[1]).toMatchObject({ ok: false });
     expect(!again[1]!.ok && again[1]!.error).toBeInstanceOf(IdempotencyConflictError);
   });

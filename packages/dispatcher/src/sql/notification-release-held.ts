@@ -1,4 +1,5 @@
-import type { Channel, NotificationPriority, SqlExecutor } from '@notify/outbox';
+import type { NotificationPriority, SqlExecutor } from '@notify/outbox';
+import type { OverdueNotification } from './notification-list-overdue.js';
 
 /** Parameters of `notificationReleaseHeld`. */
 export interface NotificationReleaseHeldParams {
@@ -7,15 +8,8 @@ export interface NotificationReleaseHeldParams {
   readonly limit: number;
 }
 
-/** A released notification: what its delivery request needs. */
-export interface ReleasedNotification {
-  readonly id: string;
-  readonly tenant_id: string;
-  readonly channel: Channel;
-  readonly recipient: string;
-  readonly traceparent: string | null;
-  readonly attempts: number;
-  readonly next_attempt_at: Date;
+/** A released notification: what its delivery request needs (as for the repair sweep), and its priority. */
+export interface ReleasedNotification extends OverdueNotification {
   readonly priority: NotificationPriority;
 }
 
