@@ -8,7 +8,9 @@ import { requestContext } from './middleware/request-context.js';
 import { type HttpMetrics, noMetrics } from './metrics.js';
 import { buildOpenApiDocument, renderDocsPage } from './openapi.js';
 import { type ProblemCode, problem, problemFromError, problemResponse } from './problem.js';
+import { suppressionRoutes, templateRoutes, webhookSecretRoutes } from './routes/management.js';
 import { notificationRoutes } from './routes/notifications.js';
+import type { SecretsSettings } from './management/webhook-secret.js';
 import { type ReadinessCheck, opsRoutes } from './routes/ops.js';
 
 /** What `createApp` needs. Only `db` and `config` are required; the rest default for tests. */
@@ -22,6 +24,8 @@ export interface AppDeps {
   readonly metrics?: HttpMetrics;
   /** Checks behind /readyz. Default: the database answers `SELECT 1`. */
   readonly readiness?: Readonly<Record<string, ReadinessCheck>>;
+  /** How tenant signing secrets are stored (NOTIFY_SECRETS_KEY, NOTIFY_SECRET_ROTATION_GRACE_MS). Default: no key (rotation refused), 24 h grace. */
+  readonly secrets?: SecretsSettings;
   /** Serve /v1 (the api role). False leaves only the ops and docs routes, for relay or dispatcher processes. Default true. */
   readonly serveApi?: boolean;
 }
@@ -75,6 +79,10 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
 
   if (deps.serveApi ?? true) {
     app.route('/v1/notifications', notificationRoutes({ db: deps.db, clock, logger, retry: deps.config.retry }));
+    const management = { db: deps.db, clock, logger, secrets: deps.secrets ?? { key: undefined, rotationGraceMs: 86_400_000 } };
+    app.route('/v1/templates', templateRoutes(management));
+    app.route('/v1/suppressions', suppressionRoutes(management));
+    app.route('/v1/webhook-secret', webhookSecretRoutes(management));
   }
   return app;
 }

@@ -140,6 +140,7 @@ export async function startNotify(config: Config, roles: readonly Role[], deps: 
       clock,
       logger: logger.child({ role: 'api' }),
       metrics,
+      secrets: { key: config.webhook.secretsKey, rotationGraceMs: config.secretRotationGraceMs },
       serveApi: roles.includes('api'),
       readiness: {
         database: async () => {
