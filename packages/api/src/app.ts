@@ -8,7 +8,9 @@ import { requestContext } from './middleware/request-context.js';
 import { type HttpMetrics, noMetrics } from './metrics.js';
 import { buildOpenApiDocument, renderDocsPage } from './openapi.js';
 import { type ProblemCode, problem, problemFromError, problemResponse } from './problem.js';
+import { suppressionRoutes, templateRoutes, webhookSecretRoutes } from './routes/management.js';
 import { notificationRoutes } from './routes/notifications.js';
+import type { SecretsSettings } from './management/webhook-secret.js';
 import { type ReadinessCheck, opsRoutes } from './routes/ops.js';
 
 /** What `createApp` needs. Only `db` and `config` are required; the rest default for tests. */
@@ -20,6 +22,8 @@ export interface AppDeps {
   readonly logger?: Logger;
   /** Records each request (the service's registry in @notify/cli). Default: `noMetrics`. */
   readonly metrics?: HttpMetrics;
+  /** How tenant signing secrets are stored (NOTIFY_SECRETS_KEY, NOTIFY_SECRET_ROTATION_GRACE_MS). Default: no key (rotation refused), 24 h grace. */
+  readonly secrets?: SecretsSettings;
 }
 
 /** What `createAdminApp` needs. */
@@ -54,6 +58,10 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   app.get('/openapi.json', (c) => c.json(openapi));
   app.get('/docs', (c) => c.html(docs));
   app.route('/v1/notifications', notificationRoutes({ db: deps.db, clock, logger, retry: deps.config.retry }));
+  const management = { db: deps.db, clock, logger, secrets: deps.secrets ?? { key: undefined, rotationGraceMs: 86_400_000 } };
+  app.route('/v1/templates', templateRoutes(management));
+  app.route('/v1/suppressions', suppressionRoutes(management));
+  app.route('/v1/webhook-secret', webhookSecretRoutes(management));
   return app;
 }
 

@@ -14,6 +14,9 @@ export const HTTP_PROBLEM_CODES = [
   'not_ready',
   'database_unreachable',
   'internal_error',
+  'template_invalid',
+  'in_use',
+  'secrets_key_missing',
 ] as const;
 
 /** Every code that can appear in a problem `type`. Stable: clients may switch on them. */
@@ -37,6 +40,9 @@ export const PROBLEM_CATALOG: { readonly [C in ProblemCode]: { readonly status: 
   unsupported_media_type: { status: 415, title: 'Unsupported media type' },
   not_ready: { status: 503, title: 'Not ready' },
   internal_error: { status: 500, title: 'Internal server error' },
+  template_invalid: { status: 422, title: 'The template does not render' },
+  in_use: { status: 409, title: 'Still in use' },
+  secrets_key_missing: { status: 503, title: 'NOTIFY_SECRETS_KEY is not set' },
 };
 
 /** An RFC 9457 problem details object, as this API renders it. */

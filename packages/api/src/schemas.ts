@@ -120,7 +120,18 @@ export const Problem = z
     detail: z.string(),
     instance: z.string().optional(),
     code: z.string().describe('The last segment of type'),
-    errors: z.array(z.object({ path: z.string(), message: z.string() })).optional().describe('Field issues of a validation problem'),
+    errors: z
+      .array(
+        z.object({
+          path: z.string(),
+          message: z.string(),
+          offset: z.int().min(0).optional().describe('template_invalid: where in the field (0-based)'),
+          line: z.int().min(1).optional(),
+          column: z.int().min(1).optional(),
+        }),
+      )
+      .optional()
+      .describe('Field issues of a validation problem'),
     existing_id: z.string().optional().describe('On idempotency_conflict: the notification the key belongs to'),
   })
   .loose();

@@ -155,7 +155,14 @@ export async function startNotify(config: Config, roles: readonly Role[], deps: 
 
     let url: string | undefined;
     if (roles.includes('api')) {
-      const app = createApp({ db, config, clock, logger: logger.child({ role: 'api' }), metrics });
+      const app = createApp({
+        db,
+        config,
+        clock,
+        logger: logger.child({ role: 'api' }),
+        metrics,
+        secrets: { key: config.webhook.secretsKey, rotationGraceMs: config.secretRotationGraceMs },
+      });
       const server = await listen(app.fetch, config.port, undefined, 'PORT');
       cleanup.push(() => closeServer(server));
       url = httpUrl('127.0.0.1', (server.address() as AddressInfo).port);
