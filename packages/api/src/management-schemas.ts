@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { CHANNELS } from '@notify/outbox';
+import { CHANNELS, DEAD_REASONS } from '@notify/outbox';
 import { MAX_PAGE_SIZE, DEFAULT_PAGE_SIZE } from './schemas.js';
 
 // The shapes of the management routes (templates, opt-outs, webhook secret): /openapi.json is
@@ -151,3 +151,34 @@ export const WebhookSecretRotated = z
   })
   .strict();
 export type WebhookSecretRotated = z.infer<typeof WebhookSecretRotated>;
+
+/** Body of `POST /v1/notifications/retry`. */
+export const BulkRetryRequest = z
+  .object({
+    filter: z
+      .object({
+        state: z.literal('dead').optional().describe('Only dead notifications are retried'),
+        dead_reason: z.enum(DEAD_REASONS).optional(),
+        channel: z.enum(CHANNELS).optional(),
+        to: z.string().min(1).max(2048).optional().describe('Exact recipient'),
+        last_error_prefix: z.string().max(200).optional().describe('The first 200 characters of last_error, exactly (a group of the console\'s dead page)'),
+        created_from: instant.optional().describe('Created at or after'),
+        created_to: instant.optional().describe('Created before'),
+      })
+      .strict(),
+    limit: z.int().min(1).max(10_000).default(10_000).describe('Most notifications to re-queue (oldest first)'),
+  })
+  .strict();
+export type BulkRetryRequest = z.infer<typeof BulkRetryRequest>;
+
+/** A bulk retry and, on GET, where its notifications are now. */
+export const BulkRetryView = z
+  .object({
+    id: z.string().describe('blk_…: follow it at GET /v1/notifications/retries/{id}'),
+    requeued: z.int().min(0),
+    matched: z.int().min(0).describe('Dead notifications the filter matched (up to limit + 1); more than requeued: run it again'),
+    created_at: instant,
+    states: z.record(z.string(), z.int()).optional().describe('GET only: the current states of the re-queued notifications'),
+  })
+  .strict();
+export type BulkRetryView = z.infer<typeof BulkRetryView>;

@@ -2,6 +2,8 @@ import { z } from 'zod';
 import { MAX_BODY_BYTES } from './middleware/json-body.js';
 import { PROBLEM_CATALOG, PROBLEM_TYPE_BASE, type ProblemCode } from './problem.js';
 import {
+  BulkRetryRequest,
+  BulkRetryView,
   SuppressionCreate,
   SuppressionDeleteQuery,
   SuppressionList,
@@ -50,6 +52,8 @@ function componentSchemas(): Record<string, JsonSchema> {
     SuppressionList,
     WebhookSecretList,
     WebhookSecretRotated,
+    BulkRetryRequest,
+    BulkRetryView,
   };
   for (const [id, schema] of Object.entries(management)) registry.add(schema, { id });
   const { schemas } = z.toJSONSchema(registry, { uri: (id) => `#/components/schemas/${id}`, target: 'draft-2020-12', io: 'input' }) as {
@@ -211,6 +215,32 @@ function managementPaths(): Record<string, JsonSchema> {
   const auth = problems('unauthorized');
   const badBody = problems('malformed_json', 'unsupported_media_type', 'payload_too_large');
   return {
+    '/v1/notifications/retry': {
+      post: {
+        operationId: 'retryNotificationsInBulk',
+        summary: 'Re-queue dead notifications matching a filter (at most 10,000)',
+        description:
+          'Each is re-queued like POST /v1/notifications/{id}/retry (expired ones stay dead), in one transaction. Answers with the count ' +
+          'and a bulk id to follow. With an Idempotency-Key a repeat answers 200 with the first run; the same key with another filter is a 422.',
+        parameters: [{ name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string', minLength: 1, maxLength: 255 } }],
+        requestBody: body('BulkRetryRequest'),
+        responses: {
+          '202': json('BulkRetryView', 'Re-queued'),
+          '200': json('BulkRetryView', 'A repeat with the same Idempotency-Key: the first run'),
+          ...auth,
+          ...badBody,
+          '422': problemResponse(['validation_failed', 'idempotency_conflict']),
+        },
+      },
+    },
+    '/v1/notifications/retries/{id}': {
+      get: {
+        operationId: 'getBulkRetry',
+        summary: 'A bulk retry and the current states of the notifications it re-queued',
+        parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }],
+        responses: { '200': json('BulkRetryView', 'The bulk retry'), ...auth, ...problems('not_found') },
+      },
+    },
     '/v1/templates': {
       post: {
         operationId: 'createTemplateVersion',

@@ -187,3 +187,51 @@ describe('webhook signing secret', () => {
     expect(WebhookSecretList.parse(await (await call('GET', '/v1/webhook-secret')).json()).data).toEqual([]); // acme has none
   });
 });
+
+describe('bulk retry', () => {
+  async function deadOne(tenant: keyof typeof keys, reason: 'permanent' | 'exhausted', error: string, to = 'https://hooks.example.com/in') {
+    clock.advance(1);
+    const res = await call('POST', '/v1/notifications', { tenant, body: { channel: 'webhook', to, body: '{}' } });
+    const { id } = (await res.json()) as { id: string };
+    await t.pool.query("UPDATE notifications SET state = 'dead', dead_reason = $2, next_attempt_at = NULL, last_error = $3, attempts = 1 WHERE id = $1", [id, reason, error]);
+    return id;
+  }
+
+  it('re-queues the dead notifications a filter matches, once per Idempotency-Key, and can be followed', async () => {
+    const http500 = [await deadOne('acme', 'exhausted', 'HTTP 500'), await deadOne('acme', 'exhausted', 'HTTP 500')];
+    const other = await deadOne('acme', 'permanent', 'HTTP 410');
+    const globex = await deadOne('globex', 'exhausted', 'HTTP 500');
+    const body = { filter: { dead_reason: 'exhausted', last_error_prefix: 'HTTP 500' } };
+    const first = await app.request('/v1/notifications/retry', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${keys.acme}`, 'content-type': 'application/json', 'idempotency-key': 'bulk-1' },
+      body: JSON.stringify(body),
+    });
+    expect(first.status).toBe(202);
+    const run = (await first.json()) as { id: string; requeued: number; matched: number };
+    expect(run).toMatchObject({ id: expect.stringMatching(/^blk_/), requeued: 2, matched: 2 });
+    const again = await app.request('/v1/notifications/retry', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${keys.acme}`, 'content-type': 'application/json', 'idempotency-key': 'bulk-1' },
+      body: JSON.stringify(body),
+    });
+    expect(again.status).toBe(200);
+    expect(await again.json()).toMatchObject({ id: run.id, requeued: 2 });
+    const conflict = await app.request('/v1/notifications/retry', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${keys.acme}`, 'content-type': 'application/json', 'idempotency-key': 'bulk-1' },
+      body: JSON.stringify({ filter: { dead_reason: 'permanent' } }),
+    });
+    await expectProblem(conflict, 'idempotency_conflict');
+
+    const states = await t.pool.query('SELECT id, state FROM notifications WHERE id = ANY($1) ORDER BY id', [[...http500, other, globex]]);
+    expect(Object.fromEntries(states.rows.map((r) => [r.id, r.state]))).toEqual({ [http500[0]!]: 'queued', [http500[1]!]: 'queued', [other]: 'dead', [globex]: 'dead' });
+    const outbox = await t.pool.query("SELECT count(*)::int AS n FROM outbox WHERE topic = 'requests' AND value LIKE ANY($1)", [http500.map((id) => `%${id}%`)]);
+    expect(outbox.rows[0].n).toBe(4); // the enqueue's request and the retry's, each
+
+    const follow = await call('GET', `/v1/notifications/retries/${run.id}`);
+    expect(await follow.json()).toMatchObject({ id: run.id, requeued: 2, states: { queued: 2 } });
+    await expectProblem(await call('GET', `/v1/notifications/retries/${run.id}`, { tenant: 'globex' }), 'not_found');
+    await expectProblem(await call('POST', '/v1/notifications/retry', { body: { filter: {}, limit: 10_001 } }), 'validation_failed');
+  });
+});

@@ -6,7 +6,11 @@ import { type NotificationIntent, enqueue, fromKysely, isNotificationId } from '
 import type { AppEnv } from '../env.js';
 import { bearerAuth } from '../middleware/bearer-auth.js';
 import { jsonBody } from '../middleware/json-body.js';
-import { cancelNotification, retryNotification } from '../notification-actions.js';
+import { type Channel, type DeadReason } from '@notify/outbox';
+import { BulkRetryRequest } from '../management-schemas.js';
+import { bulkRetry, cancelNotification, retryNotification } from '../notification-actions.js';
+import { bulkRetryGet, bulkRetryProgress } from '../sql/bulk-retry-store.js';
+import { parseBody } from '../validate.js';
 import { withServerSpan } from '../tracing.js';
 import { ProblemError } from '../problem.js';
 import { ListQuery } from '../schemas.js';
@@ -114,6 +118,49 @@ export function notificationRoutes(deps: NotificationRoutesDeps): Hono<AppEnv> {
     const page = rows.slice(0, q.limit);
     const last = page[page.length - 1];
     return c.json({ data: page.map(notificationView), next_cursor: rows.length > q.limit && last ? encodeCursor(last.id) : null });
+  });
+
+  app.post('/retry', jsonBody(), async (c) => {
+    const auth = c.get('auth');
+    const input = parseBody(BulkRetryRequest, c.get('json'), 'bulk retry');
+    const key = c.req.header('idempotency-key');
+    if (key !== undefined && !IDEMPOTENCY_KEY.test(key)) {
+      throw new ProblemError('validation_failed', 'the Idempotency-Key header must be 1 to 255 printable ASCII characters', {
+        extensions: { errors: [{ path: 'Idempotency-Key', message: 'must be 1 to 255 printable ASCII characters' }] },
+      });
+    }
+    const f = input.filter;
+    const result = await bulkRetry({
+      db: deps.db,
+      tenantId: auth.tenantId,
+      filter: {
+        deadReason: f.dead_reason as DeadReason | undefined,
+        channel: f.channel as Channel | undefined,
+        recipient: f.to,
+        lastErrorPrefix: f.last_error_prefix,
+        createdFrom: f.created_from !== undefined ? new Date(f.created_from) : undefined,
+        createdTo: f.created_to !== undefined ? new Date(f.created_to) : undefined,
+      },
+      filterJson: { ...f, limit: input.limit },
+      limit: input.limit,
+      idempotencyKey: key ?? null,
+      apiKeyId: auth.apiKeyId,
+      now: deps.clock.now(),
+      budget: deps.retry.maxAttempts,
+    });
+    if (!result.replayed) {
+      deps.logger.info({ tenantId: auth.tenantId, apiKeyId: auth.apiKeyId, bulkRetryId: result.id, requeued: result.requeued }, 'dead notifications re-queued in bulk');
+    }
+    c.header('location', `/v1/notifications/retries/${result.id}`);
+    return c.json({ id: result.id, requeued: result.requeued, matched: result.matched, created_at: result.createdAt.toISOString() }, result.replayed ? 200 : 202);
+  });
+
+  app.get('/retries/:id', async (c) => {
+    const id = c.req.param('id');
+    const row = await bulkRetryGet(db, { tenantId: c.get('auth').tenantId, id });
+    if (!row) throw new ProblemError('not_found', `no bulk retry ${id}`);
+    const states = await bulkRetryProgress(db, { id: row.id });
+    return c.json({ id: row.id, requeued: row.requeued, matched: row.matched, created_at: new Date(row.created_at).toISOString(), states });
   });
 
   app.get('/:id', async (c) => {
