@@ -1,5 +1,5 @@
 // The public surface of @notify/api: the HTTP API (createApp) and what the notify command reuses from it. Everything exported is documented where it is defined.
-export { createApp, type AppDeps } from './app.js';
+export { createApp, createAdminApp, type AppDeps, type AdminAppDeps } from './app.js';
 export type { AppEnv, AuthContext } from './env.js';
 export {
   PROBLEM_TYPE_BASE,

@@ -217,25 +217,7 @@ export function buildOpenApiDocument(): JsonSchema {
         },
       },
       ...managementPaths(),
-      '/healthz': {
-        get: { operationId: 'health', summary: 'The process is up', security: [], responses: { '200': json('Health', 'Up') } },
-      },
-      '/readyz': {
-        get: {
-          operationId: 'ready',
-          summary: 'PostgreSQL and Kafka are reachable',
-          security: [],
-          responses: { '200': json('Health', 'Ready'), ...problems('not_ready') },
-        },
-      },
-      '/metrics': {
-        get: {
-          operationId: 'metrics',
-          summary: 'Prometheus metrics (text exposition format)',
-          security: [],
-          responses: { '200': { description: 'Metrics', content: { 'text/plain': { schema: { type: 'string' } } } } },
-        },
-      },
+      // /healthz, /readyz and /metrics are served on the admin port (createAdminApp), not here.
     },
     components: {
       securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'An API key from `notify api-keys create`' } },
