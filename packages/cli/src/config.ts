@@ -9,7 +9,12 @@ import { ConfigError, parseSecretsKey } from '@notify/runtime';
 export interface Config extends ProvidersConfig {
   readonly databaseUrl: string;
   readonly kafkaBrokers: readonly string[];
+  /** PORT: the public HTTP port (the API, /openapi.json, /docs), with the api role only. */
   readonly port: number;
+  /** NOTIFY_ADMIN_PORT: /healthz, /readyz and /metrics, served by every role (default 9464). */
+  readonly adminPort: number;
+  /** NOTIFY_ADMIN_HOST: the address the admin port binds (default 127.0.0.1: the machine only). */
+  readonly adminHost: string;
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   readonly topicPrefix: string;
   readonly topicPartitions: number;
@@ -159,6 +164,8 @@ export function loadConfig(env: Env): Config {
     databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']) ?? DEFAULT_DATABASE_URL,
     kafkaBrokers,
     port: int(env, 'PORT', 3000, 0, 65_535),
+    adminPort: int(env, 'NOTIFY_ADMIN_PORT', 9464, 0, 65_535),
+    adminHost: str(env, 'NOTIFY_ADMIN_HOST') ?? '127.0.0.1',
     logLevel: logLevel as Config['logLevel'],
     topicPrefix,
     topicPartitions: int(env, 'NOTIFY_TOPIC_PARTITIONS', 6, 1, 1_000),
