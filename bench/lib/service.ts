@@ -38,6 +38,7 @@ export async function startNotifyService(options: NotifyServiceOptions): Promise
       NOTIFY_TOPIC_PREFIX: options.topicPrefix,
       NOTIFY_WEBHOOK_ALLOW_CIDRS: '127.0.0.1/32',
       PORT: '0',
+      NOTIFY_ADMIN_PORT: '0',
       LOG_LEVEL: 'info',
       ...options.env,
     },
