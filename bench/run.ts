@@ -1,4 +1,4 @@
-// `pnpm bench [--quick] [--profile] [--list] [scenario ...]`
+// `pnpm bench [--quick] [--profile] [--list] [--env NAME=value ...] [scenario ...]`
 //
 // Runs each scenario against the real local stack (PostgreSQL at DATABASE_URL or 127.0.0.1:5432,
 // the project's Kafka broker), each in its own fresh database and topic prefix, prints one table
@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { withDatabase } from '@notify/migrations';
-import { KAFKA_VERSION } from '../scripts/kafka.mjs';
+import { kafkaScript } from './lib/kafka-script.js';
 import { renderProfile, summariseProfile } from './lib/cpu-profile.js';
 import { ROOT, mib, terminateChildren } from './lib/process.js';
 import { type ScenarioReport, judge, renderTable, writeReport } from './lib/report.js';
@@ -22,21 +22,32 @@ import type { BenchContext } from './scenarios/types.js';
 const log = (line: string) => process.stderr.write(`[bench] ${line}\n`);
 
 function parseArgs(argv: readonly string[]) {
-  const flags = new Set(argv.filter((a) => a.startsWith('--')));
-  const names = argv.filter((a) => !a.startsWith('--'));
+  const serviceEnv: Record<string, string> = {};
+  const rest: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    if (argv[i] !== '--env') {
+      rest.push(argv[i]!);
+      continue;
+    }
+    const m = /^([A-Z][A-Z0-9_]*)=(.*)$/.exec(argv[++i] ?? '');
+    if (!m) throw new Error('--env expects NAME=value');
+    serviceEnv[m[1]!] = m[2]!;
+  }
+  const flags = new Set(rest.filter((a) => a.startsWith('--')));
+  const names = rest.filter((a) => !a.startsWith('--'));
   for (const f of flags) {
-    if (!['--quick', '--profile', '--list'].includes(f)) throw new Error(`unknown option ${f}; expected --quick, --profile, --list`);
+    if (!['--quick', '--profile', '--list'].includes(f)) throw new Error(`unknown option ${f}; expected --quick, --profile, --list, --env NAME=value`);
   }
   for (const n of names) {
     if (!SCENARIOS.some((s) => s.name === n)) throw new Error(`unknown scenario "${n}"; expected one of ${SCENARIOS.map((s) => s.name).join(', ')}`);
   }
-  return { quick: flags.has('--quick'), profile: flags.has('--profile'), list: flags.has('--list'), names };
+  return { quick: flags.has('--quick'), profile: flags.has('--profile'), list: flags.has('--list'), names, serviceEnv };
 }
 
-async function machine(serverUrl: string, floorRssBytes: number) {
+async function machine(serverUrl: string, floorRssBytes: number, serviceEnv: Record<string, string>): Promise<Record<string, unknown>> {
   const client = new pg.Client({ connectionString: withDatabase(serverUrl, 'postgres') });
   await client.connect();
-  let postgres: string;
+  let postgres = 'unknown';
   const settings: Record<string, string> = {};
   try {
     postgres = (await client.query<{ server_version: string }>('SHOW server_version')).rows[0]!.server_version;
@@ -64,9 +75,10 @@ async function machine(serverUrl: string, floorRssBytes: number) {
     node: process.version,
     postgres,
     postgresSettings: settings,
-    kafka: KAFKA_VERSION,
+    kafka: (await kafkaScript()).KAFKA_VERSION,
     java,
     idleChildRssMiB: Math.round(floorRssBytes / 1024 / 1024),
+    serviceEnv,
   };
 }
 
@@ -77,14 +89,14 @@ async function machine(serverUrl: string, floorRssBytes: number) {
 function summariseProfiles(dir: string, sinceMs: number): Record<string, unknown> {
   const since = performance.timeOrigin + sinceMs;
   const out: Record<string, unknown> = {};
-  let children: string[];
+  let children: string[] = [];
   try {
     children = readdirSync(dir).filter((d) => statSync(path.join(dir, d)).isDirectory());
   } catch {
     return out;
   }
   for (const child of children) {
-    // CPU.<yyyymmdd>.<hhmmss>.<pid>.<thread>.<seq>.cpuprofile: thread 0 is the main thread (the tsx loader is another).
+    // CPU.<yyyymmdd>.<hhmmss>.<pid>.<thread>.<seq>.cpuprofile: thread 0 is the main thread.
     const files = readdirSync(path.join(dir, child)).filter((f) => /^CPU\.\d+\.\d+\.\d+\.0\.\d+\.cpuprofile$/.test(f));
     for (const f of files) {
       const file = path.join(dir, child, f);
@@ -107,7 +119,11 @@ async function main(): Promise<void> {
   }
   const selected = args.names.length > 0 ? SCENARIOS.filter((s) => args.names.includes(s.name)) : SCENARIOS;
   const mode = args.quick ? 'quick' : 'full';
-  const outDir = path.join(ROOT, 'bench', 'results', ...(args.quick ? ['quick'] : []));
+  // A run with --env writes beside the default run, under a directory named after the settings.
+  const envLabel = Object.entries(args.serviceEnv)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(',');
+  const outDir = path.join(ROOT, 'bench', 'results', ...(args.quick ? ['quick'] : []), ...(envLabel ? [`env-${envLabel}`] : []));
   const started = performance.now();
   const stack = await createStack(process.env, log);
   const onSignal = () => {
@@ -116,14 +132,14 @@ async function main(): Promise<void> {
     // expected now and must not end the process before the other databases are dropped.
     process.on('uncaughtException', () => {});
     terminateChildren();
-    void stack.cleanup().finally(() => process.exit(130));
+    stack.cleanup().finally(() => process.exit(130));
   };
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
 
-  // Every bench child runs node + tsx; its idle peak RSS is the floor the scenarios' figures start from.
+  // Every bench child runs compiled JS on plain node; its idle peak RSS is the floor the scenarios' figures start from.
   const floor = await runWorker('idle', 'bench/workers/idle.ts', {}, { timeoutMs: 30_000 });
-  const machineInfo = await machine(stack.serverUrl, floor.peakRssBytes);
+  const machineInfo = await machine(stack.serverUrl, floor.peakRssBytes, args.serviceEnv);
   log(`mode ${mode}, run ${stack.runId}, ${machineInfo.nproc} cores, node ${process.version}, PostgreSQL ${machineInfo.postgres}, idle child ${mib(floor.peakRssBytes)}`);
   if (selected.some((s) => s.needsKafka)) log(`Kafka at ${(await stack.kafkaBrokers()).join(',')}`);
 
@@ -131,6 +147,7 @@ async function main(): Promise<void> {
     quick: args.quick,
     stack,
     log,
+    ...(Object.keys(args.serviceEnv).length > 0 ? { serviceEnv: args.serviceEnv } : {}),
     ...(args.profile ? { cpuProfDir: path.join(ROOT, 'bench', 'results', 'profiles') } : {}),
   };
   const reports: ScenarioReport[] = [];
@@ -177,7 +194,7 @@ async function main(): Promise<void> {
   await stack.cleanup();
   process.stdout.write(`\n${renderTable(reports)}\n\n`);
   process.stdout.write(
-    `mode ${mode} · ${machineInfo.nproc} cores (${machineInfo.cpu}) · ${machineInfo.memoryGiB} GiB · node ${process.version} · PostgreSQL ${machineInfo.postgres} · Kafka ${KAFKA_VERSION} · idle child RSS ${machineInfo.idleChildRssMiB} MiB · ${((performance.now() - started) / 1000).toFixed(0)} s\n`,
+    `mode ${mode} · ${machineInfo.nproc} cores (${machineInfo.cpu}) · ${machineInfo.memoryGiB} GiB · node ${process.version} · PostgreSQL ${machineInfo.postgres} · Kafka ${machineInfo.kafka} · idle child RSS ${machineInfo.idleChildRssMiB} MiB · ${((performance.now() - started) / 1000).toFixed(0)} s\n`,
   );
   if (reports.some((r) => r.error)) process.exitCode = 1;
 }

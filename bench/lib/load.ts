@@ -14,12 +14,23 @@ export function webhookIntent(receiverUrl: string, n: number): NotificationInten
   return { tenant_id: 'bench', channel: 'webhook', to: `${receiverUrl}/${n % RECIPIENTS}`, body: `Order ${n} has shipped.`, data: { order: n } };
 }
 
+/** A notification for the one hot recipient: every one to the same URL, hence the same key. */
+export function hotKeyIntent(receiverUrl: string, n: number): NotificationIntent {
+  return { tenant_id: 'bench', channel: 'webhook', to: `${receiverUrl}/hot`, body: `Order ${n} has shipped.`, data: { order: n } };
+}
+
 /**
  * Queues `count` notifications through enqueue(), `perTx` per transaction on `clients`
  * connections: the fastest honest way to build a backlog (each row and its outbox rows are the
  * real ones). Returns the ids.
  */
-export async function prefillNotifications(url: string, count: number, to: string, options: { clients?: number; perTx?: number } = {}): Promise<string[]> {
+export async function prefillNotifications(
+  url: string,
+  count: number,
+  to: string,
+  options: { clients?: number; perTx?: number; intent?: (receiverUrl: string, n: number) => NotificationIntent } = {},
+): Promise<string[]> {
+  const intent = options.intent ?? webhookIntent;
   const clients = options.clients ?? 4;
   const perTx = options.perTx ?? 200;
   const pool = new pg.Pool({ connectionString: url, max: clients, application_name: 'notify-bench-prefill' });
@@ -36,7 +47,7 @@ export async function prefillNotifications(url: string, count: number, to: strin
             const to_ = Math.min(count, from + perTx);
             next = to_;
             await client.query('BEGIN');
-            for (let i = from; i < to_; i++) ids.push((await enqueue(client, webhookIntent(to, i))).notification.id);
+            for (let i = from; i < to_; i++) ids.push((await enqueue(client, intent(to, i))).notification.id);
             await client.query('COMMIT');
           }
         } finally {

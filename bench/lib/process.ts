@@ -1,10 +1,9 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createWriteStream, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { ROOT } from './root.js';
 
-/** The repository root. */
-export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+export { ROOT };
 
 /** Where child processes' stdout/stderr go (one file per child), so a failed run can be read afterwards. */
 export const LOG_DIR = path.join(ROOT, 'bench', 'results', 'logs');
@@ -70,7 +69,10 @@ export function sampleMemory(pid: number, intervalMs = 250): MemorySampler {
 export interface StartNodeOptions {
   /** A name for logs: bench/results/logs/<name>.log. */
   readonly name: string;
-  /** A .ts or .js file, relative to the repository root. */
+  /**
+   * A file relative to the repository root: a harness source `bench/<file>.ts` runs as its compiled
+   * `bench/dist/<file>.js`; a .js file runs as it is.
+   */
   readonly script: string;
   readonly args?: readonly string[];
   readonly env?: Readonly<Record<string, string | undefined>>;
@@ -80,13 +82,19 @@ export interface StartNodeOptions {
   readonly ipc?: boolean;
   /**
    * Profile the child with `--cpu-prof` into `<profileDir>/<name>/` (emptied first). Node writes
-   * one file per thread; the tsx loader runs in its own thread, so the main thread's file is the
+   * one file per thread (workers too), so the main thread's file is the
    * one named `CPU.<date>.<time>.<pid>.0.<seq>.cpuprofile` (see `mainThreadProfiles`).
    */
   readonly profileDir?: string | undefined;
 }
 
-/** A node child process running one of our TypeScript entry points under tsx, with its memory sampled. */
+/** `bench/<file>.ts` → `bench/dist/<file>.js` (what `pnpm bench` compiled); anything else unchanged. */
+export function compiledScript(script: string): string {
+  const m = /^bench\/(.+)\.ts$/.exec(script);
+  return m ? `bench/dist/${m[1]}.js` : script;
+}
+
+/** A node child process running compiled JavaScript (never tsx), with its memory sampled. */
 export interface NodeChild {
   readonly name: string;
   readonly process: ChildProcess;
@@ -104,9 +112,8 @@ export interface NodeChild {
 }
 
 /**
- * Starts `node --import tsx <script>` from the repository root. The child is the process whose
- * RSS a scenario reports, so tsx runs in it too (its loader thread is part of the figure; see
- * the "runtime floor" figure that measures an idle script under the same loader).
+ * Starts `node <compiled script>` from the repository root. The child is the process whose RSS a
+ * scenario reports; the "idle child RSS" figure is the same node running an idle script.
  */
 export function startNode(options: StartNodeOptions): NodeChild {
   mkdirSync(LOG_DIR, { recursive: true });
@@ -119,7 +126,7 @@ export function startNode(options: StartNodeOptions): NodeChild {
     mkdirSync(dir, { recursive: true });
     profFlags.push('--cpu-prof', `--cpu-prof-dir=${dir}`);
   }
-  const child = spawn(process.execPath, [...profFlags, ...(options.nodeFlags ?? []), '--import', 'tsx', options.script, ...(options.args ?? [])], {
+  const child = spawn(process.execPath, [...profFlags, ...(options.nodeFlags ?? []), compiledScript(options.script), ...(options.args ?? [])], {
     cwd: ROOT,
     env: { ...process.env, ...options.env },
     stdio: ['ignore', 'pipe', 'pipe', ...(options.ipc ? (['ipc'] as const) : [])],

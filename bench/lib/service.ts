@@ -11,7 +11,7 @@ export interface NotifyServiceOptions {
   readonly env?: Readonly<Record<string, string>>;
   /** Run with `--cpu-prof` into this directory. */
   readonly cpuProfDir?: string | undefined;
-  /** Default 120 s: the first start on a cold machine compiles every module under tsx. */
+  /** Default 120 s. */
   readonly startTimeoutMs?: number;
 }
 
@@ -30,7 +30,7 @@ export interface NotifyService {
 export async function startNotifyService(options: NotifyServiceOptions): Promise<NotifyService> {
   const child = startNode({
     name: options.name,
-    script: 'packages/api/src/bin/notify.ts',
+    script: 'packages/cli/dist/bin/notify.js',
     args: ['start'],
     env: {
       DATABASE_URL: options.databaseUrl,
@@ -38,6 +38,7 @@ export async function startNotifyService(options: NotifyServiceOptions): Promise
       NOTIFY_TOPIC_PREFIX: options.topicPrefix,
       NOTIFY_WEBHOOK_ALLOW_CIDRS: '127.0.0.1/32',
       PORT: '0',
+      NOTIFY_ADMIN_PORT: '0',
       LOG_LEVEL: 'info',
       ...options.env,
     },

@@ -4,7 +4,7 @@ import pg from 'pg';
 import { DEFAULT_DATABASE_URL } from '@notify/cli';
 import { createDb } from '@notify/runtime';
 import { ensureDatabase, migrateToLatest, withDatabase } from '@notify/migrations';
-import { ensureKafka } from '../../scripts/kafka.mjs';
+import { kafkaScript } from './kafka-script.js';
 
 /** A fresh, migrated database for one scenario. */
 export interface BenchDatabase {
@@ -99,7 +99,7 @@ export async function createStack(env: NodeJS.ProcessEnv, log: (line: string) =>
       return `bench.${runId}.${label}`;
     },
     kafkaBrokers() {
-      brokers ??= ensureKafka({ log: (l) => log(`[kafka] ${l}`) }).then((k) => k.brokers.split(','));
+      brokers ??= kafkaScript().then(({ ensureKafka }) => ensureKafka({ log: (l) => log(`[kafka] ${l}`) })).then((k) => k.brokers.split(','));
       return brokers;
     },
     deleteTopics,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { latencySummary, median, pairedRatio, percentile, round } from './stats.js';
+import { latencySummary, median, outOfOrder, pairedRatio, percentile, round } from './stats.js';
 
 describe('percentile', () => {
   it('uses the nearest rank and leaves its input alone', () => {
@@ -33,5 +33,18 @@ describe('median and round', () => {
   it('keeps three significant figures below 100 and whole numbers above', () => {
     expect(round(0.123456)).toBe(0.123);
     expect(round(1234.56)).toBe(1235);
+  });
+});
+
+describe('outOfOrder', () => {
+  it('counts arrivals earlier than one enqueued before them, skipping ids that never arrived', () => {
+    const at = new Map([
+      ['a', 1],
+      ['b', 3],
+      ['c', 2],
+      ['e', 4],
+    ]);
+    expect(outOfOrder(['a', 'b', 'c', 'd', 'e'], at)).toBe(1);
+    expect(outOfOrder(['a', 'c', 'b', 'e'], at)).toBe(0);
   });
 });

@@ -48,3 +48,16 @@ export async function waitUntil(condition: () => boolean | Promise<boolean>, opt
     await sleep(interval);
   }
 }
+
+/** Ids in enqueue order and each one's first arrival: how many arrived before one enqueued earlier (ids that never arrived are skipped). */
+export function outOfOrder(ids: readonly string[], arrivals: ReadonlyMap<string, number>): number {
+  let late = 0;
+  let previous = -Infinity;
+  for (const id of ids) {
+    const at = arrivals.get(id);
+    if (at === undefined) continue;
+    if (at < previous) late++;
+    previous = Math.max(previous, at);
+  }
+  return late;
+}

@@ -47,7 +47,7 @@ async function runOnce(ctx: BenchContext, jitter: number, label: string): Promis
       databaseUrl: db.url,
       brokers: await ctx.stack.kafkaBrokers(),
       topicPrefix: ctx.stack.topicPrefix(`retry-heavy.${label}`),
-      env: { NOTIFY_JITTER: String(jitter) },
+      env: { ...ctx.serviceEnv, NOTIFY_JITTER: String(jitter) },
       cpuProfDir: ctx.cpuProfDir,
     });
     try {

@@ -38,6 +38,7 @@ export const soakScenario: Scenario = {
         databaseUrl: db.url,
         brokers: await ctx.stack.kafkaBrokers(),
         topicPrefix: ctx.stack.topicPrefix('soak'),
+        env: { ...ctx.serviceEnv },
         cpuProfDir: ctx.cpuProfDir,
       });
       try {

@@ -10,6 +10,11 @@ export interface BenchContext {
   log(line: string): void;
   /** `--profile`: service children run with `--cpu-prof` into this directory. */
   readonly cpuProfDir?: string;
+  /**
+   * Extra environment for every `notify start` child (`--env NAME=value`, repeatable), e.g. to
+   * measure NOTIFY_EVENTS=terminal against the default in two runs and compare them.
+   */
+  readonly serviceEnv?: Readonly<Record<string, string>>;
 }
 
 /** One benchmark scenario: a figure and the baseline it is compared with, measured in the same run. */

@@ -2,4 +2,16 @@
 // it, and reaching the server it lives on.
 export { migrateToLatest, SqlFileMigrationProvider } from './migrate.js';
 export { ensureDatabase, connectPostgres, DatabaseUnreachableError, redactUrl, databaseName, withDatabase } from './database.js';
-export type { Database, AttemptsTable, ApiKeysTable, TemplatesTable, SuppressionsTable, TenantsTable, Attempt, NewAttempt } from './schema.js';
+export type {
+  Database,
+  AttemptsTable,
+  ApiKeysTable,
+  TemplatesTable,
+  TemplateActivationsTable,
+  SuppressionsTable,
+  TenantsTable,
+  TenantWebhookSecretsTable,
+  BulkRetriesTable,
+  Attempt,
+  NewAttempt,
+} from './schema.js';

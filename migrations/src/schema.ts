@@ -38,6 +38,37 @@ export interface TemplatesTable {
   /** Email only: the HTML alternative, HTML-escaped at render time (migration 0004). */
   html_body: string | null;
   created_at: Generated<Timestamp>;
+  /** The data it was checked against at create time; the preview's default (migration 0030). */
+  sample_data: unknown | null;
+}
+
+/** `template_activations`: the version an unpinned notification renders (migration 0030); none = the newest. */
+export interface TemplateActivationsTable {
+  tenant_id: string;
+  name: string;
+  version: number;
+  activated_at: Timestamp;
+}
+
+/** `tenant_webhook_secrets`: sealed (AES-256-GCM) signing secrets; those not expired sign (migration 0030). */
+export interface TenantWebhookSecretsTable {
+  id: Generated<string>;
+  tenant_id: string;
+  sealed: string;
+  created_at: Timestamp;
+  expires_at: Timestamp | null;
+}
+
+/** `bulk_retries`: one row per POST /v1/notifications/retry (migration 0030). */
+export interface BulkRetriesTable {
+  id: string;
+  tenant_id: string;
+  idempotency_key: string | null;
+  filter: unknown;
+  requeued: number;
+  matched: number;
+  api_key_id: string | null;
+  created_at: Timestamp;
 }
 
 /** `suppressions`: recipient opt-outs by channel and category ('*' = all). */
@@ -64,6 +95,9 @@ export interface Database extends OutboxDatabase {
   templates: TemplatesTable;
   suppressions: SuppressionsTable;
   tenants: TenantsTable;
+  template_activations: TemplateActivationsTable;
+  tenant_webhook_secrets: TenantWebhookSecretsTable;
+  bulk_retries: BulkRetriesTable;
 }
 
 /** An attempt row as read. */

@@ -77,6 +77,7 @@ describe('bash scripts/start.sh under a supervisor', () => {
         NOTIFY_TOPIC_PREFIX: kafka.prefix,
         NOTIFY_TOPIC_PARTITIONS: '2',
         PORT: '0',
+        NOTIFY_ADMIN_PORT: '0',
         NOTIFY_API_KEYS: `acme:${KEY}`,
         NOTIFY_WEBHOOK_ALLOW_CIDRS: '127.0.0.1/32',
         NOTIFY_RELAY_POLL_MS: '100',

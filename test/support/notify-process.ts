@@ -8,8 +8,9 @@ export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const BIN = 'packages/cli/dist/bin/notify.js';
 
 /** The environment of a child `notify`: the parent's PATH and nothing of its NOTIFY_* settings. */
-function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
-  const base: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: 'warn' };
+export function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
+  // A free admin port: several `notify start` children run at once, and 9464 may be taken.
+  const base: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: 'warn', NOTIFY_ADMIN_PORT: '0' };
   return { ...base, ...env };
 }
 
@@ -40,12 +41,21 @@ export function runNotifyCli(
 /** A long-running `notify start` child. */
 export interface NotifyServer {
   readonly child: ChildProcess;
-  /** Where it listens, from its "listening on" line. */
+  /** Where it listens, from its "listening on" line (the API with the api role, else the admin port). */
   readonly url: string;
+  /** Its admin port (/healthz, /readyz, /metrics), from the same line. */
+  readonly adminUrl: string;
   /** Everything it wrote to stdout so far (JSON log lines and the "listening" line). */
   output(): string;
   /** SIGTERM, then the exit code (SIGKILL after `timeoutMs`). */
   stop(timeoutMs?: number): Promise<number | null>;
+}
+
+/** The admin URL in `notify start`'s "listening" line (packages/cli/src/main.ts). */
+export function adminUrlOf(output: string): string {
+  const url = /\/metrics (?:listening )?on (http:\/\/\S+)/.exec(output)?.[1];
+  if (!url) throw new Error('no admin URL in the output of notify start');
+  return url;
 }
 
 /** Starts `notify start` and waits for its "listening on" line. Rejects with its output when it exits first. */
@@ -54,8 +64,8 @@ export async function startNotifyProcess(args: readonly string[], env: Record<st
   let stdout = '';
   let stderr = '';
   let exited: number | null | undefined;
-  child.stdout.on('data', (d) => (stdout += d));
-  child.stderr.on('data', (d) => (stderr += d));
+  child.stdout!.on('data', (d) => (stdout += d));
+  child.stderr!.on('data', (d) => (stderr += d));
   const closed = new Promise<number | null>((resolve) => child.on('close', (code) => resolve((exited = code))));
   let url: string;
   try {
@@ -68,11 +78,12 @@ export async function startNotifyProcess(args: readonly string[], env: Record<st
     );
   } catch (err) {
     child.kill('SIGKILL');
-    throw new Error(`${(err as Error).message}\n--- stdout\n${stdout.slice(-4000)}\n--- stderr\n${stderr.slice(-4000)}`, { cause: err });
+    throw new Error(`${(err as Error).message}\n--- stdout\n${stdout.slice(-4000)}\n--- stderr\n${stderr.slice(-4000)}`);
   }
   return {
     child,
     url,
+    adminUrl: adminUrlOf(stdout),
     output: () => stdout,
     async stop(stopTimeoutMs = 20_000) {
       if (exited !== undefined) return exited;

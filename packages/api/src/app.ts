@@ -8,7 +8,10 @@ import { requestContext } from './middleware/request-context.js';
 import { type HttpMetrics, noMetrics } from './metrics.js';
 import { buildOpenApiDocument, renderDocsPage } from './openapi.js';
 import { type ProblemCode, problem, problemFromError, problemResponse } from './problem.js';
+import { suppressionRoutes, templateRoutes, webhookSecretRoutes } from './routes/management.js';
 import { notificationRoutes } from './routes/notifications.js';
+import type { SecretsSettings } from './management/webhook-secret.js';
+import { type ConsoleOptions, consoleApp } from './console/console.js';
 import { type ReadinessCheck, opsRoutes } from './routes/ops.js';
 
 /** What `createApp` needs. Only `db` and `config` are required; the rest default for tests. */
@@ -18,12 +21,21 @@ export interface AppDeps {
   readonly config: { readonly retry: { readonly maxAttempts: number; readonly defaultTtlMs: number } };
   readonly clock?: Clock;
   readonly logger?: Logger;
-  /** Records each request and serves GET /metrics (the service's registry in @notify/cli). Default: `noMetrics`. */
+  /** Records each request (the service's registry in @notify/cli). Default: `noMetrics`. */
   readonly metrics?: HttpMetrics;
-  /** Checks behind /readyz. Default: the database answers `SELECT 1`. */
-  readonly readiness?: Readonly<Record<string, ReadinessCheck>>;
-  /** Serve /v1 (the api role). False leaves only the ops and docs routes, for relay or dispatcher processes. Default true. */
-  readonly serveApi?: boolean;
+  /** How tenant signing secrets are stored (NOTIFY_SECRETS_KEY, NOTIFY_SECRET_ROTATION_GRACE_MS). Default: no key (rotation refused), 24 h grace. */
+  readonly secrets?: SecretsSettings;
+  /** The console at /console: content visibility, the pipeline probe. */
+  readonly console?: ConsoleOptions;
+}
+
+/** What `createAdminApp` needs. */
+export interface AdminAppDeps {
+  /** Records each request and renders GET /metrics. */
+  readonly metrics: HttpMetrics;
+  readonly logger?: Logger;
+  /** Checks behind /readyz, by name (e.g. `{ database, kafka }`). */
+  readonly readiness: Readonly<Record<string, ReadinessCheck>>;
 }
 
 const HTTP_EXCEPTION_CODES: Record<number, ProblemCode> = {
@@ -35,23 +47,44 @@ const HTTP_EXCEPTION_CODES: Record<number, ProblemCode> = {
 };
 
 /**
- * The HTTP app: resources mounted as sub-apps, one error handler that renders every failure as
- * RFC 9457 problem+json with a stable `type`. Serve it with @hono/node-server, or call
- * `app.request()` in tests.
+ * The public HTTP app: the API under /v1, its OpenAPI document and the docs page. Resources are
+ * mounted as sub-apps, one error handler renders every failure as RFC 9457 problem+json with a
+ * stable `type`. Serve it with @hono/node-server, or call `app.request()` in tests. Health,
+ * readiness and metrics are not here: they are `createAdminApp`'s, on the admin port.
  */
 export function createApp(deps: AppDeps): Hono<AppEnv> {
   const clock = deps.clock ?? systemClock;
   const logger = deps.logger ?? silentLogger;
-  const metrics = deps.metrics ?? noMetrics;
-  const readiness = deps.readiness ?? {
-    database: async () => {
-      await deps.db.selectNoFrom((eb) => eb.lit(1).as('one')).execute();
-    },
-  };
+  const app = baseApp(logger, deps.metrics ?? noMetrics);
+  const openapi = buildOpenApiDocument();
+  const docs = renderDocsPage(openapi);
+  app.get('/openapi.json', (c) => c.json(openapi));
+  app.get('/docs', (c) => c.html(docs));
+  app.route('/v1/notifications', notificationRoutes({ db: deps.db, clock, logger, retry: deps.config.retry }));
+  const management = { db: deps.db, clock, logger, secrets: deps.secrets ?? { key: undefined, rotationGraceMs: 86_400_000 } };
+  app.route('/v1/templates', templateRoutes(management));
+  app.route('/v1/suppressions', suppressionRoutes(management));
+  app.route('/v1/webhook-secret', webhookSecretRoutes(management));
+  app.route('/console', consoleApp({ db: deps.db, clock, logger, retry: deps.config.retry, options: deps.console ?? {} }));
+  return app;
+}
 
+/**
+ * The admin HTTP app: `GET /healthz`, `GET /readyz` and `GET /metrics`, without authentication.
+ * `notify start` serves it on NOTIFY_ADMIN_PORT, bound to 127.0.0.1 unless NOTIFY_ADMIN_HOST says
+ * otherwise, so none of it is reachable on the public port.
+ */
+export function createAdminApp(deps: AdminAppDeps): Hono<AppEnv> {
+  const logger = deps.logger ?? silentLogger;
+  const app = baseApp(logger, deps.metrics);
+  app.route('/', opsRoutes({ metrics: deps.metrics, logger, readiness: deps.readiness }));
+  return app;
+}
+
+/** Request ids, request metrics and logs, problem+json for every error and for unknown routes. */
+function baseApp(logger: Logger, metrics: HttpMetrics): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   app.use('*', requestContext({ logger, metrics }));
-
   app.onError((err, c) => {
     const instance = new URL(c.req.url).pathname;
     if (err instanceof HTTPException) {
@@ -65,16 +98,5 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     return problemResponse(body, headers);
   });
   app.notFound((c) => problemResponse(problem('not_found', `no route for ${c.req.method} ${new URL(c.req.url).pathname}`)));
-
-  app.route('/', opsRoutes({ metrics, logger, readiness }));
-
-  const openapi = buildOpenApiDocument();
-  const docs = renderDocsPage(openapi);
-  app.get('/openapi.json', (c) => c.json(openapi));
-  app.get('/docs', (c) => c.html(docs));
-
-  if (deps.serveApi ?? true) {
-    app.route('/v1/notifications', notificationRoutes({ db: deps.db, clock, logger, retry: deps.config.retry }));
-  }
   return app;
 }

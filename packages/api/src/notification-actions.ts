@@ -1,7 +1,11 @@
 import type { Kysely } from 'kysely';
 import { type Database } from '@notify/migrations';
 import { type MessageSubject, buildDeliveryRequest, buildStatusEvent } from '@notify/contract';
-import { type Notification, fromKysely, outboxInsert } from '@notify/outbox';
+import { type Notification, fromKysely, newNotificationId, outboxInsert } from '@notify/outbox';
+import { type BulkRetryRow, bulkRetryFinish, bulkRetryGet, bulkRetryInsert } from './sql/bulk-retry-store.js';
+import { notificationActionInsertMany } from './sql/notification-action-insert-many.js';
+import { notificationBulkRequeue, notificationDeadCount } from './sql/notification-bulk-requeue.js';
+import type { NotificationFilter } from './sql/notification-search.js';
 import { ProblemError } from './problem.js';
 import { notificationActionInsert } from './sql/notification-action-insert.js';
 import { notificationCancel } from './sql/notification-cancel.js';
@@ -136,4 +140,106 @@ export async function retryNotification(params: RetryParams): Promise<ActionResu
     });
     return { notification: updated, changed: true };
   });
+}
+
+/** Most notifications one bulk retry re-queues. */
+export const BULK_RETRY_MAX = 10_000;
+
+/** What `bulkRetry` needs. */
+export interface BulkRetryParams {
+  readonly db: Kysely<Database>;
+  readonly tenantId: string;
+  /** Which dead notifications (state is always dead). */
+  readonly filter: NotificationFilter;
+  /** The filter as the caller gave it, stored and compared on a repeated Idempotency-Key. */
+  readonly filterJson: Record<string, unknown>;
+  readonly limit: number;
+  readonly idempotencyKey: string | null;
+  readonly apiKeyId: string | null;
+  readonly now: Date;
+  readonly budget: number;
+}
+
+/** The outcome of a bulk retry; `replayed` when an earlier run with the same Idempotency-Key answered. */
+export interface BulkRetryResult {
+  readonly id: string;
+  readonly requeued: number;
+  /** Dead notifications the filter matched before the run (at most the limit + 1: more remain when it exceeds `requeued`). */
+  readonly matched: number;
+  readonly replayed: boolean;
+  readonly createdAt: Date;
+}
+
+/**
+ * Re-queues up to `limit` (≤ 10,000) dead notifications matching a filter, like `retryNotification`
+ * for each (raised attempt cap, delivery request and `notification.requeued` event through the
+ * outbox, a history row naming the bulk) but set-based: a handful of statements in one
+ * transaction whatever the count. Expired ones are left dead. With an Idempotency-Key, a repeat
+ * returns the first run (`replayed`); the same key with another filter is `idempotency_conflict`.
+ */
+export async function bulkRetry(params: BulkRetryParams): Promise<BulkRetryResult> {
+  if (params.idempotencyKey !== null) {
+    const earlier = await bulkRetryGet(fromKysely(params.db), { tenantId: params.tenantId, idempotencyKey: params.idempotencyKey });
+    if (earlier) return replay(earlier, params);
+  }
+  const id = newNotificationId(params.now).replace(/^ntf_/, 'blk_');
+  const result = await params.db.transaction().execute(async (trx) => {
+    const db = fromKysely(trx);
+    const claimed = await bulkRetryInsert(db, {
+      id,
+      tenantId: params.tenantId,
+      idempotencyKey: params.idempotencyKey,
+      filter: params.filterJson,
+      apiKeyId: params.apiKeyId,
+      now: params.now,
+    });
+    if (!claimed) return undefined; // a concurrent twin with the same key committed first
+    const matched = await notificationDeadCount(db, { tenantId: params.tenantId, filter: params.filter, cap: params.limit + 1 });
+    const rows = await notificationBulkRequeue(db, { tenantId: params.tenantId, filter: params.filter, now: params.now, budget: params.budget, limit: params.limit });
+    await outboxInsert(db, {
+      messages: rows.flatMap((n) => [
+        buildDeliveryRequest(subjectOf(n), n.attempts + 1, params.now),
+        buildStatusEvent(subjectOf(n), {
+          type: 'notification.requeued',
+          state: 'queued',
+          attempts: n.attempts,
+          last_error: n.last_error,
+          next_attempt_at: params.now,
+          occurred_at: params.now,
+        }),
+      ]),
+    });
+    await notificationActionInsertMany(db, {
+      bulkRetryId: id,
+      actions: rows.map((n) => ({
+        notificationId: n.id,
+        action: 'retry' as const,
+        fromState: 'dead',
+        toState: 'queued',
+        previousDeadReason: n.previous_dead_reason,
+        attempts: n.attempts,
+        maxAttempts: n.max_attempts,
+        apiKeyId: params.apiKeyId,
+        now: params.now,
+      })),
+    });
+    await bulkRetryFinish(db, { id, requeued: rows.length, matched });
+    return { id, requeued: rows.length, matched, replayed: false, createdAt: params.now };
+  });
+  if (result) return result;
+  const earlier = await bulkRetryGet(fromKysely(params.db), { tenantId: params.tenantId, idempotencyKey: params.idempotencyKey! });
+  return replay(earlier!, params);
+}
+
+function replay(earlier: BulkRetryRow, params: BulkRetryParams): BulkRetryResult {
+  if (JSON.stringify(earlier.filter) !== JSON.stringify(sortKeys({ ...params.filterJson }))) {
+    throw new ProblemError('idempotency_conflict', 'this Idempotency-Key was used for a bulk retry with another filter', { extensions: { existing_id: earlier.id } });
+  }
+  return { id: earlier.id, requeued: earlier.requeued, matched: earlier.matched, replayed: true, createdAt: new Date(earlier.created_at) };
+}
+
+// jsonb stores object keys in its own order (shorter keys first, then bytewise); compare in that order.
+function sortKeys(o: Record<string, unknown>): Record<string, unknown> {
+  const keys = Object.keys(o).sort((a, b) => a.length - b.length || (a < b ? -1 : a > b ? 1 : 0));
+  return Object.fromEntries(keys.map((k) => [k, o[k]]));
 }

@@ -1,7 +1,25 @@
 import { z } from 'zod';
-import { MAX_BODY_BYTES } from './middleware/json-body.js';
+import { MAX_BATCH_BODY_BYTES, MAX_BODY_BYTES } from './middleware/json-body.js';
 import { PROBLEM_CATALOG, PROBLEM_TYPE_BASE, type ProblemCode } from './problem.js';
-import { ActionList, AttemptList, Health, ListQuery, NotificationList, NotificationRequest, NotificationView, Problem } from './schemas.js';
+import {
+  BulkRetryRequest,
+  BulkRetryView,
+  SuppressionCreate,
+  SuppressionDeleteQuery,
+  SuppressionList,
+  SuppressionListQuery,
+  SuppressionView,
+  TemplateActivate,
+  TemplateCreate,
+  TemplatePreview,
+  TemplatePreviewRequest,
+  TemplateSummaryList,
+  TemplateVersion,
+  TemplateVersionList,
+  WebhookSecretList,
+  WebhookSecretRotated,
+} from './management-schemas.js';
+import { ActionList, AttemptList, BatchRequest, BatchResponse, Health, ListQuery, MAX_BATCH_ITEMS, NotificationList, NotificationRequest, NotificationView, Problem } from './schemas.js';
 
 type JsonSchema = Record<string, unknown>;
 
@@ -20,21 +38,40 @@ function componentSchemas(): Record<string, JsonSchema> {
   registry.add(NotificationRequest, { id: 'NotificationRequest' });
   registry.add(NotificationView, { id: 'Notification' });
   registry.add(NotificationList, { id: 'NotificationList' });
+  registry.add(BatchRequest, { id: 'BatchRequest' });
+  registry.add(BatchResponse, { id: 'BatchResponse' });
   registry.add(AttemptList, { id: 'AttemptList' });
   registry.add(ActionList, { id: 'ActionList' });
   registry.add(Problem, { id: 'Problem' });
   registry.add(Health, { id: 'Health' });
+  const management = {
+    TemplateCreate,
+    TemplateVersion,
+    TemplateVersionList,
+    TemplateSummaryList,
+    TemplateActivate,
+    TemplatePreviewRequest,
+    TemplatePreview,
+    SuppressionCreate,
+    SuppressionView,
+    SuppressionList,
+    WebhookSecretList,
+    WebhookSecretRotated,
+    BulkRetryRequest,
+    BulkRetryView,
+  };
+  for (const [id, schema] of Object.entries(management)) registry.add(schema, { id });
   const { schemas } = z.toJSONSchema(registry, { uri: (id) => `#/components/schemas/${id}`, target: 'draft-2020-12', io: 'input' }) as {
     schemas: Record<string, JsonSchema>;
   };
   return Object.fromEntries(Object.entries(schemas).map(([k, v]) => [k, strip(v)]));
 }
 
-function listParameters(): JsonSchema[] {
-  const schema = z.toJSONSchema(ListQuery, { io: 'input', target: 'draft-2020-12' }) as { properties: Record<string, JsonSchema> };
+function listParameters(query: z.ZodType = ListQuery): JsonSchema[] {
+  const schema = z.toJSONSchema(query, { io: 'input', target: 'draft-2020-12' }) as { properties: Record<string, JsonSchema>; required?: string[] };
   return Object.entries(schema.properties).map(([name, s]) => {
     const { description, ...rest } = s;
-    return { name, in: 'query', required: false, ...(description ? { description } : {}), schema: rest };
+    return { name, in: 'query', required: schema.required?.includes(name) ?? false, ...(description ? { description } : {}), schema: rest };
   });
 }
 
@@ -116,6 +153,24 @@ export function buildOpenApiDocument(): JsonSchema {
           responses: { '200': json('NotificationList', 'A page'), ...problems('invalid_query', 'unauthorized') },
         },
       },
+      '/v1/notifications/batch': {
+        post: {
+          operationId: 'createNotificationBatch',
+          summary: `Queue 1 to ${MAX_BATCH_ITEMS} notifications in one transaction`,
+          description:
+            'Each item is a notification request with its own optional idempotency_key (the Idempotency-Key header is refused here). ' +
+            'The answer (200) has one result per item, in order: { status: 202 | 200, id } (200: the original of a repeated key) ' +
+            'or { status: 4xx, problem }. A refused item fails only itself, unless "atomic": true, when one refused item refuses ' +
+            `the whole batch (422 batch_refused, nothing queued, items lists each refused index and problem). Bodies up to ${MAX_BATCH_BODY_BYTES} bytes.`,
+          parameters: [{ name: 'traceparent', in: 'header', required: false, schema: { type: 'string' }, description: 'W3C trace context, carried to every item' }],
+          requestBody: { required: true, content: { 'application/json': { schema: ref('BatchRequest') } } },
+          responses: {
+            '200': json('BatchResponse', 'One result per item, in order'),
+            ...problems('malformed_json', 'unauthorized', 'payload_too_large', 'unsupported_media_type'),
+            '422': problemResponse(['validation_failed', 'batch_refused']),
+          },
+        },
+      },
       '/v1/notifications/{id}': {
         get: {
           operationId: 'getNotification',
@@ -164,29 +219,154 @@ export function buildOpenApiDocument(): JsonSchema {
           },
         },
       },
-      '/healthz': {
-        get: { operationId: 'health', summary: 'The process is up', security: [], responses: { '200': json('Health', 'Up') } },
-      },
-      '/readyz': {
-        get: {
-          operationId: 'ready',
-          summary: 'PostgreSQL and Kafka are reachable',
-          security: [],
-          responses: { '200': json('Health', 'Ready'), ...problems('not_ready') },
-        },
-      },
-      '/metrics': {
-        get: {
-          operationId: 'metrics',
-          summary: 'Prometheus metrics (text exposition format)',
-          security: [],
-          responses: { '200': { description: 'Metrics', content: { 'text/plain': { schema: { type: 'string' } } } } },
-        },
-      },
+      ...managementPaths(),
+      // /healthz, /readyz and /metrics are served on the admin port (createAdminApp), not here.
     },
     components: {
       securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'An API key from `notify api-keys create`' } },
       schemas: componentSchemas(),
+    },
+  };
+}
+
+const body = (name: string) => ({ required: true, content: { 'application/json': { schema: ref(name) } } });
+const nameParameter = { name: 'name', in: 'path', required: true, description: 'Template name', schema: { type: 'string' } };
+const versionParameter = { name: 'version', in: 'path', required: true, description: 'Template version', schema: { type: 'integer', minimum: 1 } };
+
+/** The management routes: templates, opt-outs, webhook signing secret. */
+function managementPaths(): Record<string, JsonSchema> {
+  const auth = problems('unauthorized');
+  const badBody = problems('malformed_json', 'unsupported_media_type', 'payload_too_large');
+  return {
+    '/v1/notifications/retry': {
+      post: {
+        operationId: 'retryNotificationsInBulk',
+        summary: 'Re-queue dead notifications matching a filter (at most 10,000)',
+        description:
+          'Each is re-queued like POST /v1/notifications/{id}/retry (expired ones stay dead), in one transaction. Answers with the count ' +
+          'and a bulk id to follow. With an Idempotency-Key a repeat answers 200 with the first run; the same key with another filter is a 422.',
+        parameters: [{ name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string', minLength: 1, maxLength: 255 } }],
+        requestBody: body('BulkRetryRequest'),
+        responses: {
+          '202': json('BulkRetryView', 'Re-queued'),
+          '200': json('BulkRetryView', 'A repeat with the same Idempotency-Key: the first run'),
+          ...auth,
+          ...badBody,
+          '422': problemResponse(['validation_failed', 'idempotency_conflict']),
+        },
+      },
+    },
+    '/v1/notifications/retries/{id}': {
+      get: {
+        operationId: 'getBulkRetry',
+        summary: 'A bulk retry and the current states of the notifications it re-queued',
+        parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }],
+        responses: { '200': json('BulkRetryView', 'The bulk retry'), ...auth, ...problems('not_found') },
+      },
+    },
+    '/v1/templates': {
+      post: {
+        operationId: 'createTemplateVersion',
+        summary: 'Store a new version of a template',
+        description:
+          'Version 1 for a new name, else the newest + 1. Versions never change. A template that does not parse, or that uses a variable ' +
+          '`sample_data` lacks, is refused with 422 `template_invalid`; its `errors` give the field, offset, line and column. Rendering stays at send time.',
+        requestBody: body('TemplateCreate'),
+        responses: {
+          '201': json('TemplateVersion', 'Stored'),
+          ...auth,
+          ...badBody,
+          '422': problemResponse(['validation_failed', 'template_invalid']),
+        },
+      },
+      get: { operationId: 'listTemplates', summary: 'Every template name with its newest and active version', responses: { '200': json('TemplateSummaryList', 'The templates'), ...auth } },
+    },
+    '/v1/templates/{name}': {
+      get: {
+        operationId: 'listTemplateVersions',
+        summary: 'The versions of a template, newest first',
+        parameters: [nameParameter],
+        responses: { '200': json('TemplateVersionList', 'The versions'), ...auth, ...problems('not_found') },
+      },
+    },
+    '/v1/templates/{name}/versions/{version}': {
+      get: {
+        operationId: 'getTemplateVersion',
+        summary: 'One version of a template',
+        parameters: [nameParameter, versionParameter],
+        responses: { '200': json('TemplateVersion', 'The version'), ...auth, ...problems('not_found') },
+      },
+      delete: {
+        operationId: 'deleteTemplateVersion',
+        summary: 'Delete a version that nothing queued uses',
+        description: 'Refused (409 `in_use`) for the active version and for a version queued notifications would render.',
+        parameters: [nameParameter, versionParameter],
+        responses: { '204': { description: 'Deleted' }, ...auth, ...problems('not_found', 'in_use') },
+      },
+    },
+    '/v1/templates/{name}/active': {
+      put: {
+        operationId: 'activateTemplateVersion',
+        summary: 'Set the version notifications without a pinned version render',
+        description: 'Without an activation the newest version renders. Sends pick the change up within 5 s (the dispatcher caches templates).',
+        parameters: [nameParameter],
+        requestBody: body('TemplateActivate'),
+        responses: { '200': json('TemplateVersion', 'Now active'), ...auth, ...badBody, ...problems('not_found', 'validation_failed') },
+      },
+    },
+    '/v1/templates/{name}/preview': {
+      post: {
+        operationId: 'previewTemplate',
+        summary: 'Render a version with sample data, as a send would',
+        parameters: [nameParameter],
+        requestBody: body('TemplatePreviewRequest'),
+        responses: {
+          '200': json('TemplatePreview', 'Rendered'),
+          ...auth,
+          ...badBody,
+          ...problems('not_found'),
+          '422': problemResponse(['validation_failed', 'template_invalid']),
+        },
+      },
+    },
+    '/v1/suppressions': {
+      post: {
+        operationId: 'addSuppression',
+        summary: 'Record an opt-out',
+        description: 'For one category, or every category ("*", the default) of a channel. Repeating it updates the reason. Checked at send time.',
+        requestBody: body('SuppressionCreate'),
+        responses: { '201': json('SuppressionView', 'Recorded'), ...auth, ...badBody, ...problems('validation_failed') },
+      },
+      get: {
+        operationId: 'listSuppressions',
+        summary: 'List opt-outs (cursor paging)',
+        parameters: listParameters(SuppressionListQuery),
+        responses: { '200': json('SuppressionList', 'A page'), ...auth, ...problems('invalid_query') },
+      },
+      delete: {
+        operationId: 'removeSuppression',
+        summary: 'Remove an opt-out',
+        parameters: listParameters(SuppressionDeleteQuery),
+        responses: { '204': { description: 'Removed' }, ...auth, ...problems('invalid_query', 'not_found') },
+      },
+    },
+    '/v1/webhook-secret': {
+      get: {
+        operationId: 'listWebhookSecrets',
+        summary: "The tenant's webhook signing secrets that sign now (ids and dates, never the secret)",
+        responses: { '200': json('WebhookSecretList', 'The secrets'), ...auth },
+      },
+    },
+    '/v1/webhook-secret/rotate': {
+      post: {
+        operationId: 'rotateWebhookSecret',
+        summary: 'Rotate the webhook signing secret',
+        description:
+          'Returns the new secret once (never again: it is stored sealed with AES-256-GCM under NOTIFY_SECRETS_KEY). For ' +
+          'NOTIFY_SECRET_ROTATION_GRACE_MS (default 24 h) the previous secret signs too: webhooks carry both signatures in ' +
+          'one webhook-signature header. Without NOTIFY_SECRETS_KEY the service refuses (503 `secrets_key_missing`).',
+        responses: { '201': json('WebhookSecretRotated', 'Rotated'), ...auth, ...problems('secrets_key_missing') },
+      },
     },
   };
 }

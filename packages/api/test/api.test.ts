@@ -11,6 +11,7 @@ import {
   PROBLEM_CATALOG,
   Problem,
   type ProblemCode,
+  createAdminApp,
   createApp,
   generateApiKey,
   hashApiKey,
@@ -23,6 +24,7 @@ import { createMetrics } from '@notify/cli';
 
 let t: TestDatabase;
 let app: ReturnType<typeof createApp>;
+let admin: ReturnType<typeof createAdminApp>;
 const clock = new ManualClock(new Date());
 const BUDGET = 4;
 const keys = { acme: '', globex: '', revoked: '' };
@@ -39,7 +41,16 @@ beforeAll(async () => {
     if (tenant === 'revoked') await apiKeyRevoke(db, { id: k.id, now: clock.now() });
   }
   // The service's metrics registry (the notify command's), so GET /metrics shows what `notify start` serves.
-  app = createApp({ db: t.db, clock, config: { retry: { maxAttempts: BUDGET, defaultTtlMs: 3_600_000 } }, metrics: createMetrics({ db: t.db, clock, processMetrics: false }) });
+  const metrics = createMetrics({ db: t.db, clock, processMetrics: false });
+  app = createApp({ db: t.db, clock, config: { retry: { maxAttempts: BUDGET, defaultTtlMs: 3_600_000 } }, metrics });
+  admin = createAdminApp({
+    metrics,
+    readiness: {
+      database: async () => {
+        await t.db.selectNoFrom((eb) => eb.lit(1).as('one')).execute();
+      },
+    },
+  });
 });
 afterAll(async () => {
   await t?.close();
@@ -310,7 +321,7 @@ describe('GET /v1/notifications/{id} and /attempts', () => {
     expect(res.status).toBe(200);
     const body = await res.json();
     expect(Object.keys(body as object).sort()).toEqual(
-      ['attempts', 'channel', 'created_at', 'dead_reason', 'expires_at', 'id', 'last_error', 'max_attempts', 'metadata', 'next_attempt_at', 'sent_at', 'state', 'to', 'updated_at'].sort(),
+      ['attempts', 'channel', 'created_at', 'dead_reason', 'expires_at', 'id', 'last_error', 'max_attempts', 'metadata', 'next_attempt_at', 'send_at', 'sent_at', 'state', 'to', 'updated_at'].sort(),
     );
     expect(NotificationView.parse(body)).toEqual(n);
   });
@@ -470,22 +481,21 @@ describe('POST /v1/notifications/{id}/retry', () => {
 });
 
 describe('operations and documents', () => {
-  it('GET /healthz is 200 without a key', async () => {
-    const res = await call('GET', '/healthz', { tenant: null });
+  it('GET /healthz is 200 without a key (admin app)', async () => {
+    const res = await admin.request('/healthz');
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({ status: 'ok' });
   });
 
-  it('GET /readyz is 200 when the database answers', async () => {
-    const res = await call('GET', '/readyz', { tenant: null });
+  it('GET /readyz is 200 when the database answers (admin app)', async () => {
+    const res = await admin.request('/readyz');
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({ status: 'ok', checks: { database: 'ok' } });
   });
 
   it('GET /readyz is a 503 problem naming the failed check', async () => {
-    const failing = createApp({
-      db: t.db,
-      config: { retry: { maxAttempts: 1, defaultTtlMs: 1000 } },
+    const failing = createAdminApp({
+      metrics: createMetrics({ processMetrics: false }),
       readiness: { database: async () => {}, kafka: async () => Promise.reject(new Error('ECONNREFUSED')) },
     });
     const res = await failing.request('/readyz');
@@ -501,7 +511,7 @@ describe('operations and documents', () => {
       .where('state', '=', 'queued')
       .where('channel', '=', 'webhook')
       .executeTakeFirstOrThrow();
-    const res = await call('GET', '/metrics', { tenant: null });
+    const res = await admin.request('/metrics');
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toContain('text/plain');
     const text = await res.text();
@@ -511,6 +521,10 @@ describe('operations and documents', () => {
     expect(text).toMatch(/notify_outbox_unpublished \d+/);
     expect(text).toMatch(/notify_http_requests_total\{method="POST",route="\/v1\/notifications",status="202"\} \d+/);
     expect(text).toMatch(/notify_http_requests_total\{method="GET",route="\/v1\/notifications\/:id",status="404"\} \d+/);
+  });
+
+  it('the public app serves no health, readiness or metrics: those are on the admin port', async () => {
+    for (const path of ['/healthz', '/readyz', '/metrics']) await expectProblem(await call('GET', path, { tenant: null }), 'not_found');
   });
 
   it('GET /openapi.json and /docs', async () => {
@@ -527,7 +541,7 @@ describe('operations and documents', () => {
   });
 
   it('echoes a sane X-Request-Id and makes one otherwise', async () => {
-    expect((await call('GET', '/healthz', { headers: { 'x-request-id': 'abc-123' } })).headers.get('x-request-id')).toBe('abc-123');
-    expect((await call('GET', '/healthz', { headers: { 'x-request-id': 'bad id with spaces' } })).headers.get('x-request-id')).toMatch(/^req_/);
+    expect((await call('GET', '/openapi.json', { headers: { 'x-request-id': 'abc-123' } })).headers.get('x-request-id')).toBe('abc-123');
+    expect((await call('GET', '/openapi.json', { headers: { 'x-request-id': 'bad id with spaces' } })).headers.get('x-request-id')).toMatch(/^req_/);
   });
 });

@@ -9,6 +9,8 @@ describe('loadConfig', () => {
     expect(c.dispatcher.sendTimeoutMs).toBe(2000);
     expect(c.kafkaBrokers).toEqual(['127.0.0.1:19092']);
     expect(c.topicPrefix).toBe('notify');
+    // Health, readiness and metrics on a port of their own, reachable from this machine only.
+    expect({ port: c.port, adminPort: c.adminPort, adminHost: c.adminHost }).toEqual({ port: 3000, adminPort: 9464, adminHost: '127.0.0.1' });
   });
   it.each([
     ['NOTIFY_MAX_ATTEMPTS', 'many', /NOTIFY_MAX_ATTEMPTS: expected a whole number/],

@@ -1,6 +1,6 @@
 import type { RetryConfig } from '@notify/dispatcher';
 import type { ProvidersConfig, RateLimit } from '@notify/providers';
-import { ConfigError } from '@notify/runtime';
+import { ConfigError, parseSecretsKey } from '@notify/runtime';
 
 /**
  * Every setting of the service. Built once by `loadConfig` at the entry point; each role takes
@@ -9,7 +9,12 @@ import { ConfigError } from '@notify/runtime';
 export interface Config extends ProvidersConfig {
   readonly databaseUrl: string;
   readonly kafkaBrokers: readonly string[];
+  /** PORT: the public HTTP port (the API, /openapi.json, /docs), with the api role only. */
   readonly port: number;
+  /** NOTIFY_ADMIN_PORT: /healthz, /readyz and /metrics, served by every role (default 9464). */
+  readonly adminPort: number;
+  /** NOTIFY_ADMIN_HOST: the address the admin port binds (default 127.0.0.1: the machine only). */
+  readonly adminHost: string;
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   readonly topicPrefix: string;
   readonly topicPartitions: number;
@@ -31,9 +36,15 @@ export interface Config extends ProvidersConfig {
     readonly pollIntervalMs: number;
     /** Published outbox rows are kept this long, then purged. */
     readonly retentionMs: number;
+    /** NOTIFY_RELAY_ORDER_WAIT_MS: the bound on how long a committed row waits behind an older open transaction (docs/relay.md, "Long transactions"). */
+    readonly orderWaitMs: number;
   };
   /** `tenant:key,…` seeded at start, for development and tests. */
   readonly seedApiKeys: readonly { readonly tenantId: string; readonly key: string }[];
+  /** NOTIFY_SECRET_ROTATION_GRACE_MS: after a rotation the old webhook secret keeps signing this long, next to the new one. */
+  readonly secretRotationGraceMs: number;
+  /** NOTIFY_CONSOLE_SHOW_CONTENT=1: the console shows notification bodies and data (default: recipients only). */
+  readonly consoleShowContent: boolean;
   /** `notify start`: how long a graceful shutdown (SIGTERM/SIGINT) may take before the process exits anyway. */
   readonly shutdownTimeoutMs: number;
 }
@@ -103,6 +114,23 @@ function rateLimit(env: Env, name: string): RateLimit | undefined {
   return { perSecond, burst };
 }
 
+function secretsKey(env: Env): Buffer | undefined {
+  const raw = str(env, 'NOTIFY_SECRETS_KEY');
+  if (raw === undefined) return undefined;
+  try {
+    return parseSecretsKey(raw);
+  } catch (err) {
+    throw new ConfigError('NOTIFY_SECRETS_KEY', (err as Error).message);
+  }
+}
+
+function flag(env: Env, name: string): boolean {
+  const raw = str(env, name);
+  if (raw === undefined || raw === '0' || raw === 'false') return false;
+  if (raw === '1' || raw === 'true') return true;
+  throw new ConfigError(name, `expected 1 or 0, got "${raw}"`);
+}
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 /**
@@ -138,6 +166,8 @@ export function loadConfig(env: Env): Config {
     databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']) ?? DEFAULT_DATABASE_URL,
     kafkaBrokers,
     port: int(env, 'PORT', 3000, 0, 65_535),
+    adminPort: int(env, 'NOTIFY_ADMIN_PORT', 9464, 0, 65_535),
+    adminHost: str(env, 'NOTIFY_ADMIN_HOST') ?? '127.0.0.1',
     logLevel: logLevel as Config['logLevel'],
     topicPrefix,
     topicPartitions: int(env, 'NOTIFY_TOPIC_PARTITIONS', 6, 1, 1_000),
@@ -161,10 +191,12 @@ export function loadConfig(env: Env): Config {
       batchSize: int(env, 'NOTIFY_RELAY_BATCH_SIZE', 500, 1, 10_000),
       pollIntervalMs: int(env, 'NOTIFY_RELAY_POLL_MS', 1_000, 10, 600_000),
       retentionMs: int(env, 'NOTIFY_OUTBOX_RETENTION_MS', 3_600_000, 0, 30 * 86_400_000),
+      orderWaitMs: int(env, 'NOTIFY_RELAY_ORDER_WAIT_MS', 500, 0, 86_400_000),
     },
     webhook: {
       allowCidrs: list(env, 'NOTIFY_WEBHOOK_ALLOW_CIDRS', ''),
       signingSecret: str(env, 'NOTIFY_WEBHOOK_SECRET'),
+      secretsKey: secretsKey(env),
     },
     smtp: {
       url: url(env, 'NOTIFY_SMTP_URL', ['smtp:', 'smtps:']),
@@ -183,6 +215,8 @@ export function loadConfig(env: Env): Config {
       webhook: rateLimit(env, 'NOTIFY_RATE_LIMIT_WEBHOOK'),
     },
     seedApiKeys,
+    secretRotationGraceMs: int(env, 'NOTIFY_SECRET_ROTATION_GRACE_MS', 86_400_000, 0, 30 * 86_400_000),
+    consoleShowContent: flag(env, 'NOTIFY_CONSOLE_SHOW_CONTENT'),
     shutdownTimeoutMs: int(env, 'NOTIFY_SHUTDOWN_TIMEOUT_MS', 15_000, 100, 600_000),
   };
 }

@@ -93,7 +93,14 @@ async function dispatch(argv: readonly string[], env: Env, io: CliIo, proc: Proc
       proc.onSignal('SIGTERM', () => onSignal('SIGTERM'));
       proc.onSignal('SIGINT', () => onSignal('SIGINT'));
       const running = await startNotify(config, roles, { logger, clock: systemClock });
-      io.out(`notify: ${roles.includes('api') ? 'API' : 'health and metrics'} listening on ${running.url} (roles: ${roles.join(', ')})`);
+      // Tests and scripts read the URLs from this line: "listening on <url>" is the API's (the
+      // admin one without the api role), "/metrics on <url>" always the admin port's.
+      const roleList = roles.join(', ');
+      io.out(
+        running.url !== undefined
+          ? `notify: API listening on ${running.url} (roles: ${roleList}); /healthz /readyz /metrics on ${running.adminUrl}`
+          : `notify: /healthz /readyz /metrics listening on ${running.adminUrl} (roles: ${roleList})`,
+      );
       return new Promise<number>((resolve) => {
         let signalled = false;
         onSignal = (signal: NodeJS.Signals) => {

@@ -6,14 +6,15 @@ import { type Clock, type Logger, createDb } from '@notify/runtime';
 import type { Config } from './config.js';
 import { type Database } from '@notify/migrations';
 import { fromKysely } from '@notify/outbox';
-import { topicName } from '@notify/contract';
+import { TOPICS, topicName } from '@notify/contract';
 import { type Relay, createRelay } from '@notify/relay';
 import { type Dispatcher, createContentPreparer, createDispatcher, dispatcherTopicSuffixes } from '@notify/dispatcher';
 import { type Provider, createProviders } from '@notify/providers';
 import { dispatcherConfigFrom, relayConfigFrom } from './role-configs.js';
-import { createApp } from '@notify/api';
+import { createAdminApp, createApp } from '@notify/api';
 import { watchDispatcher, watchRelay } from './observability/lifecycle-metrics.js';
 import { createMetrics } from './observability/metrics.js';
+import { createPipelineProbe } from './observability/pipeline-probe.js';
 import { CliError } from './cli-error.js';
 import { createKafka } from './kafka-client.js';
 import { checkDatabase, checkMigrations, connectKafkaAdmin, ensureTopics } from './preflight.js';
@@ -47,8 +48,10 @@ export interface StartDeps {
 
 /** A running `notify start`. */
 export interface RunningNotify {
-  /** Where the HTTP server listens (the API with the api role; /healthz, /readyz, /metrics always). */
-  readonly url: string;
+  /** Where the public API listens (PORT), with the api role; undefined without it. */
+  readonly url: string | undefined;
+  /** Where /healthz, /readyz and /metrics listen (NOTIFY_ADMIN_HOST:NOTIFY_ADMIN_PORT), whatever the roles. */
+  readonly adminUrl: string;
   readonly roles: readonly Role[];
   /** The topics it created because they were missing. */
   readonly createdTopics: readonly string[];
@@ -60,7 +63,8 @@ export interface RunningNotify {
  * Starts the given roles in this process after checking, in order, that PostgreSQL answers, its
  * schema is migrated, and Kafka answers (each failure is a one-line `CliError` /
  * `DatabaseUnreachableError`). Creates missing topics, seeds NOTIFY_API_KEYS, then starts the
- * relay, the dispatcher, and the HTTP server (last, so "listening" means every role is up).
+ * relay, the dispatcher, the admin HTTP server and, with the api role, the public one (last, so
+ * "listening" means every role is up).
  */
 export async function startNotify(config: Config, roles: readonly Role[], deps: StartDeps): Promise<RunningNotify> {
   const { logger, clock } = deps;
@@ -134,13 +138,9 @@ export async function startNotify(config: Config, roles: readonly Role[], deps: 
       cleanup.push(() => d.stop());
     }
 
-    const app = createApp({
-      db,
-      config,
-      clock,
-      logger: logger.child({ role: 'api' }),
+    const admin = createAdminApp({
       metrics,
-      serveApi: roles.includes('api'),
+      logger: logger.child({ role: 'admin' }),
       readiness: {
         database: async () => {
           await db.selectNoFrom((eb) => eb.lit(1).as('one')).execute();
@@ -150,15 +150,43 @@ export async function startNotify(config: Config, roles: readonly Role[], deps: 
         },
       },
     });
-    const server = await listen(app.fetch, config.port);
-    const port = (server.address() as AddressInfo).port;
-    cleanup.push(() => closeServer(server));
-    const url = `http://127.0.0.1:${port}`;
-    logger.info({ url, roles }, roles.includes('api') ? 'API listening' : 'ops endpoints listening');
+    const adminServer = await listen(admin.fetch, config.adminPort, config.adminHost, 'NOTIFY_ADMIN_PORT');
+    cleanup.push(() => closeServer(adminServer));
+    const adminUrl = httpUrl(config.adminHost, (adminServer.address() as AddressInfo).port);
+
+    let url: string | undefined;
+    if (roles.includes('api')) {
+      const app = createApp({
+        db,
+        config,
+        clock,
+        logger: logger.child({ role: 'api' }),
+        metrics,
+        secrets: { key: config.webhook.secretsKey, rotationGraceMs: config.secretRotationGraceMs },
+        console: {
+          showContent: config.consoleShowContent,
+          pipeline: createPipelineProbe({
+            db,
+            clock,
+            admin: readinessAdmin,
+            groupId: dispatcherConfigFrom(config, {}).groupId,
+            // The topics the dispatcher group consumes: requests and the retry tiers (not events, not the DLQ).
+            topics: dispatcherTopicSuffixes(config.retry)
+              .filter((s) => s !== TOPICS.events && s !== TOPICS.dlq)
+              .map((s) => topicName(config.topicPrefix, s)),
+          }),
+        },
+      });
+      const server = await listen(app.fetch, config.port, undefined, 'PORT');
+      cleanup.push(() => closeServer(server));
+      url = httpUrl('127.0.0.1', (server.address() as AddressInfo).port);
+    }
+    logger.info({ url, adminUrl, roles }, url ? 'API listening' : 'admin endpoints listening');
 
     let stopping: Promise<void> | undefined;
     return {
       url,
+      adminUrl,
       roles,
       createdTopics,
       stop: () => (stopping ??= closeAll()),
@@ -169,13 +197,19 @@ export async function startNotify(config: Config, roles: readonly Role[], deps: 
   }
 }
 
-function listen(fetch: (req: Request) => Response | Promise<Response>, port: number): Promise<ServerType> {
+function listen(fetch: (req: Request) => Response | Promise<Response>, port: number, hostname: string | undefined, variable: string): Promise<ServerType> {
   return new Promise((resolve, reject) => {
-    const server = serve({ fetch, port }, () => resolve(server));
+    const server = serve({ fetch, port, ...(hostname !== undefined ? { hostname } : {}) }, () => resolve(server));
     server.once('error', (err: NodeJS.ErrnoException) => {
-      reject(err.code === 'EADDRINUSE' ? new CliError(`port ${port} is in use; set PORT to a free port (0 picks one)`, 1, { cause: err }) : err);
+      reject(err.code === 'EADDRINUSE' ? new CliError(`port ${port} is in use; set ${variable} to a free port (0 picks one)`, 1, { cause: err }) : err);
     });
   });
+}
+
+/** An http URL for a bound address (IPv6 literals in brackets; 0.0.0.0 and :: shown as loopback, where the machine itself reaches them). */
+function httpUrl(host: string, port: number): string {
+  const reachable = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host;
+  return `http://${reachable.includes(':') ? `[${reachable}]` : reachable}:${port}`;
 }
 
 function closeServer(server: ServerType): Promise<void> {

@@ -94,7 +94,7 @@ describe('notify start, end to end', () => {
   });
 
   it('is ready: database and Kafka reachable', async () => {
-    const res = await fetch(`${notify.url}/readyz`);
+    const res = await fetch(`${notify.adminUrl}/readyz`);
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({ status: 'ok', checks: { database: 'ok', kafka: 'ok' } });
   });
@@ -173,7 +173,7 @@ describe('notify start, end to end', () => {
   });
 
   it('exposes the delivery in /metrics', async () => {
-    const text = await (await fetch(`${notify.url}/metrics`)).text();
+    const text = await (await fetch(`${notify.adminUrl}/metrics`)).text();
     expect(text).toMatch(/notify_attempts_total\{outcome="sent",channel="webhook"\} [1-9]/);
     expect(text).toMatch(/notify_provider_latency_seconds_count\{channel="webhook",outcome="sent"\} [1-9]/);
     expect(text).toMatch(/notify_relay_published_total [1-9]/);

@@ -1,11 +1,26 @@
 export type { ContentPreparer, Prepared } from './content/content.js';
 export { createContentPreparer, type ContentPreparerDeps } from './content/preparer.js';
-export { parseTemplate, templateVariables, renderTemplate, escapeHtml, TemplateSyntaxError, type TemplatePart, type RenderMode, type RenderResult } from './content/template.js';
-export { normalizeRecipient } from './content/recipient.js';
+// The template language, recipient normalization and the management writes live in @notify/runtime
+// (the API manages templates and opt-outs too); re-exported here for the dispatcher's callers.
+export {
+  parseTemplate,
+  templateVariables,
+  renderTemplate,
+  escapeHtml,
+  TemplateSyntaxError,
+  type TemplatePart,
+  type RenderMode,
+  type RenderResult,
+  normalizeRecipient,
+  templateInsert,
+  TemplateRejectedError,
+  type TemplateInsertParams,
+  suppressionInsert,
+  type SuppressionInsertParams,
+  suppressionDelete,
+  type SuppressionDeleteParams,
+} from '@notify/runtime';
 export { templateGet, type TemplateGetParams, type TemplateRecord } from './content/sql/template-get.js';
-export { templateInsert, TemplateRejectedError, type TemplateInsertParams } from './content/sql/template-insert.js';
-export { suppressionInsert, type SuppressionInsertParams } from './content/sql/suppression-insert.js';
-export { suppressionDelete, type SuppressionDeleteParams } from './content/sql/suppression-delete.js';
 export { suppressionMatch, type SuppressionMatchParams, type SuppressionRecord } from './content/sql/suppression-match.js';
 export { suppressionMatchMany, type SuppressionMatchManyParams } from './content/sql/suppression-match-many.js';
 // The dispatcher: consumer, delivery handler, retries (issue 4). Besides createDispatcher, the
@@ -47,3 +62,4 @@ export { recordOutcome, recordOutcomes, outcomeMessages, outcomeRecordParams, ty
 export { createKeyedScheduler, type KeyedScheduler, type Task, type TaskResult } from './scheduler.js';
 export type { ConsumerStopReport } from './consumer.js';
 export { createRepairSweep, type RepairSweep, type RepairSweepDeps } from './repair.js';
+export { createScheduleService, type ScheduleService, type ScheduleServiceDeps } from './schedule.js';

@@ -22,7 +22,7 @@ export {
 } from './webhook/signature.js';
 export { createWebhookProvider, type WebhookProviderOptions, type WebhookProviderDeps, type WebhookPayload } from './webhook/webhook.js';
 export { createTenantSecretSource, type TenantSecretSourceOptions } from './webhook/tenant-secrets.js';
-export { tenantSigningSecretGet, type TenantSigningSecretGetParams } from './webhook/sql/tenant-signing-secret-get.js';
+export { tenantSigningSecretsGet, type TenantSigningSecretsGetParams, type StoredSigningSecret } from './webhook/sql/tenant-signing-secrets-get.js';
 export { createSmtpProvider, messageIdFor, type SmtpProviderOptions, type SmtpProviderDeps } from './smtp/smtp.js';
 export { createSmsHttpProvider, type SmsHttpProviderOptions, type SmsHttpProviderDeps } from './sms/sms-http.js';
 export {

@@ -16,6 +16,8 @@ export interface ProvidersConfig {
     readonly allowCidrs: readonly string[];
     /** Global Standard Webhooks signing secret (`whsec_…` or raw); per-tenant secrets override it. */
     readonly signingSecret: string | undefined;
+    /** NOTIFY_SECRETS_KEY (32 bytes) that opens the tenants' sealed signing secrets; unset: tenants with sealed secrets fail transiently. */
+    readonly secretsKey?: Buffer | undefined;
   };
   readonly smtp: {
     /** `smtp://user:pass@host:port` or `smtps://…`; unset disables the email channel. */
@@ -74,7 +76,7 @@ export function createProviders(config: ProvidersConfig, deps: ProviderRegistryD
     {
       allowCidrs: config.webhook.allowCidrs,
       signingSecret: config.webhook.signingSecret,
-      tenantSecret: createTenantSecretSource({ db: deps.db, clock: deps.clock }),
+      tenantSecret: createTenantSecretSource({ db: deps.db, clock: deps.clock, secretsKey: config.webhook.secretsKey }),
       ...(deps.resolver ? { resolver: deps.resolver } : {}),
     },
     { clock: deps.clock, logger: deps.logger },

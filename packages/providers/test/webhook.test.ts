@@ -1,5 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { silentLogger, systemClock } from '@notify/runtime';
+import { randomBytes } from 'node:crypto';
+import { sealSecret, silentLogger, systemClock } from '@notify/runtime';
 import { ManualClock } from '@notify/runtime/testing';
 import { type Delivery, type Provider, type ResolvedAddress, createTenantSecretSource, createWebhookProvider } from '@notify/providers';
 import { verifyWebhookSignature } from '@notify/providers/testing';
@@ -107,6 +108,37 @@ describe('webhook payload and Standard Webhooks signing', () => {
       expect(check(SECRET, acme)).toBe(false);
       expect(check(SECRET, globex)).toBe(true);
       expect(check(SECRET, noRow)).toBe(true);
+    });
+
+    it('after a rotation both sealed secrets sign in one header until the grace period ends; the receiver accepts either', async () => {
+      const key = randomBytes(32);
+      const clock = new ManualClock(new Date('2026-06-01T00:00:00Z'));
+      const oldSecret = 'whsec_' + randomBytes(32).toString('base64');
+      const newSecret = 'whsec_' + randomBytes(32).toString('base64');
+      await tdb.pool.query('INSERT INTO tenant_webhook_secrets (tenant_id, sealed, created_at, expires_at) VALUES ($1, $2, now(), $3), ($1, $4, now(), NULL)', [
+        'rotor',
+        sealSecret(key, oldSecret, 'rotor'),
+        new Date(clock.now().getTime() + 60_000),
+        sealSecret(key, newSecret, 'rotor'),
+      ]);
+      const provider = webhook({ allowCidrs: ['127.0.0.1/32'], tenantSecret: createTenantSecretSource({ db: tdb.db, clock, secretsKey: key }) }, clock);
+      await provider.send(delivery(receiver.url, { tenantId: 'rotor' }), never());
+      clock.advance(60_001);
+      await provider.send(delivery(receiver.url, { tenantId: 'rotor' }), never());
+      const [during, after] = receiver.requests;
+      expect(String(during!.headers['webhook-signature']).split(' ')).toHaveLength(2);
+      const check = (secret: string, r: typeof during) => verifyWebhookSignature({ secret, headers: r!.headers, body: r!.body, now: clock.now() }).ok;
+      expect([check(oldSecret, during), check(newSecret, during)]).toEqual([true, true]);
+      expect(String(after!.headers['webhook-signature']).split(' ')).toHaveLength(1);
+      expect([check(oldSecret, after), check(newSecret, after)]).toEqual([false, true]);
+
+      // Sealed secrets without NOTIFY_SECRETS_KEY: transient, nothing sent unsigned.
+      const keyless = webhook({ allowCidrs: ['127.0.0.1/32'], tenantSecret: createTenantSecretSource({ db: tdb.db, clock }) }, clock);
+      expect(await keyless.send(delivery(receiver.url, { tenantId: 'rotor' }), never())).toMatchObject({
+        kind: 'transient',
+        error: expect.stringMatching(/NOTIFY_SECRETS_KEY is not set/),
+      });
+      expect(receiver.requests).toHaveLength(2);
     });
 
     it('a secret lookup failure is transient and sends nothing (never unsigned by accident)', async () => {

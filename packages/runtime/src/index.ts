@@ -10,3 +10,20 @@ export { withTimeout, settlesWithin, delay } from './timeout.js';
 export { createBatchTimer, type BatchTimer } from './batch-timer.js';
 export { parseTraceparent, formatTraceparent, type TraceContext } from './traceparent.js';
 export { createDb, type CreateDbOptions } from './db.js';
+export {
+  parseTemplate,
+  templateVariables,
+  renderTemplate,
+  checkTemplate,
+  escapeHtml,
+  TemplateSyntaxError,
+  type TemplatePart,
+  type TemplateProblem,
+  type RenderMode,
+  type RenderResult,
+} from './content/template.js';
+export { normalizeRecipient } from './content/recipient.js';
+export { templateInsert, TemplateRejectedError, type TemplateInsertParams } from './content/sql/template-insert.js';
+export { suppressionInsert, type SuppressionInsertParams } from './content/sql/suppression-insert.js';
+export { suppressionDelete, type SuppressionDeleteParams } from './content/sql/suppression-delete.js';
+export { parseSecretsKey, sealSecret, openSecret, SecretsKeyError } from './secret-box.js';

@@ -8,6 +8,7 @@ import { topicName } from '@notify/contract';
 import { loadConfig } from '@notify/cli';
 import { dispatcherTopicSuffixes } from '@notify/dispatcher';
 import { waitFor } from '../wait.js';
+import { adminUrlOf } from '../notify-process.js';
 
 /** The repository root: children run `notify` from there, like `pnpm notify`. */
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
@@ -30,6 +31,7 @@ export function chaosEnv(base: {
     NOTIFY_TOPIC_PREFIX: base.prefix,
     NOTIFY_TOPIC_PARTITIONS: '3',
     PORT: '0',
+    NOTIFY_ADMIN_PORT: '0',
     LOG_LEVEL: 'warn',
     NOTIFY_WEBHOOK_ALLOW_CIDRS: '127.0.0.1/32',
     NOTIFY_MAX_ATTEMPTS: '12',
@@ -60,8 +62,10 @@ export interface NotifyChild {
   readonly name: string;
   readonly child: ChildProcess;
   readonly pid: number;
-  /** Its ops (and, with the api role, API) URL, from its "listening on" line. */
+  /** Its API URL with the api role, else its admin URL, from its "listening on" line. */
   readonly url: string;
+  /** Its admin port (/healthz, /readyz, /metrics). */
+  readonly adminUrl: string;
   /** Everything it wrote so far, stdout and stderr interleaved. */
   output(): string;
   /** True once it exited. */
@@ -106,8 +110,10 @@ async function startNotifyChild(
     child.kill('SIGKILL');
     throw new Error(`${(err as Error).message}\n--- output of ${name}\n${out.slice(-4000)}`, { cause: err });
   }
+  const adminUrl = adminUrlOf(out);
   return {
     name,
+    adminUrl,
     child,
     pid: child.pid!,
     url,

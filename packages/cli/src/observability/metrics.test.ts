@@ -38,3 +38,13 @@ describe('createMetrics (no database)', () => {
     expect(await b.render()).toContain('notify_relay_published_total 0');
   });
 });
+
+describe('createMetrics default process metrics', () => {
+  it('use the standard names, without a prefix, so stock Node.js dashboards work', async () => {
+    const text = await createMetrics().render();
+    expect(text).toMatch(/^process_cpu_user_seconds_total /m);
+    expect(text).toMatch(/^nodejs_eventloop_lag_seconds /m);
+    expect(text).not.toContain('notify_process_');
+    expect(text).not.toContain('notify_nodejs_');
+  });
+});

@@ -72,7 +72,8 @@ export function createMetrics(options: CreateMetricsOptions = {}): Metrics {
   const clock = options.clock ?? systemClock;
   const logger = options.logger ?? silentLogger;
   const refreshMs = options.refreshMs ?? 5_000;
-  if (options.processMetrics ?? true) collectDefaultMetrics({ register: registry, prefix: 'notify_' });
+  // Standard names (process_*, nodejs_*), so stock Node.js dashboards and alerts work unchanged.
+  if (options.processMetrics ?? true) collectDefaultMetrics({ register: registry });
 
   const httpRequests = new Counter({
     name: 'notify_http_requests_total',

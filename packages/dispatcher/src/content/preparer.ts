@@ -6,7 +6,7 @@ import type { ContentPreparer, Prepared } from './content.js';
 import { type TemplateRecord, templateGet } from './sql/template-get.js';
 import type { SuppressionMatchParams, SuppressionRecord } from './sql/suppression-match.js';
 import { suppressionMatchMany } from './sql/suppression-match-many.js';
-import { renderTemplate } from './template.js';
+import { renderTemplate } from '@notify/runtime';
 
 /** Dependencies and options of `createContentPreparer`. */
 export interface ContentPreparerDeps {

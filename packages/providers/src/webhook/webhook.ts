@@ -31,10 +31,11 @@ export interface WebhookProviderOptions {
   /** The global signing secret (NOTIFY_WEBHOOK_SECRET); a tenant's own secret overrides it. */
   readonly signingSecret?: string | undefined;
   /**
-   * The tenant's own signing secret (tenants.webhook_signing_secret), or null/undefined for none.
-   * A throw (database down) makes the attempt transient: we never send unsigned by accident.
+   * The tenant's own signing secrets (several during a rotation's grace period: each signs, in one
+   * header), or null/undefined for none. A throw (database down, no NOTIFY_SECRETS_KEY) makes the
+   * attempt transient: we never send unsigned by accident.
    */
-  readonly tenantSecret?: (tenantId: string) => Promise<string | null | undefined>;
+  readonly tenantSecret?: (tenantId: string) => Promise<string | readonly string[] | null | undefined>;
   /** Response bytes read at most (the rest is discarded with the connection). Default 64 KiB. */
   readonly maxResponseBytes?: number;
   /** The adapter's own ceiling per attempt, on top of the dispatcher's signal. Default 30 s. */
@@ -80,9 +81,11 @@ export function createWebhookProvider(options: WebhookProviderOptions, deps: Web
   };
   const log = deps.logger.child({ provider: 'webhook' });
 
-  async function secretFor(tenantId: string): Promise<string | undefined> {
+  async function secretsFor(tenantId: string): Promise<readonly string[]> {
     const own = options.tenantSecret ? await options.tenantSecret(tenantId) : undefined;
-    return own ?? options.signingSecret;
+    if (typeof own === 'string') return [own];
+    if (own && own.length > 0) return own;
+    return options.signingSecret !== undefined ? [options.signingSecret] : [];
   }
 
   async function send(delivery: Delivery, signal: AbortSignal): Promise<SendResult> {
@@ -94,9 +97,9 @@ export function createWebhookProvider(options: WebhookProviderOptions, deps: Web
       log.warn({ notificationId: delivery.id, reason: (err as Error).message }, 'webhook target refused');
       return { kind: 'permanent', error: (err as Error).message, providerStatus: 'ETARGETREFUSED' };
     }
-    let secret: string | undefined;
+    let secrets: readonly string[];
     try {
-      secret = await secretFor(delivery.tenantId);
+      secrets = await secretsFor(delivery.tenantId);
     } catch (err) {
       return { kind: 'transient', error: `could not load the tenant's webhook signing secret: ${(err as Error).message}`, providerStatus: 'secret_unavailable' };
     }
@@ -119,9 +122,10 @@ export function createWebhookProvider(options: WebhookProviderOptions, deps: Web
       [WEBHOOK_HEADERS.id]: delivery.id,
       [WEBHOOK_HEADERS.timestamp]: String(timestamp),
     };
-    if (secret !== undefined) {
+    if (secrets.length > 0) {
       try {
-        headers[WEBHOOK_HEADERS.signature] = signWebhook({ secret, id: delivery.id, timestamp, body });
+        // Standard Webhooks: several space-separated signatures; a receiver accepts any one it can verify.
+        headers[WEBHOOK_HEADERS.signature] = secrets.map((secret) => signWebhook({ secret, id: delivery.id, timestamp, body })).join(' ');
       } catch (err) {
         return { kind: 'permanent', error: `the tenant's webhook signing secret is unusable: ${(err as Error).message}`, providerStatus: 'bad_secret' };
       }

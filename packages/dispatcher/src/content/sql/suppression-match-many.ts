@@ -1,5 +1,5 @@
 import { prepared, type SqlExecutor } from '@notify/outbox';
-import { normalizeRecipient } from '../recipient.js';
+import { normalizeRecipient } from '@notify/runtime';
 import type { SuppressionMatchParams, SuppressionRecord } from './suppression-match.js';
 
 /** Parameters of `suppressionMatchMany`. */

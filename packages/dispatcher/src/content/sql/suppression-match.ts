@@ -1,5 +1,5 @@
 import type { Channel, SqlExecutor } from '@notify/outbox';
-import { normalizeRecipient } from '../recipient.js';
+import { normalizeRecipient } from '@notify/runtime';
 
 /** Parameters of `suppressionMatch`. */
 export interface SuppressionMatchParams {

@@ -4,7 +4,7 @@ import type { Channel, SqlExecutor } from '@notify/outbox';
 export interface TemplateGetParams {
   readonly tenantId: string;
   readonly name: string;
-  /** A pinned version, or null for the newest. */
+  /** A pinned version, or null for the activated version (else the newest). */
   readonly version: number | null;
 }
 
@@ -22,7 +22,7 @@ export interface TemplateRecord {
   readonly createdAt: Date;
 }
 
-/** One template version: the pinned one, or the newest (highest version) when `version` is null. Null when absent. */
+/** One template version: the pinned one, or when `version` is null the activated one, else the newest. Null when absent. */
 export async function templateGet(db: SqlExecutor, params: TemplateGetParams): Promise<TemplateRecord | null> {
   const { rows } = await db.query<{
     tenant_id: string;
@@ -34,9 +34,14 @@ export async function templateGet(db: SqlExecutor, params: TemplateGetParams): P
     html_body: string | null;
     created_at: Date;
   }>(
+    // Unpinned: the activated version (template_activations, migration 0030), else the newest.
     `SELECT tenant_id, name, version, channel, subject, body, html_body, created_at
-       FROM templates
-      WHERE tenant_id = $1 AND name = $2 AND ($3::int IS NULL OR version = $3::int)
+       FROM templates t
+      WHERE tenant_id = $1 AND name = $2
+        AND ($3::int IS NULL OR version = $3::int)
+        AND ($3::int IS NOT NULL
+             OR NOT EXISTS (SELECT 1 FROM template_activations a WHERE a.tenant_id = $1 AND a.name = $2)
+             OR version = (SELECT a.version FROM template_activations a WHERE a.tenant_id = $1 AND a.name = $2))
       ORDER BY version DESC
       LIMIT 1`,
     [params.tenantId, params.name, params.version],

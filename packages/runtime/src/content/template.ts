@@ -15,7 +15,7 @@
 /** A parsed template piece. */
 export type TemplatePart =
   | { readonly kind: 'text'; readonly text: string }
-  | { readonly kind: 'variable'; readonly name: string; readonly path: readonly string[] };
+  | { readonly kind: 'variable'; readonly name: string; readonly path: readonly string[]; /** Where its `{{` starts. */ readonly offset: number };
 
 /** A template that does not parse. `code` is stable; the message names the offset and the tag. */
 export class TemplateSyntaxError extends Error {
@@ -60,7 +60,7 @@ export function parseTemplate(source: string): TemplatePart[] {
         open,
       );
     }
-    parts.push({ kind: 'variable', name, path: name.split('.') });
+    parts.push({ kind: 'variable', name, path: name.split('.'), offset: open });
     i = close + 2;
   }
   return parts;
@@ -144,4 +144,44 @@ export function renderTemplate(source: string, data: Record<string, unknown> | n
     problems.push(`variable${notScalar.length > 1 ? 's' : ''} ${notScalar.map((n) => `"${n}"`).join(', ')} not a string, number or boolean`);
   }
   return problems.length > 0 ? { ok: false, error: problems.join('; ') } : { ok: true, text: out };
+}
+
+/** The first problem of a template, with its position (0-based offset, 1-based line and column). */
+export interface TemplateProblem {
+  readonly message: string;
+  readonly offset: number;
+  readonly line: number;
+  readonly column: number;
+}
+
+function position(source: string, offset: number): { line: number; column: number } {
+  const before = source.slice(0, offset);
+  const line = before.split('\n').length;
+  return { line, column: offset - before.lastIndexOf('\n') };
+}
+
+/**
+ * Checks a template before it is stored: its syntax, and, when `sampleData` is given, that every
+ * variable it uses resolves in that data to a string, number or boolean (an unknown variable is
+ * refused at create time instead of failing every send). Returns the first problem or null.
+ */
+export function checkTemplate(source: string, sampleData?: Record<string, unknown> | null): TemplateProblem | null {
+  let parts: TemplatePart[];
+  try {
+    parts = parseTemplate(source);
+  } catch (err) {
+    const offset = err instanceof TemplateSyntaxError ? err.offset : 0;
+    return { message: (err as Error).message, offset, ...position(source, offset) };
+  }
+  if (sampleData === undefined) return null;
+  for (const part of parts) {
+    if (part.kind !== 'variable') continue;
+    const value = lookup(sampleData ?? {}, part.path);
+    const scalar = typeof value === 'string' || typeof value === 'boolean' || (typeof value === 'number' && Number.isFinite(value));
+    if (!scalar) {
+      const why = value === undefined || value === null ? 'unknown variable' : 'variable is not a string, number or boolean:';
+      return { message: `${why} "${part.name}" at offset ${part.offset}`, offset: part.offset, ...position(source, part.offset) };
+    }
+  }
+  return null;
 }

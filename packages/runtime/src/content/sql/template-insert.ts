@@ -1,5 +1,5 @@
 import type { Channel, SqlExecutor } from '@notify/outbox';
-import { parseTemplate } from '../template.js';
+import { type TemplateProblem, checkTemplate } from '../template.js';
 
 /** Parameters of `templateInsert`. */
 export interface TemplateInsertParams {
@@ -11,6 +11,11 @@ export interface TemplateInsertParams {
   readonly body: string;
   /** Email only: the HTML alternative. */
   readonly htmlBody?: string | null;
+  /**
+   * Data to check the template against: when given, a variable it does not resolve is refused
+   * (unknown variable, at its position). Stored for previews.
+   */
+  readonly sampleData?: Record<string, unknown> | null;
   readonly now: Date;
 }
 
@@ -19,10 +24,13 @@ export class TemplateRejectedError extends Error {
   readonly code = 'template_invalid';
   /** The field at fault: `subject`, `body`, `html_body` or `name`. */
   readonly field: string;
-  constructor(field: string, message: string, options?: { cause?: unknown }) {
+  /** Where in the field, for syntax errors and unknown variables. */
+  readonly position: TemplateProblem | undefined;
+  constructor(field: string, message: string, options?: { cause?: unknown; position?: TemplateProblem }) {
     super(`${field}: ${message}`, options);
     this.name = 'TemplateRejectedError';
     this.field = field;
+    this.position = options?.position;
   }
 }
 
@@ -44,19 +52,25 @@ export async function templateInsert(db: SqlExecutor, params: TemplateInsertPara
   ];
   for (const [field, source] of fields) {
     if (source == null) continue;
-    try {
-      parseTemplate(source);
-    } catch (err) {
-      throw new TemplateRejectedError(field, (err as Error).message, { cause: err });
-    }
+    const problem = checkTemplate(source, params.sampleData === undefined ? undefined : params.sampleData);
+    if (problem) throw new TemplateRejectedError(field, problem.message, { position: problem });
   }
   const { rows } = await db.query<{ version: number }>(
-    `INSERT INTO templates (tenant_id, name, version, channel, subject, body, html_body, created_at)
-     SELECT $1, $2, coalesce(max(version), 0) + 1, $3, $4, $5, $6, $7
+    `INSERT INTO templates (tenant_id, name, version, channel, subject, body, html_body, created_at, sample_data)
+     SELECT $1, $2, coalesce(max(version), 0) + 1, $3, $4, $5, $6, $7, $8::jsonb
        FROM templates
       WHERE tenant_id = $1 AND name = $2
      RETURNING version`,
-    [params.tenantId, params.name, params.channel, params.subject ?? null, params.body, params.htmlBody ?? null, params.now],
+    [
+      params.tenantId,
+      params.name,
+      params.channel,
+      params.subject ?? null,
+      params.body,
+      params.htmlBody ?? null,
+      params.now,
+      params.sampleData == null ? null : JSON.stringify(params.sampleData),
+    ],
   );
   return { version: rows[0]!.version };
 }

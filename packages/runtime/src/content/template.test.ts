@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { TemplateSyntaxError, escapeHtml, parseTemplate, renderTemplate, templateVariables } from './template.js';
+import { TemplateSyntaxError, checkTemplate, escapeHtml, parseTemplate, renderTemplate, templateVariables } from './template.js';
 
 describe('renderTemplate', () => {
   it('substitutes variables and dotted paths; numbers and booleans as text', () => {
@@ -57,5 +57,19 @@ describe('parseTemplate', () => {
   });
   it('leaves single braces and stray closers alone', () => {
     expect(renderTemplate('{a} }} {x}', {}, 'text')).toEqual({ ok: true, text: '{a} }} {x}' });
+  });
+});
+
+describe('checkTemplate', () => {
+  it('gives the position of a syntax error', () => {
+    expect(checkTemplate('Hi\nthere {{#admin}}')).toEqual({ message: expect.stringContaining('offset 9'), offset: 9, line: 2, column: 7 });
+  });
+  it('refuses a variable the sample data does not have, at its position', () => {
+    expect(checkTemplate('Hi {{name}}, {{code}}', { name: 'Ada' })).toEqual({ message: 'unknown variable "code" at offset 13', offset: 13, line: 1, column: 14 });
+    expect(checkTemplate('{{user}}', { user: { a: 1 } })?.message).toMatch(/not a string/);
+  });
+  it('passes a good template, with or without sample data', () => {
+    expect(checkTemplate('Hi {{name}}')).toBeNull();
+    expect(checkTemplate('Hi {{name}}', { name: 'Ada' })).toBeNull();
   });
 });

@@ -1,0 +1,237 @@
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { ManualClock } from '@notify/runtime/testing';
+import { type Logger, openSecret } from '@notify/runtime';
+import { PROBLEM_CATALOG, Problem, type ProblemCode, createApp, generateApiKey, hashApiKey } from '@notify/api';
+import { fromKysely } from '@notify/outbox';
+import { createTestDatabase, type TestDatabase } from '../../../test/support/db.js';
+import { apiKeyInsert } from '../src/sql/api-key-insert.js';
+import {
+  SuppressionList,
+  SuppressionView,
+  TemplatePreview,
+  TemplateSummaryList,
+  TemplateVersion,
+  TemplateVersionList,
+  WebhookSecretList,
+  WebhookSecretRotated,
+} from '../src/management-schemas.js';
+
+let t: TestDatabase;
+let app: ReturnType<typeof createApp>;
+let keyless: ReturnType<typeof createApp>;
+const clock = new ManualClock(new Date('2026-06-01T00:00:00Z'));
+const secretsKey = randomBytes(32);
+const keys = { acme: '', globex: '' };
+const logged: string[] = [];
+const capturing: Logger = {
+  error: (o, m) => void logged.push(JSON.stringify([o, m])),
+  warn: (o, m) => void logged.push(JSON.stringify([o, m])),
+  info: (o, m) => void logged.push(JSON.stringify([o, m])),
+  debug: (o, m) => void logged.push(JSON.stringify([o, m])),
+  child: () => capturing,
+};
+
+beforeAll(async () => {
+  t = await createTestDatabase();
+  for (const tenant of ['acme', 'globex'] as const) {
+    const k = generateApiKey();
+    await apiKeyInsert(fromKysely(t.db), { id: k.id, tenantId: tenant, keyHash: hashApiKey(k.key), name: tenant, now: clock.now() });
+    keys[tenant] = k.key;
+  }
+  const config = { retry: { maxAttempts: 3, defaultTtlMs: 3_600_000 } };
+  app = createApp({ db: t.db, clock, config, logger: capturing, secrets: { key: secretsKey, rotationGraceMs: 60_000 } });
+  keyless = createApp({ db: t.db, clock, config });
+});
+afterAll(async () => {
+  await t?.close();
+});
+beforeEach(() => clock.advance(1));
+
+function call(method: string, path: string, opts: { tenant?: keyof typeof keys; body?: unknown; on?: typeof app } = {}) {
+  const headers: Record<string, string> = { authorization: `Bearer ${keys[opts.tenant ?? 'acme']}` };
+  if (opts.body !== undefined) headers['content-type'] = 'application/json';
+  return (opts.on ?? app).request(path, { method, headers, body: opts.body === undefined ? undefined : JSON.stringify(opts.body) });
+}
+
+async function expectProblem(res: Response, code: ProblemCode) {
+  expect(res.status).toBe(PROBLEM_CATALOG[code].status);
+  expect(res.headers.get('content-type')).toBe('application/problem+json');
+  return Problem.parse(await res.json());
+}
+
+describe('templates', () => {
+  it('creates versions, lists them, activates one and previews it', async () => {
+    const v1 = await call('POST', '/v1/templates', { body: { name: 'welcome', channel: 'email', subject: 'Hi {{name}}', body: 'Hello {{name}}', sample_data: { name: 'Ada' } } });
+    expect(v1.status).toBe(201);
+    expect(TemplateVersion.parse(await v1.json())).toMatchObject({ name: 'welcome', version: 1, active: true });
+    const v2 = TemplateVersion.parse(await (await call('POST', '/v1/templates', { body: { name: 'welcome', channel: 'email', body: 'Welcome, {{name}}!' } })).json());
+    expect(v2).toMatchObject({ version: 2, active: true });
+
+    const list = TemplateSummaryList.parse(await (await call('GET', '/v1/templates')).json());
+    expect(list.data).toEqual([expect.objectContaining({ name: 'welcome', latest_version: 2, active_version: null, versions: 2 })]);
+
+    const activated = await call('PUT', '/v1/templates/welcome/active', { body: { version: 1 } });
+    expect(TemplateVersion.parse(await activated.json())).toMatchObject({ version: 1, active: true });
+    const versions = TemplateVersionList.parse(await (await call('GET', '/v1/templates/welcome')).json());
+    expect(versions.data.map((v) => [v.version, v.active])).toEqual([
+      [2, false],
+      [1, true],
+    ]);
+
+    const preview = TemplatePreview.parse(await (await call('POST', '/v1/templates/welcome/preview', { body: {} })).json());
+    expect(preview).toEqual({ name: 'welcome', version: 1, subject: 'Hi Ada', body: 'Hello Ada', html_body: null });
+    const other = TemplatePreview.parse(await (await call('POST', '/v1/templates/welcome/preview', { body: { version: 2, data: { name: 'Grace' } } })).json());
+    expect(other.body).toBe('Welcome, Grace!');
+    await expectProblem(await call('POST', '/v1/templates/welcome/preview', { body: { version: 2, data: {} } }), 'template_invalid');
+  });
+
+  it('refuses a template that does not render with 422 and the position of the error', async () => {
+    const syntax = await expectProblem(await call('POST', '/v1/templates', { body: { name: 'bad', channel: 'sms', body: 'Hi\nthere {{#admin}}' } }), 'template_invalid');
+    expect(syntax.errors).toEqual([expect.objectContaining({ path: 'body', offset: 9, line: 2, column: 7 })]);
+    const unknown = await expectProblem(
+      await call('POST', '/v1/templates', { body: { name: 'bad', channel: 'sms', body: 'Code {{code}} for {{user}}', sample_data: { code: '1' } } }),
+      'template_invalid',
+    );
+    expect(unknown.errors).toEqual([expect.objectContaining({ path: 'body', message: 'unknown variable "user" at offset 18', offset: 18, line: 1, column: 19 })]);
+    await expectProblem(await call('POST', '/v1/templates', { body: { name: 'bad', channel: 'sms', body: 'x', subject: 'no' } }), 'template_invalid');
+    await expectProblem(await call('POST', '/v1/templates', { body: { name: 'bad', channel: 'pigeon', body: 'x' } }), 'validation_failed');
+    expect((await call('GET', '/v1/templates/bad')).status).toBe(404);
+  });
+
+  it('deletes a version only when nothing queued uses it', async () => {
+    await call('POST', '/v1/templates', { body: { name: 'otp', channel: 'sms', body: 'v1 {{code}}' } });
+    await call('POST', '/v1/templates', { body: { name: 'otp', channel: 'sms', body: 'v2 {{code}}', activate: true } });
+    await expectProblem(await call('DELETE', '/v1/templates/otp/versions/2'), 'in_use'); // active
+    const queued = await call('POST', '/v1/notifications', { body: { channel: 'sms', to: '+15550100', template: 'otp', template_version: 1, data: { code: '1' } } });
+    expect(queued.status).toBe(202);
+    const inUse = await expectProblem(await call('DELETE', '/v1/templates/otp/versions/1'), 'in_use');
+    expect(inUse.detail).toMatch(/queued notifications/);
+    const id = ((await queued.json()) as { id: string }).id;
+    expect((await call('POST', `/v1/notifications/${id}/cancel`)).status).toBe(200);
+    expect((await call('DELETE', '/v1/templates/otp/versions/1')).status).toBe(204);
+    expect((await call('GET', '/v1/templates/otp/versions/1')).status).toBe(404);
+    await expectProblem(await call('DELETE', '/v1/templates/otp/versions/1'), 'not_found');
+  });
+
+  it("never shows another tenant's templates", async () => {
+    await call('POST', '/v1/templates', { body: { name: 'secret-plan', channel: 'sms', body: 'x' } });
+    await expectProblem(await call('GET', '/v1/templates/secret-plan', { tenant: 'globex' }), 'not_found');
+    await expectProblem(await call('GET', '/v1/templates/secret-plan/versions/1', { tenant: 'globex' }), 'not_found');
+    await expectProblem(await call('POST', '/v1/templates/secret-plan/preview', { tenant: 'globex', body: {} }), 'not_found');
+    await expectProblem(await call('PUT', '/v1/templates/secret-plan/active', { tenant: 'globex', body: { version: 1 } }), 'not_found');
+    await expectProblem(await call('DELETE', '/v1/templates/secret-plan/versions/1', { tenant: 'globex' }), 'not_found');
+    const list = TemplateSummaryList.parse(await (await call('GET', '/v1/templates', { tenant: 'globex' })).json());
+    expect(list.data).toEqual([]);
+  });
+});
+
+describe('suppressions', () => {
+  it('adds, lists with a cursor and removes opt-outs, per tenant', async () => {
+    const added = await call('POST', '/v1/suppressions', { body: { channel: 'email', to: ' Ada@Example.com ', reason: 'unsubscribe link' } });
+    expect(added.status).toBe(201);
+    expect(SuppressionView.parse(await added.json())).toMatchObject({ to: 'ada@example.com', category: '*', reason: 'unsubscribe link' });
+    for (const category of ['marketing', 'digest']) {
+      expect((await call('POST', '/v1/suppressions', { body: { channel: 'email', to: 'bob@example.com', category } })).status).toBe(201);
+    }
+    const first = SuppressionList.parse(await (await call('GET', '/v1/suppressions?limit=2')).json());
+    expect(first.data.map((s) => `${s.to}/${s.category}`)).toEqual(['ada@example.com/*', 'bob@example.com/digest']);
+    const second = SuppressionList.parse(await (await call('GET', `/v1/suppressions?limit=2&cursor=${first.next_cursor}`)).json());
+    expect(second.data.map((s) => `${s.to}/${s.category}`)).toEqual(['bob@example.com/marketing']);
+    expect(second.next_cursor).toBeNull();
+    const byRecipient = SuppressionList.parse(await (await call('GET', '/v1/suppressions?channel=email&to=BOB@example.com')).json());
+    expect(byRecipient.data).toHaveLength(2);
+
+    expect(SuppressionList.parse(await (await call('GET', '/v1/suppressions', { tenant: 'globex' })).json()).data).toEqual([]);
+    await expectProblem(await call('DELETE', '/v1/suppressions?channel=email&to=ada@example.com', { tenant: 'globex' }), 'not_found');
+    expect((await call('DELETE', '/v1/suppressions?channel=email&to=ada@example.com')).status).toBe(204);
+    await expectProblem(await call('DELETE', '/v1/suppressions?channel=email&to=ada@example.com'), 'not_found');
+    await expectProblem(await call('GET', '/v1/suppressions?cursor=nonsense'), 'invalid_query');
+    await expectProblem(await call('DELETE', '/v1/suppressions?channel=email'), 'invalid_query');
+  });
+});
+
+describe('webhook signing secret', () => {
+  it('refuses to store a secret without NOTIFY_SECRETS_KEY, and says why', async () => {
+    const p = await expectProblem(await call('POST', '/v1/webhook-secret/rotate', { on: keyless }), 'secrets_key_missing');
+    expect(p.detail).toMatch(/NOTIFY_SECRETS_KEY/);
+    const { rows } = await t.pool.query('SELECT count(*)::int AS n FROM tenant_webhook_secrets');
+    expect(rows[0].n).toBe(0);
+  });
+
+  it('rotates: the new secret shown once, sealed at rest, the previous one signing through the grace period', async () => {
+    await t.pool.query("INSERT INTO tenants (id, webhook_signing_secret, created_at) VALUES ('globex', 'legacy-plain', now())");
+    const res = await call('POST', '/v1/webhook-secret/rotate', { tenant: 'globex' });
+    expect(res.status).toBe(201);
+    expect(res.headers.get('cache-control')).toBe('no-store');
+    const rotated = WebhookSecretRotated.parse(await res.json());
+    expect(rotated.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+    expect(rotated.previous_expires_at).toBe(new Date(clock.now().getTime() + 60_000).toISOString()); // the legacy secret, sealed, in grace
+
+    const stored = await t.pool.query("SELECT sealed, expires_at FROM tenant_webhook_secrets WHERE tenant_id = 'globex' ORDER BY id");
+    expect(stored.rows).toHaveLength(2);
+    expect(JSON.stringify(stored.rows)).not.toContain(rotated.secret.slice(6));
+    expect(JSON.stringify(stored.rows)).not.toContain('legacy-plain');
+    expect(stored.rows.map((r) => openSecret(secretsKey, r.sealed, 'globex'))).toEqual(['legacy-plain', rotated.secret]);
+    const tenant = await t.pool.query("SELECT webhook_signing_secret FROM tenants WHERE id = 'globex'");
+    expect(tenant.rows[0].webhook_signing_secret).toBeNull();
+
+    const list = WebhookSecretList.parse(await (await call('GET', '/v1/webhook-secret', { tenant: 'globex' })).json());
+    expect(list.data.map((s) => s.expires_at === null)).toEqual([true, false]);
+    expect(JSON.stringify(list)).not.toContain('whsec_');
+    expect(logged.join('\n')).not.toContain(rotated.secret.slice(6));
+
+    clock.advance(60_001);
+    const after = WebhookSecretList.parse(await (await call('GET', '/v1/webhook-secret', { tenant: 'globex' })).json());
+    expect(after.data).toEqual([expect.objectContaining({ id: rotated.id, expires_at: null })]);
+    expect(WebhookSecretList.parse(await (await call('GET', '/v1/webhook-secret')).json()).data).toEqual([]); // acme has none
+  });
+});
+
+describe('bulk retry', () => {
+  async function deadOne(tenant: keyof typeof keys, reason: 'permanent' | 'exhausted', error: string, to = 'https://hooks.example.com/in') {
+    clock.advance(1);
+    const res = await call('POST', '/v1/notifications', { tenant, body: { channel: 'webhook', to, body: '{}' } });
+    const { id } = (await res.json()) as { id: string };
+    await t.pool.query("UPDATE notifications SET state = 'dead', dead_reason = $2, next_attempt_at = NULL, last_error = $3, attempts = 1 WHERE id = $1", [id, reason, error]);
+    return id;
+  }
+
+  it('re-queues the dead notifications a filter matches, once per Idempotency-Key, and can be followed', async () => {
+    const http500 = [await deadOne('acme', 'exhausted', 'HTTP 500'), await deadOne('acme', 'exhausted', 'HTTP 500')];
+    const other = await deadOne('acme', 'permanent', 'HTTP 410');
+    const globex = await deadOne('globex', 'exhausted', 'HTTP 500');
+    const body = { filter: { dead_reason: 'exhausted', last_error_prefix: 'HTTP 500' } };
+    const first = await app.request('/v1/notifications/retry', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${keys.acme}`, 'content-type': 'application/json', 'idempotency-key': 'bulk-1' },
+      body: JSON.stringify(body),
+    });
+    expect(first.status).toBe(202);
+    const run = (await first.json()) as { id: string; requeued: number; matched: number };
+    expect(run).toMatchObject({ id: expect.stringMatching(/^blk_/), requeued: 2, matched: 2 });
+    const again = await app.request('/v1/notifications/retry', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${keys.acme}`, 'content-type': 'application/json', 'idempotency-key': 'bulk-1' },
+      body: JSON.stringify(body),
+    });
+    expect(again.status).toBe(200);
+    expect(await again.json()).toMatchObject({ id: run.id, requeued: 2 });
+    const conflict = await app.request('/v1/notifications/retry', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${keys.acme}`, 'content-type': 'application/json', 'idempotency-key': 'bulk-1' },
+      body: JSON.stringify({ filter: { dead_reason: 'permanent' } }),
+    });
+    await expectProblem(conflict, 'idempotency_conflict');
+
+    const states = await t.pool.query('SELECT id, state FROM notifications WHERE id = ANY($1) ORDER BY id', [[...http500, other, globex]]);
+    expect(Object.fromEntries(states.rows.map((r) => [r.id, r.state]))).toEqual({ [http500[0]!]: 'queued', [http500[1]!]: 'queued', [other]: 'dead', [globex]: 'dead' });
+    const outbox = await t.pool.query("SELECT count(*)::int AS n FROM outbox WHERE topic = 'requests' AND value LIKE ANY($1)", [http500.map((id) => `%${id}%`)]);
+    expect(outbox.rows[0].n).toBe(4); // the enqueue's request and the retry's, each
+
+    const follow = await call('GET', `/v1/notifications/retries/${run.id}`);
+    expect(await follow.json()).toMatchObject({ id: run.id, requeued: 2, states: { queued: 2 } });
+    await expectProblem(await call('GET', `/v1/notifications/retries/${run.id}`, { tenant: 'globex' }), 'not_found');
+    await expectProblem(await call('POST', '/v1/notifications/retry', { body: { filter: {}, limit: 10_001 } }), 'validation_failed');
+  });
+});
