@@ -175,7 +175,7 @@ describe('POST /v1/notifications', () => {
   it('exactly one 202 for concurrent identical POSTs with one key', async () => {
     clock.advance(1);
     const responses = await Promise.all(
-      Array.from({ length: 16 }, () => call('POST', '/v1/notifications', { body: webhook(), headers: { 'idempotency-key': 'burst-1' } })),
+      Array.from({ length: 16 }, async () => call('POST', '/v1/notifications', { body: webhook(), headers: { 'idempotency-key': 'burst-1' } })),
     );
     const statuses = responses.map((r) => r.status).sort();
     expect(statuses.filter((s) => s === 202)).toHaveLength(1);
