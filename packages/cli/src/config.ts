@@ -36,6 +36,8 @@ export interface Config extends ProvidersConfig {
     readonly pollIntervalMs: number;
     /** Published outbox rows are kept this long, then purged. */
     readonly retentionMs: number;
+    /** NOTIFY_KAFKA_MAX_MESSAGE_BYTES: a larger outbox row is set aside (outbox_refused), not published. */
+    readonly maxMessageBytes: number;
   };
   /** `tenant:key,…` seeded at start, for development and tests. */
   readonly seedApiKeys: readonly { readonly tenantId: string; readonly key: string }[];
@@ -189,6 +191,7 @@ export function loadConfig(env: Env): Config {
       batchSize: int(env, 'NOTIFY_RELAY_BATCH_SIZE', 500, 1, 10_000),
       pollIntervalMs: int(env, 'NOTIFY_RELAY_POLL_MS', 1_000, 10, 600_000),
       retentionMs: int(env, 'NOTIFY_OUTBOX_RETENTION_MS', 3_600_000, 0, 30 * 86_400_000),
+      maxMessageBytes: int(env, 'NOTIFY_KAFKA_MAX_MESSAGE_BYTES', 1_000_000, 1_024, 100_000_000),
     },
     webhook: {
       allowCidrs: list(env, 'NOTIFY_WEBHOOK_ALLOW_CIDRS', ''),
