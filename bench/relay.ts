@@ -12,6 +12,7 @@
 // broker is started or reused through scripts/kafka.mjs).
 import { randomBytes } from 'node:crypto';
 import { mkdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import { cpus, loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
@@ -23,6 +24,7 @@ import { topicName } from '@notify/contract';
 import { migrateToLatest, withDatabase } from '@notify/migrations';
 import { createRelay } from '@notify/relay';
 import { kafkaScript } from './lib/kafka-script.js';
+import { ROOT } from './lib/root.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -187,8 +189,8 @@ async function main(): Promise<void> {
     summary,
     rounds_detail: results,
   };
-  await mkdir(new URL('./results/', import.meta.url), { recursive: true });
-  await writeFile(new URL('./results/relay.json', import.meta.url), `${JSON.stringify(report, null, 2)}\n`);
+  await mkdir(path.join(ROOT, 'bench', 'results'), { recursive: true });
+  await writeFile(path.join(ROOT, 'bench', 'results', 'relay.json'), `${JSON.stringify(report, null, 2)}\n`);
   for (const s of summary) {
     console.log(
       `batch ${s.batchSize}: relay ${s.relayRowsPerSec} rows/s, raw kafkajs ${s.rawRowsPerSec} msgs/s, relay/raw ${s.ratio} (median of ${ROUNDS} paired rounds, ${ROWS} rows); best: relay ${s.bestRelayRowsPerSec}, raw ${s.bestRawRowsPerSec}, ratio ${s.bestRatio}`,

@@ -13,6 +13,7 @@ import {
   POISON,
   hostileReceiverScenario,
   kafkaOutageScenario,
+  longTransactionScenario,
   pgTerminateScenario,
   poisonScenario,
   rebalanceScenario,
@@ -55,6 +56,12 @@ describe('faults against the real stack', () => {
 
   it('a consumer group rebalance during delivery: dispatchers join and leave', async ({ task }) => {
     const result = await runScenario(rebalanceScenario(size(2000, 30_000)));
+    expectNothingLost(task, result);
+    expect(result.report.row.sent).toBe(2000);
+  }, 600_000);
+
+  it('a 60 s transaction open elsewhere on the server: nothing lost, deliveries go on meanwhile', async ({ task }) => {
+    const result = await runScenario(longTransactionScenario(60_000, size(2000, 40_000)));
     expectNothingLost(task, result);
     expect(result.report.row.sent).toBe(2000);
   }, 600_000);

@@ -11,6 +11,7 @@ import { type ProblemCode, problem, problemFromError, problemResponse } from './
 import { suppressionRoutes, templateRoutes, webhookSecretRoutes } from './routes/management.js';
 import { notificationRoutes } from './routes/notifications.js';
 import type { SecretsSettings } from './management/webhook-secret.js';
+import { type ConsoleOptions, consoleApp } from './console/console.js';
 import { type ReadinessCheck, opsRoutes } from './routes/ops.js';
 
 /** What `createApp` needs. Only `db` and `config` are required; the rest default for tests. */
@@ -24,6 +25,8 @@ export interface AppDeps {
   readonly metrics?: HttpMetrics;
   /** How tenant signing secrets are stored (NOTIFY_SECRETS_KEY, NOTIFY_SECRET_ROTATION_GRACE_MS). Default: no key (rotation refused), 24 h grace. */
   readonly secrets?: SecretsSettings;
+  /** The console at /console: content visibility, the pipeline probe. */
+  readonly console?: ConsoleOptions;
 }
 
 /** What `createAdminApp` needs. */
@@ -62,6 +65,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   app.route('/v1/templates', templateRoutes(management));
   app.route('/v1/suppressions', suppressionRoutes(management));
   app.route('/v1/webhook-secret', webhookSecretRoutes(management));
+  app.route('/console', consoleApp({ db: deps.db, clock, logger, retry: deps.config.retry, options: deps.console ?? {} }));
   return app;
 }
 

@@ -26,10 +26,13 @@ export {
   Health,
   MAX_PAGE_SIZE,
   DEFAULT_PAGE_SIZE,
+  BatchRequest,
+  BatchResponse,
+  MAX_BATCH_ITEMS,
 } from './schemas.js';
 export { buildOpenApiDocument, renderDocsPage } from './openapi.js';
 export { API_KEY_PREFIX, hashApiKey, hashesEqual, generateApiKey, seededKeyId } from './api-key.js';
-export { MAX_BODY_BYTES } from './middleware/json-body.js';
+export { MAX_BODY_BYTES, MAX_BATCH_BODY_BYTES } from './middleware/json-body.js';
 export { type ReadinessCheck } from './routes/ops.js';
 export { cancelNotification, retryNotification, type ActionParams, type RetryParams, type ActionResult } from './notification-actions.js';
 export { NOTIFICATION_ACTIONS, type NotificationAction } from './sql/notification-action-list.js';
@@ -40,3 +43,6 @@ export { apiKeyInsert, type ApiKeyInsertParams } from './sql/api-key-insert.js';
 export { apiKeyList, type ApiKeyListParams } from './sql/api-key-list.js';
 export { apiKeyRevoke, type ApiKeyRevokeParams } from './sql/api-key-revoke.js';
 export { tenantEnsure } from './sql/tenant-ensure.js';
+export { consoleApp, type ConsoleOptions } from './console/console.js';
+export type { PipelineProbe } from './console/pipeline.js';
+export { BULK_RETRY_MAX, bulkRetry, type BulkRetryParams, type BulkRetryResult } from './notification-actions.js';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { MAX_BODY_BYTES } from './middleware/json-body.js';
+import { MAX_BATCH_BODY_BYTES, MAX_BODY_BYTES } from './middleware/json-body.js';
 import { PROBLEM_CATALOG, PROBLEM_TYPE_BASE, type ProblemCode } from './problem.js';
 import {
   BulkRetryRequest,
@@ -19,7 +19,7 @@ import {
   WebhookSecretList,
   WebhookSecretRotated,
 } from './management-schemas.js';
-import { ActionList, AttemptList, Health, ListQuery, NotificationList, NotificationRequest, NotificationView, Problem } from './schemas.js';
+import { ActionList, AttemptList, BatchRequest, BatchResponse, Health, ListQuery, MAX_BATCH_ITEMS, NotificationList, NotificationRequest, NotificationView, Problem } from './schemas.js';
 
 type JsonSchema = Record<string, unknown>;
 
@@ -35,6 +35,8 @@ function componentSchemas(): Record<string, JsonSchema> {
   registry.add(NotificationRequest, { id: 'NotificationRequest' });
   registry.add(NotificationView, { id: 'Notification' });
   registry.add(NotificationList, { id: 'NotificationList' });
+  registry.add(BatchRequest, { id: 'BatchRequest' });
+  registry.add(BatchResponse, { id: 'BatchResponse' });
   registry.add(AttemptList, { id: 'AttemptList' });
   registry.add(ActionList, { id: 'ActionList' });
   registry.add(Problem, { id: 'Problem' });
@@ -146,6 +148,24 @@ export function buildOpenApiDocument(): JsonSchema {
           summary: 'List notifications, newest first',
           parameters: listParameters(),
           responses: { '200': json('NotificationList', 'A page'), ...problems('invalid_query', 'unauthorized') },
+        },
+      },
+      '/v1/notifications/batch': {
+        post: {
+          operationId: 'createNotificationBatch',
+          summary: `Queue 1 to ${MAX_BATCH_ITEMS} notifications in one transaction`,
+          description:
+            'Each item is a notification request with its own optional idempotency_key (the Idempotency-Key header is refused here). ' +
+            'The answer (200) has one result per item, in order: { status: 202 | 200, id } (200: the original of a repeated key) ' +
+            'or { status: 4xx, problem }. A refused item fails only itself, unless "atomic": true, when one refused item refuses ' +
+            `the whole batch (422 batch_refused, nothing queued, items lists each refused index and problem). Bodies up to ${MAX_BATCH_BODY_BYTES} bytes.`,
+          parameters: [{ name: 'traceparent', in: 'header', required: false, schema: { type: 'string' }, description: 'W3C trace context, carried to every item' }],
+          requestBody: { required: true, content: { 'application/json': { schema: ref('BatchRequest') } } },
+          responses: {
+            '200': json('BatchResponse', 'One result per item, in order'),
+            ...problems('malformed_json', 'unauthorized', 'payload_too_large', 'unsupported_media_type'),
+            '422': problemResponse(['validation_failed', 'batch_refused']),
+          },
         },
       },
       '/v1/notifications/{id}': {

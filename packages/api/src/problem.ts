@@ -1,4 +1,4 @@
-import { type ErrorCode, type FieldIssue, NotifyError, ValidationError, IdempotencyConflictError } from '@notify/outbox';
+import { BatchRefusedError, type ErrorCode, type FieldIssue, NotifyError, ValidationError, IdempotencyConflictError } from '@notify/outbox';
 
 /** Where problem types live. A `type` is this base plus the code, e.g. `https://notify.dev/problems/not_found`. */
 export const PROBLEM_TYPE_BASE = 'https://notify.dev/problems/';
@@ -30,6 +30,7 @@ export const PROBLEM_CATALOG: { readonly [C in ProblemCode]: { readonly status: 
   idempotency_conflict: { status: 422, title: 'Idempotency-Key reused with a different request' },
   payload_too_large: { status: 413, title: 'Request body too large' },
   idempotency_in_progress: { status: 409, title: 'A request with this Idempotency-Key is in progress' },
+  batch_refused: { status: 422, title: 'An item of the atomic batch was refused; nothing was queued' },
   invalid_transition: { status: 409, title: 'The notification is not in a state that allows this' },
   notification_expired: { status: 409, title: 'The notification has expired' },
   database_unreachable: { status: 503, title: 'Database unreachable' },
@@ -103,6 +104,10 @@ export function problemFromError(err: unknown, instance?: string): { body: Probl
   }
   if (err instanceof IdempotencyConflictError) {
     return { body: problem(err.code, err.message, { existing_id: err.existingId }, instance), headers: {}, expected: true };
+  }
+  if (err instanceof BatchRefusedError) {
+    const items = err.items.map((i) => ({ index: i.index, problem: problemFromError(i.error).body }));
+    return { body: problem(err.code, err.message, { items }, instance), headers: {}, expected: true };
   }
   if (err instanceof NotifyError && err.code in PROBLEM_CATALOG) {
     const headers: Record<string, string> = err.code === 'idempotency_in_progress' ? { 'retry-after': '1' } : {};

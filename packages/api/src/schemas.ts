@@ -24,10 +24,30 @@ export const NotificationRequest = z
     expires_at: z.iso.datetime({ offset: true }).optional().describe('Give up after this instant (ISO 8601)'),
     ttl_seconds: z.int().min(1).max(30 * 86_400).optional().describe('Give up this many seconds after creation'),
     metadata: z.record(z.string().max(100), z.string().max(1000)).optional().describe('Your own labels, returned as given'),
+    send_at: instant
+      .optional()
+      .describe('Deliver no earlier than this instant (ISO 8601, at most 30 days ahead; a past instant sends at once). Cancel works until then'),
   })
   .strict()
   .describe('subject + body + data + metadata may take at most 64 KiB; see docs/sql-enqueue.md for every rule');
 export type NotificationRequest = z.infer<typeof NotificationRequest>;
+
+/** Most items of `POST /v1/notifications/batch`. */
+export const MAX_BATCH_ITEMS = 1000;
+
+/** One item of a batch: a notification request, with its own idempotency key. */
+export const BatchItemRequest = NotificationRequest.extend({
+  idempotency_key: z.string().min(1).max(255).optional().describe('This item\'s Idempotency-Key'),
+}).describe('A notification request; idempotency_key plays the Idempotency-Key header for this item');
+
+/** The body of `POST /v1/notifications/batch`. */
+export const BatchRequest = z
+  .object({
+    items: z.array(BatchItemRequest).min(1).max(MAX_BATCH_ITEMS),
+    atomic: z.boolean().optional().describe('true: one refused item refuses the batch (422 batch_refused, nothing queued). Default false'),
+  })
+  .strict();
+export type BatchRequest = z.infer<typeof BatchRequest>;
 
 /** Largest page of `GET /v1/notifications`. */
 export const MAX_PAGE_SIZE = 100;
@@ -61,6 +81,7 @@ export const NotificationView = z
     next_attempt_at: instant.nullable().describe('When the next attempt is due; null unless queued'),
     sent_at: instant.nullable(),
     expires_at: instant,
+    send_at: instant.nullable().describe('The requested send time; null: sent as soon as possible'),
     metadata: z.record(z.string(), z.string()),
   })
   .strict();
@@ -136,6 +157,16 @@ export const Problem = z
   })
   .loose();
 export type Problem = z.infer<typeof Problem>;
+
+/** The result of one batch item, in the batch's order. */
+export const BatchItemResult = z.union([
+  z.object({ status: z.union([z.literal(202), z.literal(200)]).describe('202 queued; 200 the original of a repeated idempotency_key'), id: z.string() }).strict(),
+  z.object({ status: z.int().min(400).max(599), problem: Problem }).strict(),
+]);
+
+/** The answer of `POST /v1/notifications/batch`. */
+export const BatchResponse = z.object({ items: z.array(BatchItemResult) }).strict();
+export type BatchResponse = z.infer<typeof BatchResponse>;
 
 /** /healthz and /readyz. */
 export const Health = z

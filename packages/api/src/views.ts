@@ -22,6 +22,7 @@ export function notificationView(n: Notification): NotificationView {
     next_attempt_at: isoOrNull(n.next_attempt_at),
     sent_at: isoOrNull(n.sent_at),
     expires_at: iso(n.expires_at),
+    send_at: isoOrNull(n.send_at),
     metadata: n.metadata ?? {},
   };
 }

@@ -38,6 +38,8 @@ export interface Config extends ProvidersConfig {
     readonly retentionMs: number;
     /** NOTIFY_KAFKA_MAX_MESSAGE_BYTES: a larger outbox row is set aside (outbox_refused), not published. */
     readonly maxMessageBytes: number;
+    /** NOTIFY_RELAY_ORDER_WAIT_MS: the bound on how long a committed row waits behind an older open transaction (docs/relay.md, "Long transactions"). */
+    readonly orderWaitMs: number;
   };
   /** `tenant:key,…` seeded at start, for development and tests. */
   readonly seedApiKeys: readonly { readonly tenantId: string; readonly key: string }[];
@@ -192,6 +194,7 @@ export function loadConfig(env: Env): Config {
       pollIntervalMs: int(env, 'NOTIFY_RELAY_POLL_MS', 1_000, 10, 600_000),
       retentionMs: int(env, 'NOTIFY_OUTBOX_RETENTION_MS', 3_600_000, 0, 30 * 86_400_000),
       maxMessageBytes: int(env, 'NOTIFY_KAFKA_MAX_MESSAGE_BYTES', 1_000_000, 1_024, 100_000_000),
+      orderWaitMs: int(env, 'NOTIFY_RELAY_ORDER_WAIT_MS', 500, 0, 86_400_000),
     },
     webhook: {
       allowCidrs: list(env, 'NOTIFY_WEBHOOK_ALLOW_CIDRS', ''),

@@ -33,6 +33,6 @@ describe('relayConfigFrom', () => {
     const c = relayConfigFrom(
       loadConfig({ NOTIFY_TOPIC_PREFIX: 'acme', NOTIFY_RELAY_BATCH_SIZE: '250', NOTIFY_RELAY_POLL_MS: '500', NOTIFY_OUTBOX_RETENTION_MS: '1000', NOTIFY_KAFKA_MAX_MESSAGE_BYTES: '500000' }),
     );
-    expect(c).toEqual({ topicPrefix: 'acme', batchSize: 250, pollIntervalMs: 500, retentionMs: 1000, maxMessageBytes: 500_000 });
+    expect(c).toEqual({ topicPrefix: 'acme', batchSize: 250, pollIntervalMs: 500, retentionMs: 1000, maxMessageBytes: 500_000, orderWaitMs: 500 });
   });
 });

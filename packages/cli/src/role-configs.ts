@@ -10,6 +10,7 @@ export function relayConfigFrom(config: Config): RelayConfig {
     pollIntervalMs: config.relay.pollIntervalMs,
     retentionMs: config.relay.retentionMs,
     maxMessageBytes: config.relay.maxMessageBytes,
+    orderWaitMs: config.relay.orderWaitMs,
   };
 }
 

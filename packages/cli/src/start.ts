@@ -6,7 +6,7 @@ import { type Clock, type Logger, createDb } from '@notify/runtime';
 import type { Config } from './config.js';
 import { type Database } from '@notify/migrations';
 import { fromKysely } from '@notify/outbox';
-import { topicName } from '@notify/contract';
+import { TOPICS, topicName } from '@notify/contract';
 import { type Relay, createRelay } from '@notify/relay';
 import { type Dispatcher, createContentPreparer, createDispatcher, dispatcherTopicSuffixes } from '@notify/dispatcher';
 import { type Provider, createProviders } from '@notify/providers';
@@ -14,6 +14,7 @@ import { dispatcherConfigFrom, relayConfigFrom } from './role-configs.js';
 import { createAdminApp, createApp } from '@notify/api';
 import { watchDispatcher, watchRelay } from './observability/lifecycle-metrics.js';
 import { createMetrics } from './observability/metrics.js';
+import { createPipelineProbe } from './observability/pipeline-probe.js';
 import { CliError } from './cli-error.js';
 import { createKafka } from './kafka-client.js';
 import { checkDatabase, checkMigrations, connectKafkaAdmin, ensureTopics } from './preflight.js';
@@ -162,6 +163,19 @@ export async function startNotify(config: Config, roles: readonly Role[], deps: 
         logger: logger.child({ role: 'api' }),
         metrics,
         secrets: { key: config.webhook.secretsKey, rotationGraceMs: config.secretRotationGraceMs },
+        console: {
+          showContent: config.consoleShowContent,
+          pipeline: createPipelineProbe({
+            db,
+            clock,
+            admin: readinessAdmin,
+            groupId: dispatcherConfigFrom(config, {}).groupId,
+            // The topics the dispatcher group consumes: requests and the retry tiers (not events, not the DLQ).
+            topics: dispatcherTopicSuffixes(config.retry)
+              .filter((s) => s !== TOPICS.events && s !== TOPICS.dlq)
+              .map((s) => topicName(config.topicPrefix, s)),
+          }),
+        },
       });
       const server = await listen(app.fetch, config.port, undefined, 'PORT');
       cleanup.push(() => closeServer(server));

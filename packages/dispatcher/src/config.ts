@@ -38,6 +38,16 @@ export interface DispatcherConfig {
   readonly repairIntervalMs: number;
   /** Most notifications one sweep re-publishes. */
   readonly repairBatchSize: number;
+  /** How often the schedule service hands due scheduled notifications (`send_at`) to Kafka. Default 1 s. */
+  readonly scheduleIntervalMs: number;
+  /**
+   * How far ahead of `send_at` a scheduled notification is released onto a delay topic (where it
+   * waits until due, never less). At least one interval, so a pass never releases one late.
+   * Default 2 × scheduleIntervalMs.
+   */
+  readonly scheduleLookaheadMs: number;
+  /** Most scheduled notifications one pass releases. Default 500. */
+  readonly scheduleBatchSize: number;
   /**
    * `stop()` waits this long for running deliveries before aborting them (they stay queued).
    * Default 10 s; from the service config, two thirds of NOTIFY_SHUTDOWN_TIMEOUT_MS.
@@ -95,6 +105,9 @@ export function dispatcherConfig(
     maxBuffered: Math.max(1000, 10 * fields.maxInFlight),
     repairIntervalMs: Math.max(10, Math.min(30_000, Math.floor(fields.repairAfterMs / 2))),
     repairBatchSize: 500,
+    scheduleIntervalMs: 1_000,
+    scheduleLookaheadMs: 2 * (fields.scheduleIntervalMs ?? 1_000),
+    scheduleBatchSize: 500,
     shutdownTimeoutMs: 10_000,
     fetchMaxWaitMs: 100,
     sessionTimeoutMs: 30_000,
@@ -104,6 +117,9 @@ export function dispatcherConfig(
     tiers: delayTiers(fields.retry),
   };
   check('maxBuffered', config.maxBuffered, config.maxInFlight);
+  check('scheduleIntervalMs', config.scheduleIntervalMs, 10);
+  check('scheduleLookaheadMs', config.scheduleLookaheadMs, config.scheduleIntervalMs);
+  check('scheduleBatchSize', config.scheduleBatchSize, 1);
   check('outcomeBatchSize', config.outcomeBatchSize, 1);
   check('outcomeBatchDelayMs', config.outcomeBatchDelayMs, 0);
   check('readBatchSize', config.readBatchSize, 1);

@@ -14,6 +14,7 @@ import { tracing } from './middleware/tracing.js';
 import { createOutcomeWriter } from './outcome-writer.js';
 import type { Provider } from '@notify/providers';
 import { createRepairSweep } from './repair.js';
+import { createScheduleService } from './schedule.js';
 
 /** The dispatcher's collaborators: `(config, deps)` like every component. */
 export interface DispatcherDeps {
@@ -43,13 +44,16 @@ export interface Dispatcher {
   readonly on: OnDispatcherEvent;
   /** Runs one repair pass now (it also runs every `repairIntervalMs`); returns how many notifications it re-published. */
   repairNow(): Promise<number>;
+  /** Runs one schedule pass now (it also runs every `scheduleIntervalMs`); returns how many scheduled notifications it released. */
+  releaseScheduledNow(): Promise<number>;
   /** Deliveries running now. */
   readonly inFlight: number;
 }
 
 /**
  * Builds the dispatcher: the Kafka consumer over `<prefix>.requests` and the delay topics, the
- * delivery pipeline `tracing → dead-letter → deliver`, the dead-letter producer and the repair sweep.
+ * delivery pipeline `tracing → dead-letter → deliver`, the dead-letter producer, the repair sweep
+ * and the schedule service (scheduled sends).
  */
 export function createDispatcher(config: DispatcherConfig, deps: DispatcherDeps): Dispatcher {
   const logger = deps.logger.child({ component: 'dispatcher' });
@@ -82,6 +86,7 @@ export function createDispatcher(config: DispatcherConfig, deps: DispatcherDeps)
   );
   const consumer = createDeliveryConsumer(config, { kafka: deps.kafka, handler, clock: deps.clock, logger, events });
   const repair = createRepairSweep(config, { db: deps.db, clock: deps.clock, logger, events });
+  const schedule = createScheduleService(config, { db: deps.db, clock: deps.clock, logger, events });
   let state: 'new' | 'started' | 'stopped' = 'new';
 
   return {
@@ -90,18 +95,21 @@ export function createDispatcher(config: DispatcherConfig, deps: DispatcherDeps)
       return consumer.inFlight;
     },
     repairNow: () => repair.runOnce(),
+    releaseScheduledNow: () => schedule.runOnce(),
     async start() {
       if (state !== 'new') throw new Error(`dispatcher cannot start: it is ${state}`);
       state = 'started';
       await dlq.connect();
       await consumer.start();
       repair.start();
+      schedule.start();
       logger.info({ groupId: config.groupId, maxInFlight: config.maxInFlight, tiers: config.tiers.map((t) => t.name) }, 'dispatcher started');
     },
     async stop(options = {}) {
       if (state !== 'started') return { notStarted: 0, abortedInFlight: false };
       state = 'stopped';
       await repair.stop();
+      await schedule.stop();
       // Outcomes waiting for company are written now rather than after the group delay, so the
       // deliveries waiting on them finish (and are acknowledged) sooner.
       const writing = outcomes.flush();

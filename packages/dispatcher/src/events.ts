@@ -37,7 +37,7 @@ export interface DispatcherEventMap {
   /** An unusable message went to `<prefix>.dlq`. Label metrics with `code` (stable, few values), not `reason` (it may name ids). */
   deadLettered: { readonly code: DeadLetterCode; readonly reason: string; readonly topic: string; readonly partition: number; readonly offset: string };
   /** Something failed that the dispatcher retries or survives (database down, commit refused, consumer crash). */
-  consumerError: { readonly phase: 'handler' | 'commit' | 'consumer' | 'repair' | 'dead-letter'; readonly error: unknown };
+  consumerError: { readonly phase: 'handler' | 'commit' | 'consumer' | 'repair' | 'schedule' | 'dead-letter'; readonly error: unknown };
   /** The repair sweep re-published `count` overdue notifications. */
   repaired: { readonly count: number };
   /**

@@ -62,3 +62,4 @@ export { recordOutcome, recordOutcomes, outcomeMessages, outcomeRecordParams, ty
 export { createKeyedScheduler, type KeyedScheduler, type Task, type TaskResult } from './scheduler.js';
 export type { ConsumerStopReport } from './consumer.js';
 export { createRepairSweep, type RepairSweep, type RepairSweepDeps } from './repair.js';
+export { createScheduleService, type ScheduleService, type ScheduleServiceDeps } from './schedule.js';

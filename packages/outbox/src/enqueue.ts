@@ -20,7 +20,7 @@ export interface EnqueueResult {
 }
 
 /** Why PostgreSQL would not queue an intent, as `notify_enqueue_row` returns it. */
-interface Refusal {
+export interface Refusal {
   readonly code: string;
   readonly message: string;
   readonly errors: readonly FieldIssue[];
@@ -29,12 +29,13 @@ interface Refusal {
 
 type EnqueueRow = Notification & { readonly created: boolean; readonly refusal: Refusal | null };
 
-// One round trip. The function validates, writes the notification and its two outbox rows, or
-// finds the original of an idempotent repeat (migration 0006). `(r.notification).*` returns the
-// row's columns, so pg parses them exactly as for a SELECT * (timestamps as Date, jsonb as objects).
+// One round trip. The function validates, writes the notification and its outbox rows, or
+// finds the original of an idempotent repeat (migration 0006; the delivery options send_at,
+// priority and ordering: 0040's notify_enqueue_item). `(r.notification).*` returns the row's
+// columns, so pg parses them exactly as for a SELECT * (timestamps as Date, jsonb as objects).
 const ENQUEUE_SQL = prepared(
-  'notify_enqueue_row_v1',
-  'SELECT r.created, r.refusal, (r.notification).* FROM notify_enqueue_row($1::jsonb, $2::jsonb) AS r',
+  'notify_enqueue_item_v1',
+  'SELECT r.created, r.refusal, (r.notification).* FROM notify_enqueue_item($1::jsonb, $2::jsonb) AS r',
 );
 
 // JSON.stringify writes U+0000 as \u0000 and an unpaired surrogate as \udXXX (paired ones as
@@ -47,8 +48,8 @@ const SERIALIZATION_FAILURE = '40001';
 
 /**
  * Records a notification intent in the caller's transaction: the `notifications` row (state
- * `queued`, due now) and its outbox rows (the delivery request and a `notification.queued`
- * status event). If the caller rolls back, nothing is queued.
+ * `queued`, due now or at `send_at`) and its outbox rows (the delivery request, unless it is
+ * scheduled for later, and a `notification.queued` status event). If the caller rolls back, nothing is queued.
  *
  * `tx` may be a Kysely `Transaction` (or `Kysely`), or a `pg` client inside `BEGIN`.
  *
@@ -64,7 +65,7 @@ const SERIALIZATION_FAILURE = '40001';
  */
 export async function enqueue(tx: TransactionLike, intent: NotificationIntent, options: EnqueueOptions = {}): Promise<EnqueueResult> {
   const json = intentJson(intent);
-  const settings = JSON.stringify({ now: options.now?.toISOString(), max_attempts: options.maxAttempts, default_ttl_ms: options.defaultTtlMs });
+  const settings = enqueueSettings(options);
   let rows: EnqueueRow[];
   try {
     ({ rows } = await toExecutor(tx).query<EnqueueRow>(ENQUEUE_SQL, [json, settings]));
@@ -87,8 +88,13 @@ export async function enqueue(tx: TransactionLike, intent: NotificationIntent, o
   return { notification, created };
 }
 
+/** The `options` argument of notify_enqueue_item and notify_enqueue_batch. */
+export function enqueueSettings(options: EnqueueOptions): string {
+  return JSON.stringify({ now: options.now?.toISOString(), max_attempts: options.maxAttempts, default_ttl_ms: options.defaultTtlMs });
+}
+
 /** The intent as JSON text PostgreSQL accepts, or a `ValidationError` naming what it cannot store. */
-function intentJson(intent: NotificationIntent): string {
+export function intentJson(intent: NotificationIntent): string {
   // A traceparent is kept only when well-formed, so one PostgreSQL cannot even store is dropped here.
   const { traceparent, ...rest } = intent;
   const sendable = typeof traceparent === 'string' && UNSTORABLE.test(traceparent) ? rest : intent;
@@ -112,7 +118,8 @@ function invalid(issues: readonly FieldIssue[], cause?: unknown): ValidationErro
   return new ValidationError('validation_failed', message, issues, cause === undefined ? undefined : { cause });
 }
 
-function refusalError(refusal: Refusal): NotifyError {
+/** The typed error of a refusal. */
+export function refusalError(refusal: Refusal): NotifyError {
   switch (refusal.code) {
     case 'validation_failed':
     case 'unknown_channel':

@@ -7,6 +7,7 @@ export const ERROR_CODES = [
   'idempotency_conflict',
   'idempotency_in_progress',
   'invalid_transition',
+  'batch_refused',
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
 
@@ -63,5 +64,23 @@ export class IdempotencyInProgressError extends NotifyError {
 export class InvalidTransitionError extends NotifyError {
   constructor(from: string, to: string) {
     super('invalid_transition', `a notification cannot go from ${from} to ${to}`);
+  }
+}
+
+/** One refused item of a batch: its index in the batch and why. */
+export interface BatchItemError {
+  readonly index: number;
+  readonly error: NotifyError;
+}
+
+/** An atomic batch (`enqueueMany(…, { atomic: true })`) had a refused item, so nothing of it was queued. */
+export class BatchRefusedError extends NotifyError {
+  readonly items: readonly BatchItemError[];
+  constructor(items: readonly BatchItemError[]) {
+    super(
+      'batch_refused',
+      `the atomic batch was refused, nothing was queued: ${items.length} item(s) refused (first: item ${items[0]?.index}: ${items[0]?.error.message})`,
+    );
+    this.items = items;
   }
 }

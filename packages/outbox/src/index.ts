@@ -9,6 +9,8 @@ export {
   IdempotencyConflictError,
   IdempotencyInProgressError,
   InvalidTransitionError,
+  BatchRefusedError,
+  type BatchItemError,
 } from './errors.js';
 export {
   NOTIFICATION_STATES,
@@ -28,6 +30,7 @@ export {
 export { newNotificationId, isNotificationId, NOTIFICATION_ID_PREFIX } from './model/id.js';
 export type { NotificationIntent } from './model/intent.js';
 export { enqueue, type EnqueueOptions, type EnqueueResult } from './enqueue.js';
+export { enqueueMany, MAX_BATCH_SIZE, type EnqueueManyOptions, type EnqueueManyResult } from './enqueue-many.js';
 export {
   type SqlExecutor,
   type PgQueryable,
@@ -38,5 +41,5 @@ export {
   prepared,
   preparedName,
 } from './db/executor.js';
-export type { OutboxDatabase, NotificationsTable, OutboxTable, Notification, OutboxRow } from './db/schema.js';
+export type { OutboxDatabase, NotificationsTable, OutboxTable, Notification, OutboxRow, NotificationPriority, NotificationOrdering } from './db/schema.js';
 export { outboxInsert, type OutboxInsertParams, type OutboxMessage } from './sql/outbox-insert.js';

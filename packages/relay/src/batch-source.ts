@@ -70,7 +70,7 @@ export interface BatchSourceDeps {
 const IDLE_MARGIN_MS = 10_000;
 
 /** Claim transactions on PostgreSQL: `relaySlotLock`, `outboxClaimBatch`, `outboxHeldBack`; later `outboxMarkPublished` and COMMIT. */
-export function createBatchSource(config: Pick<ResolvedRelayConfig, 'instanceId' | 'batchSize' | 'publishTimeoutMs'>, deps: BatchSourceDeps): BatchSource {
+export function createBatchSource(config: Pick<ResolvedRelayConfig, 'instanceId' | 'batchSize' | 'publishTimeoutMs' | 'orderWaitMs'>, deps: BatchSourceDeps): BatchSource {
   const { instanceId } = config;
 
   const batch = (
@@ -124,11 +124,11 @@ export function createBatchSource(config: Pick<ResolvedRelayConfig, 'instanceId'
           ...(previous ? { only: previous.slots } : {}),
         });
         const after = previous?.rows[previous.rows.length - 1];
-        const reading = outboxClaimBatch(tx, { instanceId, now, slots, slotCount, limit, ...(after ? { after } : {}) });
+        const reading = outboxClaimBatch(tx, { instanceId, now, slots, slotCount, limit, orderWaitMs: config.orderWaitMs, ...(after ? { after } : {}) });
         // Kysely reaches pg's client.query within microtasks; by the next macrotask it is sent.
         if (onSent) setImmediate(onSent);
         const rows = await reading;
-        const heldBack = rows.length < limit ? await outboxHeldBack(tx, { slots, slotCount }) : false;
+        const heldBack = rows.length < limit ? await outboxHeldBack(tx, { slots, slotCount, orderWaitMs: config.orderWaitMs }) : false;
         deps.events.emit('claimed', { count: rows.length, slots: slots.length, heldBack });
         if (rows.length === 0) {
           await trx.commit().execute();

@@ -10,7 +10,8 @@ describe('relay config', () => {
       leaseTtlMs: 10_000,
       heartbeatIntervalMs: 3_333,
       backoff: { baseMs: 100, maxMs: 30_000, jitter: 0.2 },
-      heldBackMaxMs: 1_000,
+      orderWaitMs: 500,
+      heldBackMaxMs: 100, // a fifth of the order wait: held-back rows are re-polled well within the bound
     });
     expect(resolveRelayConfig({ topicPrefix: 'p', batchSize: 10, pollIntervalMs: 1000, retentionMs: 0 }).instanceId).toMatch(/^relay-/);
   });

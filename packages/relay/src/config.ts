@@ -23,8 +23,16 @@ export interface RelayConfig {
   readonly heartbeatIntervalMs?: number;
   /** Retry schedule after a failed batch. Defaults 100 ms doubling to 30 s, jitter 0.2. */
   readonly backoff?: { readonly baseMs?: number; readonly maxMs?: number; readonly jitter?: number };
-  /** First re-poll delay while rows wait behind an open transaction; doubles up to 1 s. Default 20. */
+  /** First re-poll delay while rows wait behind an open transaction; doubles up to min(1 s, orderWaitMs / 5). Default 20. */
   readonly heldBackRetryMs?: number;
+  /**
+   * The bound on the snapshot rule's wait (docs/relay.md, "Long transactions"): a committed row
+   * whose transaction is not yet below xmin is published anyway once its transaction started
+   * this long ago, so one long transaction elsewhere on the server delays others by about this
+   * much rather than by its whole length. Nothing is skipped: the long transaction's own rows go
+   * out when it commits. Default 500.
+   */
+  readonly orderWaitMs?: number;
   /** Period of the retention purge. Default 60 000. */
   readonly purgeIntervalMs?: number;
   /** Rows deleted per purge statement. Default 1 000. */
@@ -53,6 +61,7 @@ export interface ResolvedRelayConfig {
   readonly backoff: { readonly baseMs: number; readonly maxMs: number; readonly jitter: number };
   readonly heldBackRetryMs: number;
   readonly heldBackMaxMs: number;
+  readonly orderWaitMs: number;
   readonly purgeIntervalMs: number;
   readonly purgeBatchSize: number;
   readonly publishTimeoutMs: number;
@@ -66,6 +75,7 @@ export const RELAY_DEFAULTS = {
   backoff: { baseMs: 100, maxMs: 30_000, jitter: 0.2 },
   heldBackRetryMs: 20,
   heldBackMaxMs: 1_000,
+  orderWaitMs: 500,
   purgeIntervalMs: 60_000,
   purgeBatchSize: 1_000,
   publishTimeoutMs: 30_000,
@@ -91,6 +101,7 @@ export function resolveRelayConfig(config: RelayConfig): ResolvedRelayConfig {
   const maxMs = check('backoff.maxMs', config.backoff?.maxMs ?? RELAY_DEFAULTS.backoff.maxMs, baseMs);
   const jitter = check('backoff.jitter', config.backoff?.jitter ?? RELAY_DEFAULTS.backoff.jitter, 0, 1);
   const pollIntervalMs = check('pollIntervalMs', config.pollIntervalMs, 1);
+  const orderWaitMs = check('orderWaitMs', config.orderWaitMs ?? RELAY_DEFAULTS.orderWaitMs, 0, 86_400_000);
   const instanceId = config.instanceId ?? `relay-${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
   if (instanceId.length === 0 || instanceId.length > 200) throw new ConfigError('relay.instanceId', 'expected 1–200 characters');
   return {
@@ -103,7 +114,10 @@ export function resolveRelayConfig(config: RelayConfig): ResolvedRelayConfig {
     heartbeatIntervalMs,
     backoff: { baseMs, maxMs, jitter },
     heldBackRetryMs: check('heldBackRetryMs', config.heldBackRetryMs ?? RELAY_DEFAULTS.heldBackRetryMs, 1),
-    heldBackMaxMs: Math.min(RELAY_DEFAULTS.heldBackMaxMs, pollIntervalMs),
+    // Held-back rows become publishable orderWaitMs after their transaction started: re-polling at
+    // a fifth of that keeps the added delay near the bound (a claim that finds nothing is cheap).
+    heldBackMaxMs: Math.max(1, Math.min(RELAY_DEFAULTS.heldBackMaxMs, pollIntervalMs, Math.floor(orderWaitMs / 5))),
+    orderWaitMs,
     purgeIntervalMs: check('purgeIntervalMs', config.purgeIntervalMs ?? RELAY_DEFAULTS.purgeIntervalMs, 10),
     purgeBatchSize: check('purgeBatchSize', config.purgeBatchSize ?? RELAY_DEFAULTS.purgeBatchSize, 1, 100_000),
     publishTimeoutMs: check('publishTimeoutMs', config.publishTimeoutMs ?? RELAY_DEFAULTS.publishTimeoutMs, 10),

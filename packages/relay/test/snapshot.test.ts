@@ -8,7 +8,8 @@ import { type Publisher, type Relay, type RelayEventMap, createKafkaPublisher, c
 import { decode, insertMessages, outboxCounts, testMessage } from './support.js';
 
 // "No row overtaken by a slow transaction": the relay reads only rows whose transaction is below
-// its snapshot's xmin, so a transaction that wrote first but commits last holds later ones back.
+// its snapshot's xmin, so a transaction that wrote first but commits last holds later ones back,
+// for at most `orderWaitMs` (the last test); the others set it to an hour to test the rule itself.
 
 let tdb: TestDatabase;
 let tk: TestKafka;
@@ -18,7 +19,7 @@ const clients: pg.PoolClient[] = [];
 beforeAll(async () => {
   tdb = await createTestDatabase();
   tk = await createTestKafka();
-  await tk.createTopics(['slow', 'xid', 'stuck', 'digits'], 1);
+  await tk.createTopics(['slow', 'xid', 'stuck', 'digits', 'bounded'], 1);
 });
 
 afterEach(async () => {
@@ -43,10 +44,12 @@ async function begin(): Promise<pg.PoolClient> {
   return c;
 }
 
-function startRelay(): { claims: RelayEventMap['claimed'][] } {
+const HOUR = 3_600_000;
+
+function startRelay(orderWaitMs = HOUR): { claims: RelayEventMap['claimed'][] } {
   const claims: RelayEventMap['claimed'][] = [];
   relay = createRelay(
-    { topicPrefix: tk.prefix, batchSize: 100, pollIntervalMs: 50, retentionMs: 3_600_000, instanceId: 'snapshot' },
+    { topicPrefix: tk.prefix, batchSize: 100, pollIntervalMs: 50, retentionMs: 3_600_000, instanceId: 'snapshot', orderWaitMs },
     { db: tdb.db, connectionString: tdb.url, kafka: tk.kafka },
   );
   relay.on('claimed', (e) => void claims.push(e));
@@ -149,7 +152,7 @@ describe('the snapshot rule', () => {
       },
       close: () => inner.close(),
     };
-    const config = (instanceId: string) => ({ topicPrefix: tk.prefix, batchSize: 10, pollIntervalMs: 50, retentionMs: 3_600_000, instanceId, heartbeatIntervalMs: 100 });
+    const config = (instanceId: string) => ({ topicPrefix: tk.prefix, batchSize: 10, pollIntervalMs: 50, retentionMs: 3_600_000, instanceId, heartbeatIntervalMs: 100, orderWaitMs: HOUR });
     const a = createRelay(config('a'), { db: tdb.db, connectionString: tdb.url, publisher: gated });
     const b = createRelay(config('b'), { db: tdb.db, connectionString: tdb.url, kafka: tk.kafka });
     try {
@@ -177,5 +180,24 @@ describe('the snapshot rule', () => {
       await Promise.all([a.stop(), b.stop()]);
       await inner.close();
     }
+  });
+
+  it('the wait is bounded: a row behind a transaction open longer than orderWaitMs goes out while it stays open; its own row follows at its commit (commit order), nothing skipped', async () => {
+    const key = 'tenant/email/bounded';
+    const slow = await begin();
+    await outboxInsert(fromPgClient(slow), { messages: [testMessage(key, 0, 'bounded')] }); // lower id, lower xid
+    const fast = await begin();
+    await outboxInsert(fromPgClient(fast), { messages: [testMessage(key, 1, 'bounded')] });
+    await fast.query('COMMIT');
+
+    const { claims } = startRelay(200);
+    await relay!.start();
+    await waitFor(async () => (await unpublishedValues()).length === 0, { message: "fast's row published while slow is still open" });
+    expect(claims.some((c) => c.heldBack)).toBe(true);
+    expect((await tk.readAll('bounded', 1)).map((m) => decode(m).seq)).toEqual([1]);
+
+    await slow.query('COMMIT');
+    await waitFor(async () => (await outboxCounts(tdb.pool)).unpublished === 0 && (await outboxCounts(tdb.pool)).total === 2, { message: "slow's row published after its commit" });
+    expect((await tk.readAll('bounded', 2)).map((m) => decode(m).seq)).toEqual([1, 0]);
   });
 });

@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { Kafka, logLevel, type KafkaMessage } from 'kafkajs';
+import pg from 'pg';
 import { HEADERS, TOPICS, topicName } from '@notify/contract';
+import { withDatabase } from '@notify/migrations';
 import { startPrivateKafka, stopPrivateKafka } from '../../../scripts/kafka.mjs';
 import type { ReceiverBehaviour, ReceiverRequest } from './receiver.js';
 import { type Scenario, type ScenarioContext, type StackProcess, strikePoints } from './scenario.js';
@@ -132,6 +134,41 @@ export function pgTerminateScenario(rounds: number, size: Size): Scenario {
            ) t`,
         );
         ctx.note(`terminated ${rows[0]!.n} service connections`);
+      }
+    },
+  };
+}
+
+/**
+ * A transaction that holds an xid stays open for `holdMs` from 10 % of the load, in another
+ * database of the same server (the `postgres` database): it holds back the server-wide xmin the
+ * relay's snapshot rule waits for. With the bounded order wait the relay keeps publishing, and
+ * when the transaction ends nothing is missing.
+ */
+export function longTransactionScenario(holdMs: number, size: Size): Scenario {
+  return {
+    name: `a ${Math.round(holdMs / 1000)} s transaction open elsewhere on the server`,
+    ...size,
+    processes: [{ name: 'api', roles: ['api'] }, RELAY, DISPATCHER],
+    async fault(ctx) {
+      await atProgress(ctx, 0.1);
+      const holder = new pg.Client({ connectionString: withDatabase(ctx.db.url, 'postgres'), application_name: 'notify-test-long-tx' });
+      holder.on('error', () => {});
+      await holder.connect();
+      try {
+        await holder.query('BEGIN');
+        const { rows } = await holder.query<{ xid: string }>('SELECT pg_current_xact_id()::text AS xid');
+        ctx.note(`opened a transaction holding xid ${rows[0]!.xid} in database postgres`);
+        const openedAt = Date.now();
+        const delivered = ctx.receiver.acceptedIds.size;
+        // Deliveries go on while it is open (the relay does not wait for it beyond the bound).
+        await ctx.until(() => ctx.receiver.acceptedIds.size >= delivered + Math.min(100, ctx.total - delivered), 'deliveries while the transaction is open', holdMs);
+        ctx.note(`${ctx.receiver.acceptedIds.size - delivered} delivered while it was open`);
+        await ctx.until(() => Date.now() - openedAt >= holdMs, `the transaction open for ${holdMs} ms`, holdMs + 10_000);
+        await holder.query('COMMIT');
+        ctx.note('committed it');
+      } finally {
+        await holder.end().catch(() => {});
       }
     },
   };

@@ -5,6 +5,8 @@ import { ProblemError } from '../problem.js';
 
 /** Largest request body the API reads: 64 KiB. */
 export const MAX_BODY_BYTES = 64 * 1024;
+/** Largest body of `POST /v1/notifications/batch`: 4 MiB (1000 items of about 4 KiB). */
+export const MAX_BATCH_BODY_BYTES = 4 * 1024 * 1024;
 
 const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i;
 

@@ -2,18 +2,18 @@ import { Hono } from 'hono';
 import type { Kysely } from 'kysely';
 import { type Clock, type Logger } from '@notify/runtime';
 import { type Database } from '@notify/migrations';
-import { type NotificationIntent, enqueue, fromKysely, isNotificationId } from '@notify/outbox';
+import { type NotificationIntent, enqueue, enqueueMany, fromKysely, isNotificationId } from '@notify/outbox';
 import type { AppEnv } from '../env.js';
 import { bearerAuth } from '../middleware/bearer-auth.js';
-import { jsonBody } from '../middleware/json-body.js';
+import { MAX_BATCH_BODY_BYTES, jsonBody } from '../middleware/json-body.js';
 import { type Channel, type DeadReason } from '@notify/outbox';
 import { BulkRetryRequest } from '../management-schemas.js';
 import { bulkRetry, cancelNotification, retryNotification } from '../notification-actions.js';
 import { bulkRetryGet, bulkRetryProgress } from '../sql/bulk-retry-store.js';
 import { parseBody } from '../validate.js';
 import { withServerSpan } from '../tracing.js';
-import { ProblemError } from '../problem.js';
-import { ListQuery } from '../schemas.js';
+import { type ProblemDetails, ProblemError, problemFromError } from '../problem.js';
+import { ListQuery, MAX_BATCH_ITEMS } from '../schemas.js';
 import { attemptList } from '../sql/attempt-list.js';
 import { intentCheck } from '../sql/intent-check.js';
 import { notificationActionList } from '../sql/notification-action-list.js';
@@ -33,6 +33,11 @@ const IDEMPOTENCY_KEY = /^[\x20-\x7e]{1,255}$/;
 
 /** Intent fields the API sets itself (from the API key, the Idempotency-Key header, the trace context), never from the body. */
 const RESERVED_FIELDS = ['tenant_id', 'idempotency_key', 'traceparent'] as const;
+/** The same for a batch item, which carries its own `idempotency_key`. */
+const RESERVED_ITEM_FIELDS = ['tenant_id', 'traceparent'] as const;
+
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 function notFound(id: string): ProblemError {
   return new ProblemError('not_found', `no notification ${id}`);
@@ -90,6 +95,70 @@ export function notificationRoutes(deps: NotificationRoutesDeps): Hono<AppEnv> {
       );
       c.header('location', `/v1/notifications/${notification.id}`);
       return c.json(notificationView(notification), created ? 202 : 200);
+    });
+  });
+
+  app.post('/batch', jsonBody(MAX_BATCH_BODY_BYTES), async (c) => {
+    const auth = c.get('auth');
+    const body = c.get('json');
+    // The envelope is checked here; every item is validated by enqueueMany (PostgreSQL), one by one.
+    const envelopeIssues: { path: string; message: string }[] = [];
+    if (!isObject(body)) envelopeIssues.push({ path: '(root)', message: 'expected an object { items, atomic? }' });
+    else {
+      const items = body.items;
+      if (!Array.isArray(items) || items.length < 1 || items.length > MAX_BATCH_ITEMS) {
+        envelopeIssues.push({ path: 'items', message: `must be an array of 1 to ${MAX_BATCH_ITEMS} notification requests` });
+      }
+      if (body.atomic !== undefined && typeof body.atomic !== 'boolean') envelopeIssues.push({ path: 'atomic', message: 'must be a boolean' });
+      for (const k of Object.keys(body)) if (k !== 'items' && k !== 'atomic') envelopeIssues.push({ path: k, message: 'unrecognized key' });
+    }
+    if (c.req.header('idempotency-key') !== undefined) {
+      envelopeIssues.push({ path: 'Idempotency-Key', message: 'a batch takes one key per item: items[i].idempotency_key' });
+    }
+    if (envelopeIssues.length > 0) {
+      throw new ProblemError('validation_failed', 'the request body is not a valid batch', { extensions: { errors: envelopeIssues } });
+    }
+    const { items, atomic } = body as { items: unknown[]; atomic?: boolean };
+    return withServerSpan('POST /v1/notifications/batch', c.req.header('traceparent'), async (trace) => {
+      c.set('trace', trace);
+      // Items the API refuses itself (not an object, a reserved field) are left out of the call.
+      const own: (ProblemError | undefined)[] = items.map((item, i) => {
+        if (!isObject(item)) {
+          return new ProblemError('validation_failed', `item ${i} is not a JSON object`, { extensions: { errors: [{ path: '(root)', message: 'expected an object' }] } });
+        }
+        const reserved = RESERVED_ITEM_FIELDS.filter((f) => Object.hasOwn(item, f));
+        if (reserved.length === 0) return undefined;
+        return new ProblemError('validation_failed', `item ${i} sets a field the API sets itself`, {
+          extensions: { errors: reserved.map((f) => ({ path: f, message: `unrecognized key: the API sets ${f} itself` })) },
+        });
+      });
+      if (atomic && own.some((p) => p)) {
+        throw new ProblemError('batch_refused', 'the atomic batch was refused, nothing was queued', {
+          extensions: { items: own.flatMap((p, index) => (p ? [{ index, problem: problemFromError(p).body }] : [])) },
+        });
+      }
+      const positions = own.flatMap((p, i) => (p ? [] : [i]));
+      const intents = positions.map(
+        (i) => ({ ...(items[i] as Omit<NotificationIntent, 'tenant_id'>), tenant_id: auth.tenantId, traceparent: trace.traceparent }) as NotificationIntent,
+      );
+      const results =
+        intents.length === 0
+          ? []
+          : await deps.db.transaction().execute((trx) =>
+              enqueueMany(trx, intents, { now: deps.clock.now(), maxAttempts: deps.retry.maxAttempts, defaultTtlMs: deps.retry.defaultTtlMs, atomic: atomic ?? false }),
+            );
+      const answer: ({ status: number; id: string } | { status: number; problem: ProblemDetails })[] = own.map((p) => (p ? { status: 422, problem: problemFromError(p).body } : { status: 202, id: '' }));
+      results.forEach((r, k) => {
+        const i = positions[k]!;
+        if (r.ok) answer[i] = { status: r.created ? 202 : 200, id: r.notification.id };
+        else {
+          const { body: problem } = problemFromError(r.error);
+          answer[i] = { status: problem.status, problem };
+        }
+      });
+      const queued = results.filter((r) => r.ok && r.created).length;
+      deps.logger.info({ tenantId: auth.tenantId, items: items.length, queued, traceId: trace.traceId }, 'notification batch handled');
+      return c.json({ items: answer }, 200);
     });
   });
 

@@ -8,12 +8,12 @@ export interface IntentCheckParams {
 }
 
 /**
- * Why PostgreSQL would refuse `intent` (`notify_intent_check`, migration 0006: the rules every
- * enqueuer meets), or null when it would queue it. Writes nothing. For requests the API refuses
+ * Why PostgreSQL would refuse `intent` (`notify_item_check`, migrations 0006 and 0040: the rules
+ * every enqueuer meets, delivery options included), or null when it would queue it. Writes nothing. For requests the API refuses
  * for its own reasons first, so the caller still hears about every other problem at once.
  */
 export async function intentCheck(db: SqlExecutor, params: IntentCheckParams): Promise<{ readonly code: string; readonly errors: readonly FieldIssue[] } | null> {
-  const { rows } = await db.query<{ refusal: { code: string; errors: FieldIssue[] } | null }>('SELECT notify_intent_check($1::jsonb, $2) AS refusal', [
+  const { rows } = await db.query<{ refusal: { code: string; errors: FieldIssue[] } | null }>('SELECT notify_item_check($1::jsonb, $2) AS refusal', [
     JSON.stringify(params.intent),
     params.now,
   ]);

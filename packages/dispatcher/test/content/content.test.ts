@@ -57,6 +57,10 @@ function notification(overrides: Partial<Notification> = {}): Notification {
     created_at: now,
     updated_at: now,
     sent_at: null,
+    send_at: null,
+    held_until: null,
+    priority: 'normal',
+    ordering: 'relaxed',
     ...overrides,
   };
 }

@@ -30,7 +30,20 @@ export interface NotificationsTable {
   created_at: Timestamp;
   updated_at: Timestamp;
   sent_at: Timestamp | null;
+  /** The intent's `send_at` as given (migration 0040); null: send at once. */
+  send_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  /** Scheduled and not yet handed to Kafka: the dispatcher's schedule service releases it near this instant. */
+  held_until: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  /** `normal` or `high` (the `requests.high` topic). */
+  priority: ColumnType<NotificationPriority, NotificationPriority | undefined, NotificationPriority>;
+  /** `relaxed` (first attempts in order) or `strict` (not attempted while an earlier one to the same recipient is queued). */
+  ordering: ColumnType<NotificationOrdering, NotificationOrdering | undefined, NotificationOrdering>;
 }
+
+/** Delivery priority of a notification. */
+export type NotificationPriority = 'normal' | 'high';
+/** Ordering mode of a notification. */
+export type NotificationOrdering = 'relaxed' | 'strict';
 
 /** `outbox`: messages waiting for the relay. `id` is a bigint, returned by pg as a string. */
 export interface OutboxTable {

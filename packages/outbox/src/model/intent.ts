@@ -35,6 +35,13 @@ export interface NotificationIntent {
   readonly metadata?: Readonly<Record<string, string>> | undefined;
   /** With a key, `(tenant_id, idempotency_key)` returns the original notification on repeat: 1 to 255 characters. */
   readonly idempotency_key?: string | undefined;
+  /**
+   * Deliver no earlier than this instant: ISO 8601 with seconds and `Z` or an offset, at most 30
+   * days ahead (a past instant sends at once). Until then the notification is `queued` with
+   * `next_attempt_at` = `send_at` and can be cancelled. An expiry given as `ttl_seconds` (or the
+   * default) counts from `send_at`; an `expires_at` must be after it.
+   */
+  readonly send_at?: string | undefined;
   /** W3C trace context to carry through Kafka into the dispatcher; kept only when well-formed, otherwise dropped. */
   readonly traceparent?: string | undefined;
 }

@@ -1,0 +1,95 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { Hono, type MiddlewareHandler } from 'hono';
+import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
+import { html } from 'hono/html';
+import { hashApiKey, hashesEqual } from '../api-key.js';
+import { apiKeyFindByHash } from '../sql/api-key-find-by-hash.js';
+import type { ConsoleDeps, ConsoleEnv } from './context.js';
+import { layout } from './layout.js';
+import { consoleSessionDelete, consoleSessionGet, consoleSessionInsert } from './session-store.js';
+
+/** The session cookie. */
+export const SESSION_COOKIE = 'notify_console';
+
+const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
+
+function isTls(url: string, forwardedProto: string | undefined): boolean {
+  return new URL(url).protocol === 'https:' || forwardedProto === 'https';
+}
+
+function loginPage(error?: string) {
+  return layout(
+    { title: 'Sign in', error },
+    html`<form method="post" action="/console/login">
+      <p><label for="api_key">API key</label><br><input id="api_key" name="api_key" type="password" autocomplete="off" required size="50"></p>
+      <p><button type="submit">Sign in</button></p>
+      <p class="muted">The key is exchanged for a session cookie (HttpOnly, SameSite=Strict); it is not stored in the browser.</p>
+    </form>`,
+  );
+}
+
+/** GET/POST /console/login and POST /console/logout. */
+export function authRoutes(deps: ConsoleDeps): Hono<ConsoleEnv> {
+  const app = new Hono<ConsoleEnv>();
+  app.get('/login', (c) => c.html(loginPage()));
+  app.post('/login', async (c) => {
+    const form = await c.req.parseBody();
+    const key = typeof form.api_key === 'string' ? form.api_key.trim() : '';
+    const hash = hashApiKey(key);
+    const found = key ? await apiKeyFindByHash(deps.exec, { keyHash: hash }) : undefined;
+    if (!found || !hashesEqual(found.key_hash, hash) || found.revoked_at !== null) {
+      return c.html(loginPage('That API key is not valid.'), 401);
+    }
+    const token = randomBytes(32).toString('base64url');
+    const now = deps.clock.now();
+    await consoleSessionInsert(deps.exec, {
+      tokenHash: sha256(token),
+      tenantId: found.tenant_id,
+      apiKeyId: found.id,
+      csrfToken: randomBytes(24).toString('base64url'),
+      now,
+      expiresAt: new Date(now.getTime() + deps.sessionTtlMs),
+    });
+    setCookie(c, SESSION_COOKIE, token, {
+      httpOnly: true,
+      sameSite: 'Strict',
+      secure: isTls(c.req.url, c.req.header('x-forwarded-proto')),
+      path: '/console',
+      maxAge: Math.floor(deps.sessionTtlMs / 1000),
+    });
+    deps.logger.info({ tenantId: found.tenant_id, apiKeyId: found.id }, 'console sign-in');
+    return c.redirect('/console/notifications', 303);
+  });
+  return app;
+}
+
+/** Requires a live session (else to the sign-in page) and, on every POST, the session's CSRF token. */
+export function requireSession(deps: ConsoleDeps): MiddlewareHandler<ConsoleEnv> {
+  return async (c, next) => {
+    const token = getCookie(c, SESSION_COOKIE);
+    const session = token ? await consoleSessionGet(deps.exec, { tokenHash: sha256(token), now: deps.clock.now() }) : undefined;
+    if (!session) return c.redirect('/console/login', 303);
+    c.set('session', session);
+    if (c.req.method === 'POST') {
+      const form = await c.req.parseBody();
+      const sent = typeof form._csrf === 'string' ? Buffer.from(form._csrf) : Buffer.alloc(0);
+      const want = Buffer.from(session.csrfToken);
+      if (sent.length !== want.length || !timingSafeEqual(sent, want)) {
+        return c.html(layout({ title: 'Refused', error: 'The form was missing its security token. Reload the page and try again.' }, html``), 403);
+      }
+    }
+    await next();
+  };
+}
+
+/** POST /console/logout: ends the session (behind requireSession, so it needs the CSRF token). */
+export function logoutRoute(deps: ConsoleDeps): Hono<ConsoleEnv> {
+  const app = new Hono<ConsoleEnv>();
+  app.post('/logout', async (c) => {
+    const token = getCookie(c, SESSION_COOKIE);
+    if (token) await consoleSessionDelete(deps.exec, { tokenHash: sha256(token) });
+    deleteCookie(c, SESSION_COOKIE, { path: '/console' });
+    return c.redirect('/console/login', 303);
+  });
+  return app;
+}

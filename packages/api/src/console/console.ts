@@ -1,0 +1,66 @@
+import { Hono } from 'hono';
+import { html } from 'hono/html';
+import type { Kysely } from 'kysely';
+import type { Database } from '@notify/migrations';
+import { fromKysely } from '@notify/outbox';
+import { type Clock, type Logger, errorSummary } from '@notify/runtime';
+import { authRoutes, logoutRoute, requireSession } from './auth.js';
+import type { ConsoleEnv } from './context.js';
+import { deadPages } from './dead-page.js';
+import { healthPages } from './health-page.js';
+import { layout } from './layout.js';
+import { notFoundPage, notificationPages } from './notifications-page.js';
+import { optOutPages } from './opt-outs-page.js';
+import type { PipelineProbe } from './pipeline.js';
+import { templatePages } from './templates-page.js';
+
+/** Settings of the console. */
+export interface ConsoleOptions {
+  /** NOTIFY_CONSOLE_SHOW_CONTENT=1: show bodies and data. Default false: recipients, states and errors only. */
+  readonly showContent?: boolean;
+  /** Outbox and consumer lag for the pipeline page (from `notify start`); without it the page says they are not available. */
+  readonly pipeline?: PipelineProbe;
+  /** Session lifetime. Default 8 h. */
+  readonly sessionTtlMs?: number;
+}
+
+/**
+ * The operator console, served under /console by the API role: server-rendered HTML without
+ * client scripts. Sign-in exchanges an API key for a session cookie (HttpOnly, SameSite=Strict,
+ * Secure over TLS, expiring); every state-changing form carries the session's CSRF token; every
+ * query is scoped to the session's tenant, and another tenant's id is a 404 page.
+ */
+export function consoleApp(deps: {
+  db: Kysely<Database>;
+  clock: Clock;
+  logger: Logger;
+  retry: { maxAttempts: number };
+  options: ConsoleOptions;
+}): Hono<ConsoleEnv> {
+  const d = {
+    db: deps.db,
+    exec: fromKysely(deps.db),
+    clock: deps.clock,
+    logger: deps.logger.child({ component: 'console' }),
+    retry: deps.retry,
+    showContent: deps.options.showContent ?? false,
+    pipeline: deps.options.pipeline,
+    sessionTtlMs: deps.options.sessionTtlMs ?? 8 * 3_600_000,
+  };
+  const app = new Hono<ConsoleEnv>();
+  app.onError((err, c) => {
+    d.logger.error({ reqId: c.get('reqId'), err: errorSummary(err) }, 'console request failed');
+    return c.html(layout({ title: 'Something went wrong', error: 'The request failed; it has been logged.' }, html``), 500);
+  });
+  app.route('/', authRoutes(d));
+  const secured = new Hono<ConsoleEnv>();
+  secured.use('*', async (c, next) => {
+    if (new URL(c.req.url).pathname === '/console/login') return next();
+    return requireSession(d)(c, next);
+  });
+  secured.get('/', (c) => c.redirect('/console/notifications', 303));
+  for (const pages of [logoutRoute(d), notificationPages(d), deadPages(d), templatePages(d), optOutPages(d), healthPages(d)]) secured.route('/', pages);
+  secured.all('*', (c) => notFoundPage(c, 'page'));
+  app.route('/', secured);
+  return app;
+}

@@ -1,0 +1,50 @@
+import type { Context } from 'hono';
+import type { Kysely } from 'kysely';
+import type { Database } from '@notify/migrations';
+import type { SqlExecutor } from '@notify/outbox';
+import type { Clock, Logger } from '@notify/runtime';
+import type { AppEnv } from '../env.js';
+import { type Html, layout } from './layout.js';
+import type { PipelineProbe } from './pipeline.js';
+import type { ConsoleSession } from './session-store.js';
+
+/** Hono's environment of the console: the app's, plus the signed-in session. */
+export interface ConsoleEnv {
+  Variables: AppEnv['Variables'] & { session: ConsoleSession };
+}
+
+/** What the console needs. */
+export interface ConsoleDeps {
+  readonly db: Kysely<Database>;
+  readonly exec: SqlExecutor;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly retry: { readonly maxAttempts: number };
+  /** NOTIFY_CONSOLE_SHOW_CONTENT: show bodies and data. */
+  readonly showContent: boolean;
+  readonly pipeline: PipelineProbe | undefined;
+  /** Session lifetime, ms. */
+  readonly sessionTtlMs: number;
+}
+
+// Fixed texts for the outcome of a form, chosen by a code in the redirect's query string (so a
+// crafted link cannot put words of its own on the page).
+const NOTICES: Readonly<Record<string, string>> = {
+  retried: 'Re-queued: the notification is due now.',
+  cancelled: 'Cancelled.',
+  bulk: 'Re-queued the dead notifications of the group.',
+  created: 'Template version stored.',
+  activated: 'Version activated: notifications without a pinned version render it from now on.',
+  added: 'Opt-out recorded.',
+  removed: 'Opt-out removed.',
+};
+
+/** Renders a console page for the signed-in session, with the notice named in `?done=`. */
+export function page(c: Context<ConsoleEnv>, opts: { title: string; active?: string; error?: string | undefined; status?: 200 | 404 | 403 | 422 }, body: Html) {
+  const s = c.get('session');
+  const done = c.req.query('done');
+  let notice = done !== undefined ? NOTICES[done] : undefined;
+  const n = c.req.query('n');
+  if (notice && n !== undefined && /^\d{1,6}$/.test(n)) notice = `${notice} (${n})`;
+  return c.html(layout({ title: opts.title, active: opts.active, csrf: s.csrfToken, tenantId: s.tenantId, notice, error: opts.error }, body), opts.status ?? 200);
+}

@@ -1,0 +1,87 @@
+import { html, raw } from 'hono/html';
+import type { HtmlEscapedString } from 'hono/utils/html';
+
+/** What a console page renders into. */
+export type Html = HtmlEscapedString | Promise<HtmlEscapedString>;
+
+// Colours checked for WCAG AA (4.5:1 for text) against their backgrounds:
+// text #1b1b1b / #fff 17.1:1; muted #4d4d4d / #fff 8.4:1; links and buttons #0b57d0 / #fff 5.6:1;
+// sent #0d5c2e / #e6f4ea 7.0:1; dead #8c1d18 / #fce8e6 7.6:1; queued #5c4400 / #fef7e0 8.6:1;
+// cancelled #3c3c3c / #eeeeee 9.4:1; the nav #fff / #1f2a44 14.2:1.
+const STYLE = `
+*{box-sizing:border-box}
+body{font:15px/1.5 system-ui,sans-serif;color:#1b1b1b;background:#fff;margin:0}
+a{color:#0b57d0}
+.skip{position:absolute;left:-999px}.skip:focus{left:1rem;top:1rem;background:#fff;padding:.5rem;z-index:2}
+header{background:#1f2a44;color:#fff;padding:.5rem 1rem;display:flex;gap:1rem;align-items:center;flex-wrap:wrap}
+header a{color:#fff}header nav ul{list-style:none;display:flex;gap:1rem;margin:0;padding:0;flex-wrap:wrap}
+header a[aria-current=page]{font-weight:700;text-decoration-thickness:3px}
+header form{margin-left:auto}
+main{max-width:72rem;margin:1rem auto;padding:0 1rem}
+table{border-collapse:collapse;width:100%;margin:.5rem 0}
+th,td{text-align:left;padding:.35rem .5rem;border-bottom:1px solid #c4c4c4;vertical-align:top}
+th{background:#f2f2f2}
+.muted{color:#4d4d4d}
+.badge{display:inline-block;padding:0 .4rem;border-radius:.3rem;font-weight:600}
+.s-sent{color:#0d5c2e;background:#e6f4ea}.s-dead{color:#8c1d18;background:#fce8e6}
+.s-queued{color:#5c4400;background:#fef7e0}.s-cancelled{color:#3c3c3c;background:#eee}
+form.inline{display:inline}
+fieldset{border:1px solid #c4c4c4;margin:.5rem 0;padding:.5rem 1rem}
+label{display:inline-block;margin:.25rem .75rem .25rem 0}
+input,select,textarea,button{font:inherit;color:#1b1b1b}
+input,select,textarea{border:1px solid #6b6b6b;border-radius:.2rem;padding:.2rem .35rem;background:#fff}
+textarea{width:100%;min-height:5rem}
+button{background:#0b57d0;color:#fff;border:0;border-radius:.25rem;padding:.35rem .8rem;cursor:pointer}
+button.secondary{background:#fff;color:#0b57d0;border:1px solid #0b57d0}
+:focus-visible{outline:3px solid #0b57d0;outline-offset:2px}
+header :focus-visible{outline-color:#fff}
+.notice{border-left:4px solid #0b57d0;background:#eef3fc;padding:.5rem 1rem}
+.error{border-left:4px solid #8c1d18;background:#fce8e6;padding:.5rem 1rem}
+pre{background:#f2f2f2;padding:.5rem;overflow:auto;white-space:pre-wrap}
+svg text{font:12px system-ui,sans-serif;fill:#1b1b1b}
+`;
+
+const NAV: readonly (readonly [string, string])[] = [
+  ['/console/notifications', 'Notifications'],
+  ['/console/dead', 'Dead'],
+  ['/console/templates', 'Templates'],
+  ['/console/opt-outs', 'Opt-outs'],
+  ['/console/health', 'Pipeline health'],
+];
+
+/** The page shell: skip link, navigation (when signed in), sign-out form with its CSRF token. */
+export function layout(opts: { title: string; active?: string; csrf?: string; tenantId?: string; notice?: string | undefined; error?: string | undefined }, body: Html): Html {
+  const nav = opts.csrf
+    ? html`<header>
+        <strong>notify console</strong><span class="muted" style="color:#fff">tenant ${opts.tenantId}</span>
+        <nav aria-label="Console"><ul>
+          ${NAV.map(([href, label]) => html`<li><a href="${href}" ${raw(opts.active === href ? 'aria-current="page"' : '')}>${label}</a></li>`)}
+        </ul></nav>
+        <form method="post" action="/console/logout"><input type="hidden" name="_csrf" value="${opts.csrf}"><button type="submit" class="secondary">Sign out</button></form>
+      </header>`
+    : html`<header><strong>notify console</strong></header>`;
+  return html`<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
+<title>${opts.title} · notify console</title><style>${raw(STYLE)}</style></head>
+<body><a class="skip" href="#main">Skip to content</a>${nav}
+<main id="main"><h1>${opts.title}</h1>
+${opts.notice ? html`<p class="notice" role="status">${opts.notice}</p>` : ''}
+${opts.error ? html`<p class="error" role="alert">${opts.error}</p>` : ''}
+${body}</main></body></html>`;
+}
+
+/** A state badge. */
+export function stateBadge(state: string): Html {
+  return html`<span class="badge s-${state}">${state}</span>`;
+}
+
+/** An instant as ISO text in a <time>. */
+export function time(d: Date | string | null): Html {
+  if (d === null) return html`<span class="muted">—</span>`;
+  const iso = new Date(d).toISOString();
+  return html`<time datetime="${iso}">${iso.replace('T', ' ').replace(/\.\d+Z$/, 'Z')}</time>`;
+}
+
+/** The hidden CSRF field every state-changing form carries. */
+export function csrfField(token: string): Html {
+  return html`<input type="hidden" name="_csrf" value="${token}">`;
+}

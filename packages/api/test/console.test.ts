@@ -1,0 +1,140 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ManualClock } from '@notify/runtime/testing';
+import { createApp, generateApiKey, hashApiKey } from '@notify/api';
+import { fromKysely } from '@notify/outbox';
+import { createTestDatabase, type TestDatabase } from '../../../test/support/db.js';
+import { apiKeyInsert } from '../src/sql/api-key-insert.js';
+import { apiKeyRevoke } from '../src/sql/api-key-revoke.js';
+
+// The console through app.request(): sign-in, cookie flags, CSRF, tenancy, privacy. The browser
+// test (test/browser) drives the same pages in Chromium against `notify start`.
+let t: TestDatabase;
+let app: ReturnType<typeof createApp>;
+let showing: ReturnType<typeof createApp>;
+const clock = new ManualClock(new Date('2026-06-01T12:00:00Z'));
+const keys = { acme: '', globex: '' };
+const keyIds = { acme: '' };
+
+beforeAll(async () => {
+  t = await createTestDatabase();
+  for (const tenant of ['acme', 'globex'] as const) {
+    const k = generateApiKey();
+    await apiKeyInsert(fromKysely(t.db), { id: k.id, tenantId: tenant, keyHash: hashApiKey(k.key), name: tenant, now: clock.now() });
+    keys[tenant] = k.key;
+    if (tenant === 'acme') keyIds.acme = k.id;
+  }
+  const config = { retry: { maxAttempts: 3, defaultTtlMs: 3_600_000 } };
+  app = createApp({ db: t.db, clock, config });
+  showing = createApp({ db: t.db, clock, config, console: { showContent: true } });
+});
+afterAll(async () => {
+  await t?.close();
+});
+
+async function signIn(tenant: keyof typeof keys, on = app) {
+  const res = await on.request('/console/login', { method: 'POST', body: new URLSearchParams({ api_key: keys[tenant] }) });
+  expect(res.status).toBe(303);
+  const cookie = res.headers.get('set-cookie')!;
+  const session = /notify_console=([^;]+)/.exec(cookie)![1]!;
+  const pageRes = await on.request('/console/notifications', { headers: { cookie: `notify_console=${session}` } });
+  const csrf = /name="_csrf" value="([^"]+)"/.exec(await pageRes.text())![1]!;
+  return { cookie, headers: { cookie: `notify_console=${session}` }, csrf };
+}
+
+async function enqueue(tenant: keyof typeof keys, body: Record<string, unknown>) {
+  clock.advance(1);
+  const res = await app.request('/v1/notifications', {
+    method: 'POST',
+    headers: { authorization: `Bearer ${keys[tenant]}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  return ((await res.json()) as { id: string }).id;
+}
+
+describe('console', () => {
+  it('signs in with an API key into an HttpOnly, SameSite=Strict, expiring cookie, Secure over TLS', async () => {
+    const { cookie } = await signIn('acme');
+    expect(cookie).toMatch(/HttpOnly/);
+    expect(cookie).toMatch(/SameSite=Strict/);
+    expect(cookie).toMatch(/Max-Age=28800/);
+    expect(cookie).toMatch(/Path=\/console/);
+    expect(cookie).not.toMatch(/Secure/);
+    const tls = await app.request('https://notify.example/console/login', { method: 'POST', body: new URLSearchParams({ api_key: keys.acme }) });
+    expect(tls.headers.get('set-cookie')).toMatch(/Secure/);
+    const bad = await app.request('/console/login', { method: 'POST', body: new URLSearchParams({ api_key: 'nk_wrong' }) });
+    expect(bad.status).toBe(401);
+    expect(await bad.text()).toContain('not valid');
+  });
+
+  it('sends pages without a session to the sign-in page', async () => {
+    const res = await app.request('/console/notifications');
+    expect(res.status).toBe(303);
+    expect(res.headers.get('location')).toBe('/console/login');
+    expect((await app.request('/console/login')).status).toBe(200);
+  });
+
+  it('refuses a state-changing form without the CSRF token', async () => {
+    const s = await signIn('acme');
+    const id = await enqueue('acme', { channel: 'webhook', to: 'https://hooks.example.com/x', body: 'secret body text' });
+    const refused = await app.request(`/console/notifications/${id}/cancel`, { method: 'POST', headers: s.headers, body: new URLSearchParams({}) });
+    expect(refused.status).toBe(403);
+    const wrong = await app.request(`/console/notifications/${id}/cancel`, { method: 'POST', headers: s.headers, body: new URLSearchParams({ _csrf: 'x'.repeat(s.csrf.length) }) });
+    expect(wrong.status).toBe(403);
+    const ok = await app.request(`/console/notifications/${id}/cancel`, { method: 'POST', headers: s.headers, body: new URLSearchParams({ _csrf: s.csrf }) });
+    expect(ok.status).toBe(303);
+    const { rows } = await t.pool.query('SELECT state FROM notifications WHERE id = $1', [id]);
+    expect(rows[0].state).toBe('cancelled');
+  });
+
+  it("shows one tenant nothing of another's: a 404 page for its ids, none of its rows", async () => {
+    const theirs = await enqueue('globex', { channel: 'email', to: 'globex-only@example.com', body: 'x' });
+    const s = await signIn('acme');
+    const detail = await app.request(`/console/notifications/${theirs}`, { headers: s.headers });
+    expect(detail.status).toBe(404);
+    expect(await detail.text()).not.toContain('globex-only');
+    const byId = await app.request(`/console/notifications?id=${theirs}`, { headers: s.headers });
+    expect(byId.status).toBe(404);
+    const list = await (await app.request('/console/notifications', { headers: s.headers })).text();
+    expect(list).not.toContain('globex-only');
+    const retry = await app.request(`/console/notifications/${theirs}/retry`, { method: 'POST', headers: s.headers, body: new URLSearchParams({ _csrf: s.csrf }) });
+    expect(retry.status).toBe(404);
+  });
+
+  it('shows recipients but not bodies unless NOTIFY_CONSOLE_SHOW_CONTENT=1', async () => {
+    const id = await enqueue('acme', { channel: 'email', to: 'reader@example.com', subject: 'Private subject', body: 'Private body' });
+    const hidden = await (await app.request(`/console/notifications/${id}`, { headers: (await signIn('acme')).headers })).text();
+    expect(hidden).toContain('reader@example.com');
+    expect(hidden).not.toContain('Private body');
+    expect(hidden).not.toContain('Private subject');
+    const shown = await (await showing.request(`/console/notifications/${id}`, { headers: (await signIn('acme', showing)).headers })).text();
+    expect(shown).toContain('Private body');
+  });
+
+  it('ends the session at sign-out and when its key is revoked', async () => {
+    const s = await signIn('acme');
+    const out = await app.request('/console/logout', { method: 'POST', headers: s.headers, body: new URLSearchParams({ _csrf: s.csrf }) });
+    expect(out.status).toBe(303);
+    expect(out.headers.get('set-cookie')).toMatch(/notify_console=;/);
+    expect((await app.request('/console/notifications', { headers: s.headers })).status).toBe(303);
+    const again = await signIn('acme');
+    await apiKeyRevoke(fromKysely(t.db), { id: keyIds.acme, now: clock.now() });
+    expect((await app.request('/console/notifications', { headers: again.headers })).status).toBe(303);
+  });
+
+  it('labels every form control and renders every page', async () => {
+    const s = await signIn('globex');
+    for (const path of ['/console/notifications', '/console/dead', '/console/templates', '/console/opt-outs', '/console/health']) {
+      const res = await app.request(path, { headers: s.headers });
+      expect(res.status, path).toBe(200);
+      const body = await res.text();
+      // Every visible input, select and textarea has a <label for> or sits inside a <label>.
+      for (const m of body.matchAll(/<(input|select|textarea)\b([^>]*)>/g)) {
+        const attrs = m[2]!;
+        if (/type="(hidden|submit)"/.test(attrs)) continue;
+        const id = /id="([^"]+)"/.exec(attrs)?.[1];
+        const before = body.slice(Math.max(0, m.index! - 200), m.index);
+        expect(id ? body.includes(`for="${id}"`) : /<label>[^<]*$/.test(before) || before.lastIndexOf('<label>') > before.lastIndexOf('</label>'), `${path}: ${m[0]}`).toBe(true);
+      }
+    }
+  });
+});
