@@ -23,6 +23,9 @@ import { ActionList, AttemptList, BatchRequest, BatchResponse, Health, ListQuery
 
 type JsonSchema = Record<string, unknown>;
 
+/** A string field of the document as text (the document is ours: anything else is a bug shown as empty). */
+const text = (value: unknown): string => (typeof value === 'string' ? value : '');
+
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 
 function strip(schema: JsonSchema): JsonSchema {
@@ -380,14 +383,14 @@ export function renderDocsPage(doc: JsonSchema): string {
   for (const [path, ops] of Object.entries(paths)) {
     for (const [method, op] of Object.entries(ops)) {
       const params = ((op.parameters as JsonSchema[] | undefined) ?? [])
-        .map((p) => `<li><code>${escapeHtml(String(p.name))}</code> (${escapeHtml(String(p.in))})${p.description ? ` — ${escapeHtml(String(p.description))}` : ''}</li>`)
+        .map((p) => `<li><code>${escapeHtml(text(p.name))}</code> (${escapeHtml(text(p.in))})${p.description ? ` — ${escapeHtml(text(p.description))}` : ''}</li>`)
         .join('');
       const responses = Object.entries(op.responses as Record<string, JsonSchema>)
-        .map(([status, r]) => `<li><strong>${status}</strong> ${escapeHtml(String(r.description))}</li>`)
+        .map(([status, r]) => `<li><strong>${status}</strong> ${escapeHtml(text(r.description))}</li>`)
         .join('');
       sections.push(
-        `<section><h2><code>${method.toUpperCase()} ${escapeHtml(path)}</code></h2><p>${escapeHtml(String(op.summary))}</p>` +
-          (op.description ? `<p>${escapeHtml(String(op.description))}</p>` : '') +
+        `<section><h2><code>${method.toUpperCase()} ${escapeHtml(path)}</code></h2><p>${escapeHtml(text(op.summary))}</p>` +
+          (op.description ? `<p>${escapeHtml(text(op.description))}</p>` : '') +
           (params ? `<h3>Parameters</h3><ul>${params}</ul>` : '') +
           `<h3>Responses</h3><ul>${responses}</ul></section>`,
       );

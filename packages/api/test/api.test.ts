@@ -175,7 +175,7 @@ describe('POST /v1/notifications', () => {
   it('exactly one 202 for concurrent identical POSTs with one key', async () => {
     clock.advance(1);
     const responses = await Promise.all(
-      Array.from({ length: 16 }, () => call('POST', '/v1/notifications', { body: webhook(), headers: { 'idempotency-key': 'burst-1' } })),
+      Array.from({ length: 16 }, async () => call('POST', '/v1/notifications', { body: webhook(), headers: { 'idempotency-key': 'burst-1' } })),
     );
     const statuses = responses.map((r) => r.status).sort();
     expect(statuses.filter((s) => s === 202)).toHaveLength(1);
@@ -321,7 +321,7 @@ describe('GET /v1/notifications/{id} and /attempts', () => {
     expect(res.status).toBe(200);
     const body = await res.json();
     expect(Object.keys(body as object).sort()).toEqual(
-      ['attempts', 'channel', 'created_at', 'dead_reason', 'expires_at', 'id', 'last_error', 'max_attempts', 'metadata', 'next_attempt_at', 'send_at', 'sent_at', 'state', 'to', 'updated_at'].sort(),
+      ['attempts', 'channel', 'created_at', 'dead_reason', 'expires_at', 'id', 'last_error', 'max_attempts', 'metadata', 'next_attempt_at', 'priority', 'send_at', 'sent_at', 'state', 'to', 'updated_at'].sort(),
     );
     expect(NotificationView.parse(body)).toEqual(n);
   });

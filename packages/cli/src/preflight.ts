@@ -1,6 +1,6 @@
 import type { Admin, Kafka } from 'kafkajs';
 import { type Kysely, Migrator } from 'kysely';
-import pg from 'pg';
+import type pg from 'pg';
 import type { Database } from '@notify/migrations';
 import { DatabaseUnreachableError, SqlFileMigrationProvider, connectPostgres, databaseName, redactUrl } from '@notify/migrations';
 import { CliError } from './cli-error.js';

@@ -122,7 +122,7 @@ export async function startNotify(config: Config, roles: readonly Role[], deps: 
       const dlogger = logger.child({ role: 'dispatcher' });
       providers = createProviders(config, { db, clock, logger: dlogger });
       cleanup.push(async () => {
-        await Promise.all(Object.values(providers).map((p) => p?.close?.()));
+        await Promise.all(Object.values(providers).map(async (p) => p?.close?.()));
       });
       dispatcher = createDispatcher(dispatcherConfigFrom(config, { shutdownTimeoutMs: Math.floor(config.shutdownTimeoutMs / 2) }), {
         db,

@@ -1,18 +1,7 @@
 import { delayTiers, type DelayTier } from './retry/delay-topics.js';
+import type { RetryConfig } from './retry/retry-config.js';
 
-/** Retry policy: the article's rules. `jitter` 0 gives the exact schedule of the article's lab. */
-export interface RetryConfig {
-  /** NOTIFY_MAX_ATTEMPTS: attempts before a notification is dead (`exhausted`). */
-  readonly maxAttempts: number;
-  /** NOTIFY_BASE_DELAY_MS: the delay after the first failure. */
-  readonly baseDelayMs: number;
-  /** NOTIFY_MAX_DELAY_MS: no retry delay is longer. */
-  readonly maxDelayMs: number;
-  /** Fraction in [0, 1]: the delay is drawn uniformly from delay × [1 − jitter, 1 + jitter], then capped. */
-  readonly jitter: number;
-  /** NOTIFY_DEFAULT_TTL_MS: expiry applied when an intent names none. */
-  readonly defaultTtlMs: number;
-}
+export type { RetryConfig } from './retry/retry-config.js';
 
 /** Everything the dispatcher needs to know, built once by `dispatcherConfig` (the service's `notify start` derives it from its configuration). */
 export interface DispatcherConfig {
@@ -25,8 +14,13 @@ export interface DispatcherConfig {
   readonly tiers: readonly DelayTier[];
   /** NOTIFY_SEND_TIMEOUT_MS: one provider call is aborted after this. */
   readonly sendTimeoutMs: number;
-  /** NOTIFY_MAX_IN_FLIGHT: deliveries (and so provider calls) running at once, across all partitions. */
+  /** NOTIFY_MAX_IN_FLIGHT: deliveries (and so provider calls) running at once, across all partitions of the normal lane. */
   readonly maxInFlight: number;
+  /**
+   * Deliveries of the high-priority lane (`requests.high`) running at once, on top of
+   * `maxInFlight`. Default max(1, ⌈maxInFlight / 4⌉).
+   */
+  readonly priorityMaxInFlight: number;
   /**
    * Messages read from Kafka but not finished (running or waiting behind their key) held in
    * memory at most; fetching waits when it is reached. Default max(1000, 10 × maxInFlight).
@@ -103,6 +97,7 @@ export function dispatcherConfig(
   const config: DispatcherConfig = {
     groupId: `${fields.topicPrefix}.dispatcher`,
     maxBuffered: Math.max(1000, 10 * fields.maxInFlight),
+    priorityMaxInFlight: Math.max(1, Math.ceil(fields.maxInFlight / 4)),
     repairIntervalMs: Math.max(10, Math.min(30_000, Math.floor(fields.repairAfterMs / 2))),
     repairBatchSize: 500,
     scheduleIntervalMs: 1_000,
@@ -117,6 +112,7 @@ export function dispatcherConfig(
     tiers: delayTiers(fields.retry),
   };
   check('maxBuffered', config.maxBuffered, config.maxInFlight);
+  check('priorityMaxInFlight', config.priorityMaxInFlight, 1);
   check('scheduleIntervalMs', config.scheduleIntervalMs, 10);
   check('scheduleLookaheadMs', config.scheduleLookaheadMs, config.scheduleIntervalMs);
   check('scheduleBatchSize', config.scheduleBatchSize, 1);

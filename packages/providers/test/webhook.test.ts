@@ -24,7 +24,7 @@ afterEach(async () => {
   receiver.requests.length = 0;
 });
 
-function webhook(options: Parameters<typeof createWebhookProvider>[0], clock = systemClock as ManualClock | typeof systemClock): Provider {
+function webhook(options: Parameters<typeof createWebhookProvider>[0], clock = systemClock): Provider {
   const provider = createWebhookProvider(options, { clock, logger: silentLogger });
   cleanups.push(() => provider.close?.());
   return provider;

@@ -11,9 +11,9 @@ export type Listener<Payload> = (payload: Payload) => unknown;
  */
 export interface Emitter<Map extends object> {
   /** Adds a listener; returns a function that removes it. */
-  on<E extends keyof Map>(event: E, listener: Listener<Map[E]>): () => void;
+  readonly on: <E extends keyof Map>(event: E, listener: Listener<Map[E]>) => () => void;
   /** Calls every listener of `event` synchronously, in the order they were added. */
-  emit<E extends keyof Map>(event: E, payload: Map[E]): void;
+  readonly emit: <E extends keyof Map>(event: E, payload: Map[E]) => void;
 }
 
 /** Creates an emitter; listener failures are logged on `logger` as `<source> event listener failed`. */
@@ -25,9 +25,9 @@ export function createEmitter<Map extends object>(source: string, logger: Logger
     on(event, listener) {
       let set = listeners.get(event);
       if (!set) listeners.set(event, (set = new Set()));
-      set.add(listener as Listener<never>);
+      set.add(listener);
       return () => {
-        set.delete(listener as Listener<never>);
+        set.delete(listener);
       };
     },
     emit(event, payload) {

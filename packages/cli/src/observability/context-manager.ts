@@ -20,9 +20,9 @@ export class AsyncLocalContextManager implements ContextManager {
 
   bind<T>(ctx: Context, target: T): T {
     if (typeof target !== 'function') return target;
-    const manager = this;
+    const run = this.with.bind(this);
     const bound = function (this: unknown, ...args: unknown[]) {
-      return manager.with(ctx, () => (target as (...a: unknown[]) => unknown).apply(this, args));
+      return run(ctx, () => (target as (...a: unknown[]) => unknown).apply(this, args));
     };
     return bound as T;
   }

@@ -1,5 +1,5 @@
 import nodemailer from 'nodemailer';
-import type { Logger } from '@notify/runtime';
+import { errorMessage, type Logger } from '@notify/runtime';
 import { classifyCode, classifyErrno, errorCode } from '../classify.js';
 import type { Delivery, Provider, SendResult } from '../provider.js';
 
@@ -117,7 +117,7 @@ export function createSmtpProvider(options: SmtpProviderOptions, deps: SmtpProvi
     const code = socketErrno(err);
     const verdict = classifyErrno('email', code);
     log.debug({ notificationId: delivery.id, attempt: delivery.attempt, status: code }, 'smtp failed');
-    return { kind: verdict, error: `SMTP ${code ?? 'error'}: ${firstLine(err.message ?? String(err))}`, providerStatus: code ?? 'error' };
+    return { kind: verdict, error: `SMTP ${code ?? 'error'}: ${firstLine(errorMessage(err))}`, providerStatus: code ?? 'error' };
   }
 
   async function send(delivery: Delivery, signal: AbortSignal): Promise<SendResult> {

@@ -7,8 +7,6 @@ import type { Delivery, Provider, SendResult } from '../provider.js';
 import { type Resolver, TargetRefusedError, createTargetGuard } from './ssrf.js';
 import { WEBHOOK_HEADERS, signWebhook, webhookSecretKey } from './signature.js';
 
-export { signWebhook, WEBHOOK_HEADERS } from './signature.js';
-
 /** The JSON body of every webhook POST (snake_case, like the API). */
 export interface WebhookPayload {
   /** The notification id; equals the `webhook-id` header and is stable across retries. */
