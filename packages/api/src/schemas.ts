@@ -27,6 +27,10 @@ export const NotificationRequest = z
     send_at: instant
       .optional()
       .describe('Deliver no earlier than this instant (ISO 8601, at most 30 days ahead; a past instant sends at once). Cancel works until then'),
+    priority: z
+      .enum(['high', 'normal'])
+      .optional()
+      .describe('high: delivered in a lane of its own, never behind a backlog of normal ones (default normal)'),
   })
   .strict()
   .describe('subject + body + data + metadata may take at most 64 KiB; see docs/sql-enqueue.md for every rule');
@@ -82,6 +86,7 @@ export const NotificationView = z
     sent_at: instant.nullable(),
     expires_at: instant,
     send_at: instant.nullable().describe('The requested send time; null: sent as soon as possible'),
+    priority: z.enum(['high', 'normal']),
     metadata: z.record(z.string(), z.string()),
   })
   .strict();
