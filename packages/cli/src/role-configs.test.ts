@@ -29,10 +29,10 @@ describe('dispatcherConfigFrom', () => {
 });
 
 describe('relayConfigFrom', () => {
-  it('takes prefix, batch size, poll interval and retention from the service config', () => {
+  it('takes prefix, batch size, poll interval, retention and the message size limit from the service config', () => {
     const c = relayConfigFrom(
-      loadConfig({ NOTIFY_TOPIC_PREFIX: 'acme', NOTIFY_RELAY_BATCH_SIZE: '250', NOTIFY_RELAY_POLL_MS: '500', NOTIFY_OUTBOX_RETENTION_MS: '1000' }),
+      loadConfig({ NOTIFY_TOPIC_PREFIX: 'acme', NOTIFY_RELAY_BATCH_SIZE: '250', NOTIFY_RELAY_POLL_MS: '500', NOTIFY_OUTBOX_RETENTION_MS: '1000', NOTIFY_KAFKA_MAX_MESSAGE_BYTES: '500000' }),
     );
-    expect(c).toEqual({ topicPrefix: 'acme', batchSize: 250, pollIntervalMs: 500, retentionMs: 1000, orderWaitMs: 500 });
+    expect(c).toEqual({ topicPrefix: 'acme', batchSize: 250, pollIntervalMs: 500, retentionMs: 1000, maxMessageBytes: 500_000, orderWaitMs: 500 });
   });
 });

@@ -159,11 +159,13 @@ export function createDeliveryConsumer(config: DispatcherConfig, deps: DeliveryC
 
   const runTask = (message: InboundMessage, tracker: PartitionOffsets, offset: number) => {
     let failures = 0;
-    return async (): Promise<TaskResult> => {
+    return async (release: () => void): Promise<TaskResult> => {
       // The partition moved to another consumer while this waited: the new owner re-reads it.
       if (tracker.revoked) return undefined;
       try {
-        const result = await deps.handler(message, shutdown.signal);
+        // The key's next message may start once this one's provider call returned; this one's
+        // offset stays unfinished until its outcome is written (PartitionOffsets).
+        const result = await deps.handler(message, shutdown.signal, { providerReturned: release });
         if (result.kind === 'not-due') return { retryInMs: Math.max(1, result.dueAt.getTime() - clock.now().getTime()) };
         if (result.kind === 'abandoned') return undefined; // offset stays open: the message is read again
         tracker.finish(offset);

@@ -64,6 +64,8 @@ export interface Metrics {
   observeDeadLetter(code: string): void;
   /** A notification became dead (terminal), by channel and dead_reason. */
   observeDead(channel: string, reason: string): void;
+  /** The relay set aside an outbox row Kafka refuses for good (`reason`: message_too_large, invalid_record, …). */
+  observeRefused(reason: string): void;
 }
 
 /** Builds the registry and every metric. */
@@ -141,6 +143,12 @@ export function createMetrics(options: CreateMetricsOptions = {}): Metrics {
     name: 'notify_dead_total',
     help: 'Notifications that became dead, by channel and dead_reason',
     labelNames: ['channel', 'reason'] as const,
+    registers: [registry],
+  });
+  const refused = new Counter({
+    name: 'notify_outbox_refused_total',
+    help: 'Outbox rows Kafka refuses for good, set aside in outbox_refused, by reason (message_too_large, record_list_too_large, invalid_record)',
+    labelNames: ['reason'] as const,
     registers: [registry],
   });
   const collectErrors = new Counter({
@@ -275,6 +283,9 @@ export function createMetrics(options: CreateMetricsOptions = {}): Metrics {
     },
     observeDead(channel, reason) {
       dead.inc({ channel, reason });
+    },
+    observeRefused(reason) {
+      refused.inc({ reason });
     },
   };
 }
