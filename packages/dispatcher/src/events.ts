@@ -42,6 +42,8 @@ export interface DispatcherEventMap {
   deferred: { readonly notificationId: string; readonly attempt: number; readonly predecessorId: string; readonly dueAt: Date };
   /** The repair sweep re-published `count` overdue notifications. */
   repaired: { readonly count: number };
+  /** The repair sweep left `count` overdue notifications alone: their requests were published and still wait behind consumer lag. */
+  repairDeferred: { readonly count: number };
   /**
    * One group commit of delivery outcomes (see `createOutcomeWriter`): `size` outcomes in one
    * transaction, `recorded` of them written, `failed` not written (their deliveries are retried);
