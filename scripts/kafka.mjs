@@ -789,7 +789,8 @@ function probeTcp(list, timeoutMs) {
       const sock = net.connect({ host, port });
       const done = (err, v) => {
         sock.destroy();
-        err ? reject(err) : resolve(v);
+        if (err) reject(err);
+        else resolve(v);
       };
       sock.setTimeout(timeoutMs, () => done(new Error(`no answer from ${addr} within ${timeoutMs} ms`)));
       sock.on('error', (err) => done(new Error(`${addr}: ${err.code ?? err.message}`)));

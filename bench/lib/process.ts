@@ -161,7 +161,7 @@ export function startNode(options: StartNodeOptions): NodeChild {
       resolve({ code, signal });
     });
   });
-  exited.then(() => log.end());
+  void exited.then(() => log.end());
   const exitedError = (what: string) =>
     exited.then(({ code, signal }) => {
       throw new Error(`${options.name} exited (code ${code}, signal ${signal}) before ${what}; see ${path.relative(ROOT, logFile)}`);

@@ -34,5 +34,5 @@ const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, (info
 
 process.once('SIGTERM', () => {
   server.close();
-  db.destroy().finally(() => process.exit(0));
+  void db.destroy().finally(() => process.exit(0));
 });

@@ -59,7 +59,9 @@ async function forEachLimited<T>(items: readonly T[], limit: number, fn: (item: 
   );
 }
 
-process.once('message', async (input: PgBossWorkerInput) => {
+process.once('message', (input: PgBossWorkerInput) => void runWorker(input));
+
+async function runWorker(input: PgBossWorkerInput): Promise<void> {
   const boss = new PgBoss({ connectionString: input.connectionString, max: input.poolSize, application_name: 'notify-bench-pgboss-worker' });
   boss.on('error', (err) => process.stderr.write(`pg-boss: ${err.message}\n`));
   await boss.start();
@@ -71,6 +73,6 @@ process.once('message', async (input: PgBossWorkerInput) => {
   }
   process.send!({ type: 'ready' });
   process.once('SIGTERM', () => {
-    boss.stop({ graceful: true, timeout: 5_000, wait: true }).finally(() => process.exit(0));
+    void boss.stop({ graceful: true, timeout: 5_000, wait: true }).finally(() => process.exit(0));
   });
-});
+}

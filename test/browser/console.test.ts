@@ -31,7 +31,9 @@ let goneAnswers410 = true;
 
 beforeAll(async () => {
   if (!existsSync(CHROMIUM)) {
-    throw new Error(`Chromium not found at ${CHROMIUM}: install Debian's chromium package (apt-get install chromium; .ci/run does) or set CHROMIUM_PATH`);
+    throw new Error(
+      `Chromium not found at ${CHROMIUM}: install Debian's chromium package (apt-get install chromium; .ci/run does) or set CHROMIUM_PATH`,
+    );
   }
   [t, kafka] = await Promise.all([createTestDatabase(), createTestKafka()]);
   receiver = createServer((req, res) => {
@@ -71,10 +73,16 @@ afterAll(async () => {
 }, 60_000);
 
 const api = (tenant: keyof typeof KEYS, path: string, init: RequestInit = {}) =>
-  fetch(`${notify.url}${path}`, { ...init, headers: { authorization: `Bearer ${KEYS[tenant]}`, 'content-type': 'application/json', ...init.headers } });
+  fetch(`${notify.url}${path}`, {
+    ...init,
+    headers: { authorization: `Bearer ${KEYS[tenant]}`, 'content-type': 'application/json', ...init.headers },
+  });
 
 async function enqueue(tenant: keyof typeof KEYS, to: string): Promise<string> {
-  const res = await api(tenant, '/v1/notifications', { method: 'POST', body: JSON.stringify({ channel: 'webhook', to, body: '{"hello":1}' }) });
+  const res = await api(tenant, '/v1/notifications', {
+    method: 'POST',
+    body: JSON.stringify({ channel: 'webhook', to, body: '{"hello":1}' }),
+  });
   expect(res.status).toBe(202);
   return ((await res.json()) as { id: string }).id;
 }

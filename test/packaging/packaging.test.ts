@@ -113,6 +113,31 @@ export function onEvent(bytes: Buffer): StatusEventV1['state'] | undefined {
 }
 `;
 
+// A CommonJS caller: require() gets the packages' CommonJS build (no reliance on require(esm)).
+const CJS_CONSUMER = `
+const pg = require('pg');
+const { enqueue, isNotificationId } = require('@notify/outbox');
+const { parseStatusEvent, contractJsonSchemas } = require('@notify/contract');
+(async () => {
+  const client = new pg.Client({ connectionString: process.env.DATABASE_URL });
+  await client.connect();
+  await client.query('BEGIN');
+  const r = await enqueue(client, { tenant_id: 'acme', channel: 'webhook', to: 'http://127.0.0.1:9/cjs', body: 'via require' });
+  await client.query('ROLLBACK');
+  const left = (await client.query('SELECT count(*)::int AS n FROM notifications WHERE id = $1', [r.notification.id])).rows[0].n;
+  await client.end();
+  const bad = parseStatusEvent(Buffer.from('{}'));
+  console.log(JSON.stringify({ id: isNotificationId(r.notification.id), left, parsedBad: bad.ok, schemas: Object.keys(contractJsonSchemas()).length }));
+})().catch((err) => { console.error(err); process.exit(1); });
+`;
+
+const CTS_CONSUMER = `
+import outbox = require('@notify/outbox');
+import contract = require('@notify/contract');
+export const id: boolean = outbox.isNotificationId('ntf_x');
+export const topic: string = contract.topicName('notify', contract.TOPICS.events);
+`;
+
 beforeAll(async () => {
   [t, kafka] = await Promise.all([createTestDatabase(), createTestKafka()]);
   receiver = createServer((req, res) => {
@@ -136,9 +161,11 @@ beforeAll(async () => {
   });
   await writeFile(join(dir, 'consumer.mjs'), CONSUMER);
   await writeFile(join(dir, 'consumer.ts'), TS_CONSUMER);
+  await writeFile(join(dir, 'consumer.cjs'), CJS_CONSUMER);
+  await writeFile(join(dir, 'consumer-cjs.cts'), CTS_CONSUMER);
   await writeFile(
     join(dir, 'tsconfig.json'),
-    JSON.stringify({ compilerOptions: { module: 'NodeNext', moduleResolution: 'NodeNext', target: 'ES2022', strict: true, noEmit: true, skipLibCheck: false, types: ['node'] }, files: ['consumer.ts'] }),
+    JSON.stringify({ compilerOptions: { module: 'NodeNext', moduleResolution: 'NodeNext', target: 'ES2022', strict: true, noEmit: true, skipLibCheck: false, types: ['node'] }, files: ['consumer.ts', 'consumer-cjs.cts'] }),
   );
 
   notify = await startNotifyProcess([], {
@@ -198,7 +225,12 @@ describe('the packed libraries, installed with npm outside the workspace', () =>
     expect(onWire?.key?.toString()).toBe(out.request.key);
   });
 
-  it('type-checks a TypeScript consumer against the packed .d.ts (NodeNext, strict, no skipLibCheck)', async () => {
+  it('serve CommonJS callers: require() enqueues inside BEGIN … ROLLBACK (nothing left) and parses with the contract', async () => {
+    const { stdout } = await run('node', ['consumer.cjs'], { cwd: dir, env: { ...process.env, DATABASE_URL: t.url } });
+    expect(JSON.parse(stdout.trim().split('\n').pop()!)).toEqual({ id: true, left: 0, parsedBad: false, schemas: 5 });
+  });
+
+  it('type-checks TypeScript consumers, ESM and CommonJS, against the packed .d.ts (NodeNext, strict, no skipLibCheck)', async () => {
     await run(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json'], { cwd: dir });
   });
 });

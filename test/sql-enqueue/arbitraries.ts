@@ -11,10 +11,11 @@ import fc from 'fast-check';
 /** The clock of every generated intent: expiries are generated around it. */
 export const NOW = new Date('2026-05-01T12:00:00.000Z');
 
+// eslint-disable-next-line no-control-regex -- U+0000 is exactly what PostgreSQL cannot store
 const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /** True when PostgreSQL's jsonb can hold every string in `value`. */
-export function storable(value: unknown): boolean {
+function storable(value: unknown): boolean {
   // JSON.stringify writes U+0000 as \u0000 and an unpaired surrogate as \udXXX, and nothing else so.
   return !/(?<!\\)(?:\\\\)*\\u(?:0000|d[89a-f])/.test(JSON.stringify(value) ?? '');
 }

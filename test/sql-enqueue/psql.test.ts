@@ -82,7 +82,7 @@ describe('notify_enqueue from psql', () => {
     ['NT004', 'bad_expiry', { expires_at: '2020-01-01T00:00:00Z' }, [{ path: 'expires_at', message: 'must be in the future' }]],
     ['NT004', 'bad_expiry', { expires_at: '2999-01-01T00:00:00Z', ttl_seconds: 60 }, [{ path: 'expires_at', message: 'conflicts with ttl_seconds' }]],
   ] as const)('refuses an invalid intent with %s %s, the code in the message and every issue in DETAIL', async (sqlstate, code, over, errors) => {
-    const r = await psql(t.url, "\\set VERBOSITY verbose\nSELECT notify_enqueue(:'intent');\n", { intent: intent(over as Record<string, unknown>) });
+    const r = await psql(t.url, "\\set VERBOSITY verbose\nSELECT notify_enqueue(:'intent');\n", { intent: intent(over) });
     expect(r.exitCode).toBe(3);
     const error = psqlError(r.stderr);
     expect(error?.sqlstate).toBe(sqlstate);

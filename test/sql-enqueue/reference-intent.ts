@@ -40,15 +40,16 @@ const CHANNELS = ['email', 'sms', 'webhook'] as const;
 type Channel = (typeof CHANNELS)[number];
 
 /** Largest size of the content (subject, body, data, metadata) an intent may carry. */
-export const MAX_CONTENT_BYTES = 64 * 1024;
+const MAX_CONTENT_BYTES = 64 * 1024;
 
 /** Deepest nesting of objects and arrays in a field. */
-export const MAX_DATA_DEPTH = 32;
+const MAX_DATA_DEPTH = 32;
 
+// eslint-disable-next-line no-control-regex -- U+0000 is exactly what PostgreSQL cannot store
 const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /** SQL: keys in jsonb order: shorter (in UTF-8 bytes) first, then bytewise. */
-export function jsonbKeyOrder(keys: readonly string[]): string[] {
+function jsonbKeyOrder(keys: readonly string[]): string[] {
   const bytes = (k: string) => Buffer.from(k, 'utf8');
   return [...keys].sort((a, b) => {
     const x = bytes(a);
@@ -73,7 +74,7 @@ function numericText(n: number): string {
 }
 
 /** SQL: the text PostgreSQL's jsonb output gives a JSON value (`", "` and `": "`, keys in jsonb order). */
-export function jsonbText(value: unknown): string {
+function jsonbText(value: unknown): string {
   if (value === null) return 'null';
   if (typeof value === 'boolean') return String(value);
   if (typeof value === 'number') return numericText(value);
@@ -109,7 +110,7 @@ const E164 = /^\+[1-9]\d{6,14}$/;
 const EMAIL = /^[^\s@<>()[\]\\,;:"]+@[^\s@<>()[\]\\,;:"]+\.[^\s@<>()[\]\\,;:"]+$/;
 
 /** Why `to` is not a valid recipient for `channel`, or null when it is. */
-export function recipientProblem(channel: Channel, to: string): string | null {
+function recipientProblem(channel: Channel, to: string): string | null {
   switch (channel) {
     case 'email':
       return to.length <= 254 && EMAIL.test(to) ? null : 'must be an email address';
@@ -117,6 +118,7 @@ export function recipientProblem(channel: Channel, to: string): string | null {
       return E164.test(to) ? null : 'must be a phone number in E.164 form, e.g. +14155550100';
     case 'webhook': {
       // SQL: a scheme other than these is refused for its scheme, before parsing.
+      // eslint-disable-next-line no-control-regex -- the WHATWG URL parser strips C0 controls and space
       const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):/.exec(to.replace(/^[\u0000-\u0020]+|[\u0000-\u0020]+$/g, '').replace(/[\t\n\r]/g, ''));
       if (scheme && !['http', 'https', 'ws', 'wss', 'ftp'].includes(scheme[1]!.toLowerCase())) return 'must use http or https';
       let url: URL;

@@ -80,7 +80,7 @@ describe('docs/sql-enqueue.md', () => {
     if (!python) throw new Error('python3 with psycopg 3 is missing: apt-get install -y python3-psycopg (.ci/run does)');
     const file = path.join(dir, 'snippet.py');
     writeFileSync(file, snippet('## From Python (psycopg 3)', 'python'));
-    const { stdout } = await run(python!, [file, t.url], { timeout: 60_000 });
+    const { stdout } = await run(python, [file, t.url], { timeout: 60_000 });
     const [queued] = await notificationsWithKey('signup-43');
     expect(stdout.trim().split('\n')).toEqual([`queued ${queued!.id}`, `conflict with ${queued!.id}`]);
   });

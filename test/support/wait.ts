@@ -11,12 +11,12 @@ export async function waitFor<T>(
   for (;;) {
     try {
       const value = await condition();
-      if (value) return value as NonNullable<T>;
+      if (value) return value;
     } catch (err) {
       lastError = err;
     }
     if (Date.now() > deadline) {
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${message}${lastError ? `: ${String(lastError)}` : ''}`, { cause: lastError });
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${message}${lastError ? `: ${lastError instanceof Error ? lastError.message : JSON.stringify(lastError)}` : ''}`, { cause: lastError });
     }
     await new Promise((r) => setTimeout(r, intervalMs));
   }

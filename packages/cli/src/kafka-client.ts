@@ -8,6 +8,7 @@ import type { Logger } from '@notify/runtime';
  * as errors every time. The texts are kafkajs 2.2.4's (src/protocol/error.js, consumer/runner.js);
  * a unit test checks them against the installed kafkajs.
  */
+/** @internal Exported for its tests. */
 export const RETRIED_KAFKA_CONDITIONS: ReadonlySet<string> = new Set([
   "The coordinator is loading and hence can't process requests for this group", // GROUP_LOAD_IN_PROGRESS (14)
   'The group coordinator is not available', // GROUP_COORDINATOR_NOT_AVAILABLE (15)
@@ -23,6 +24,7 @@ export const RETRIED_KAFKA_CONDITIONS: ReadonlySet<string> = new Set([
  * a condition in `RETRIED_KAFKA_CONDITIONS` go to debug. Only the namespace, message and broker
  * metadata are kept; kafkajs never logs message values.
  */
+/** @internal Exported for its tests. */
 export function kafkaLogCreator(logger: Logger) {
   return () =>
     ({ namespace, level, log }: { namespace: string; level: logLevel; log: { message: string; [k: string]: unknown } }) => {

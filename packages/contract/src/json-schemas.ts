@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { SCHEMA_DOCUMENTS } from './schema-documents.js';
 
 /** The JSON Schema files shipped in the package's `schemas/` folder, by file name without `.json`. */
 export const CONTRACT_SCHEMA_NAMES = Object.freeze([
@@ -12,17 +12,15 @@ export const CONTRACT_SCHEMA_NAMES = Object.freeze([
 export type ContractSchemaName = (typeof CONTRACT_SCHEMA_NAMES)[number];
 
 /**
- * The contract's JSON Schemas (draft 2020-12, each with its `$id`), read from the package's
- * `schemas/` folder: message values and, for each kind of message, its headers. A fresh copy on
- * every call. The same files are importable as `@notify/contract/schemas/<name>.json`, which is
- * the way to go for a bundle that does not keep the package's files beside it.
+ * The contract's JSON Schemas (draft 2020-12, each with its `$id`): message values and, for each
+ * kind of message, its headers. A fresh copy on every call. They are compiled into the code from
+ * the package's `schemas/` folder, whose files are also importable as
+ * `@notify/contract/schemas/<name>.json`.
  */
 export function contractJsonSchemas(): Record<ContractSchemaName, Record<string, unknown>> {
   const schemas = {} as Record<ContractSchemaName, Record<string, unknown>>;
   for (const name of CONTRACT_SCHEMA_NAMES) {
-    // src/ and dist/ both sit beside schemas/.
-    const file = new URL(`../schemas/${name}.json`, import.meta.url);
-    schemas[name] = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
+    schemas[name] = structuredClone(SCHEMA_DOCUMENTS[name]!);
   }
   return schemas;
 }

@@ -156,6 +156,8 @@ export function createDeliveryConsumer(config: DispatcherConfig, deps: DeliveryC
     };
   };
 
+  // kafkajs passes these as plain closures (no `this`), so destructuring them is safe.
+  // eslint-disable-next-line @typescript-eslint/unbound-method
   const eachBatch = async ({ batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload) => {
     const { topic, partition } = batch;
     const tracker = offsetsFor(topic, partition);

@@ -90,7 +90,7 @@ describe('callProvider', () => {
   it('abandons the attempt when admission is refused (shutdown while waiting for a token)', async () => {
     const send = async (): Promise<SendResult> => ({ kind: 'sent' });
     let sent = false;
-    const refused: Provider = { channel: 'webhook', admit: async () => false, send: async (d, s) => ((sent = true), send()) };
+    const refused: Provider = { channel: 'webhook', admit: async () => false, send: async () => ((sent = true), send()) };
     expect(await callProvider(refused, delivery, { timeoutMs: 1000, shutdown: live() })).toEqual({ kind: 'abandoned' });
     expect(sent).toBe(false);
   });

@@ -177,7 +177,7 @@ describe('the delivery handler with batching', () => {
       return { topic: 'b.requests', partition: 0, offset: '0', key: Buffer.from(m.key), value: Buffer.from(m.value), headers: m.headers };
     };
     const signal = new AbortController().signal;
-    const results: HandleResult[] = await Promise.all([...ns.map((n) => handler(message(n), signal)), handler(message(ns[0] as Notification), signal)]);
+    const results: HandleResult[] = await Promise.all([...ns.map((n) => handler(message(n), signal)), handler(message(ns[0]), signal)]);
 
     expect(results.slice(0, 5).every((r) => r.kind === 'recorded')).toBe(true);
     expect(results[5]).toEqual({ kind: 'skipped', notificationId: ns[0]?.id, reason: 'raced' });
@@ -189,7 +189,7 @@ describe('the delivery handler with batching', () => {
     const sentEvents = (await Promise.all(ns.map((n) => outboxAfterEnqueue(n.id)))).flat();
     expect(sentEvents.map((r) => r.type)).toEqual(Array(5).fill('notification.sent'));
     expect(new Set(sentEvents.map((r) => r.txid)).size).toBe(1);
-    expect(await tdb.db.selectFrom('attempts').selectAll().where('notification_id', '=', ns[0]!.id).execute()).toHaveLength(1);
+    expect(await tdb.db.selectFrom('attempts').selectAll().where('notification_id', '=', ns[0].id).execute()).toHaveLength(1);
   });
 });
 

@@ -41,6 +41,7 @@ const ENQUEUE_SQL = prepared(
 // JSON.stringify writes U+0000 as \u0000 and an unpaired surrogate as \udXXX (paired ones as
 // themselves). PostgreSQL's jsonb input refuses both, so they never reach notify_enqueue_row.
 const UNSTORABLE_ESCAPE = /(?<!\\)(?:\\\\)*\\u(?:0000|d[89a-f][0-9a-f]{2})/;
+// eslint-disable-next-line no-control-regex -- U+0000 is exactly what PostgreSQL cannot store
 const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 // SQLSTATEs of the jsonb input function: invalid text, untranslatable character, stack depth.
 const JSON_INPUT_SQLSTATES = new Set(['22P02', '22P05', '54001']);

@@ -98,7 +98,7 @@ const MAX_RETRY_AFTER_MS = 365 * 86_400_000;
  * when the header is absent, malformed or already past. `now` is injected (the clock port).
  */
 export function parseRetryAfter(value: string | readonly string[] | undefined | null, now: Date): Date | undefined {
-  const raw = Array.isArray(value) ? value[0] : value;
+  const raw: string | undefined | null = typeof value === 'string' || value == null ? value : value[0];
   if (typeof raw !== 'string') return undefined;
   const text = raw.trim();
   if (text === '') return undefined;

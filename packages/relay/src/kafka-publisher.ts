@@ -67,7 +67,7 @@ export function createKafkaPublisher(kafka: Kafka, options: KafkaPublisherOption
     for (const m of messages) {
       let list = byTopic.get(m.topic);
       if (!list) byTopic.set(m.topic, (list = []));
-      list.push({ key: m.key, value: m.value, headers: m.headers as Record<string, string> });
+      list.push({ key: m.key, value: m.value, headers: m.headers });
     }
     try {
       const p = await connect();

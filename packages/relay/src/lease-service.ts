@@ -34,7 +34,7 @@ export interface LeaseRound {
 /** The leases of one relay instance on the hash slots. */
 export interface LeaseService {
   /** The slots this instance holds now, sorted (as of the last round). */
-  slots(): readonly number[];
+  readonly slots: () => readonly number[];
   /**
    * One round: heartbeat (and the live set), renew every lease it owns, then rebalance to its
    * fair share (`planLeases`): release its highest slots or take free and expired ones. Emits

@@ -183,7 +183,7 @@ export function createPublishLoop(config: PublishLoopConfig, deps: PublishLoopDe
       ahead.catch(() => {}); // handled when awaited
       await Promise.race([onSent, ahead.then(() => {}, () => {})]);
     }
-    let publishMs = 0;
+    let publishMs: number;
     try {
       const t0 = performance.now();
       const ids = current.rows.map((r) => r.id);

@@ -29,6 +29,7 @@ export interface PurgeService {
 }
 
 /** Statements per purge round: bounded work per round; the next round continues. */
+/** @internal Exported for its tests. */
 export const PURGE_MAX_STATEMENTS = 100;
 
 /**

@@ -52,7 +52,7 @@ export interface Relay {
   /** Finishes the in-flight batch (up to `stopTimeoutMs`), releases its leases, closes its clients. Idempotent. */
   stop(): Promise<void>;
   /** Subscribes to a lifecycle event; returns the unsubscribe function. */
-  on<E extends RelayEventName>(event: E, listener: RelayListener<E>): () => void;
+  readonly on: <E extends RelayEventName>(event: E, listener: RelayListener<E>) => () => void;
   /** Slots this instance holds now. */
   slots(): readonly number[];
 }
@@ -76,7 +76,7 @@ export function createRelay(config: RelayConfig, deps: RelayDeps): Relay {
   const events = createRelayEvents(logger);
   const db = fromKysely(deps.db);
   const ownsPublisher = deps.publisher === undefined;
-  const publisher: Publisher = deps.publisher ?? createKafkaPublisher(deps.kafka as Kafka, { logger });
+  const publisher: Publisher = deps.publisher ?? createKafkaPublisher(deps.kafka, { logger });
 
   let state: 'new' | 'running' | 'stopping' | 'stopped' = 'new';
   let slotCount = 0; // rows of relay_leases, read at start

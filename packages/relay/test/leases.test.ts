@@ -162,6 +162,7 @@ describe('relay leases', () => {
     // The third batch waits until the late slot is taken, so the takeover lands mid-drain.
     const kafkaPublisher = createKafkaPublisher(tk.kafka);
     let calls = 0;
+    // eslint-disable-next-line prefer-const -- assigned once the publisher that refers to it exists
     let r!: Relay;
     const publisher: Publisher = {
       async publish(messages) {

@@ -1,4 +1,4 @@
-import { Kysely, PostgresDialect, type PostgresPool, type PostgresPoolClient } from 'kysely';
+import { Kysely, PostgresDialect, type PostgresPool } from 'kysely';
 import pg from 'pg';
 import type { Database } from '@notify/migrations';
 import { preparedName } from '@notify/outbox';
@@ -52,7 +52,7 @@ function preparingPool(pool: pg.Pool): PostgresPool {
         };
         client.notifyPreparing = true;
       }
-      return client as unknown as PostgresPoolClient;
+      return client;
     },
     end: () => pool.end(),
   };

@@ -11,23 +11,26 @@ export type Listener<Payload> = (payload: Payload) => unknown;
  */
 export interface Emitter<Map extends object> {
   /** Adds a listener; returns a function that removes it. */
-  on<E extends keyof Map>(event: E, listener: Listener<Map[E]>): () => void;
+  readonly on: <E extends keyof Map>(event: E, listener: Listener<Map[E]>) => () => void;
   /** Calls every listener of `event` synchronously, in the order they were added. */
-  emit<E extends keyof Map>(event: E, payload: Map[E]): void;
+  readonly emit: <E extends keyof Map>(event: E, payload: Map[E]) => void;
 }
 
 /** Creates an emitter; listener failures are logged on `logger` as `<source> event listener failed`. */
 export function createEmitter<Map extends object>(source: string, logger: Logger): Emitter<Map> {
   const listeners = new Map<keyof Map, Set<Listener<never>>>();
   const report = (event: keyof Map, err: unknown) =>
-    logger.error({ event: String(event), err: err instanceof Error ? { name: err.name, message: err.message } : String(err) }, `${source} event listener failed`);
+    logger.error(
+      { event: String(event), err: err instanceof Error ? { name: err.name, message: err.message } : String(err) },
+      `${source} event listener failed`,
+    );
   return {
     on(event, listener) {
       let set = listeners.get(event);
       if (!set) listeners.set(event, (set = new Set()));
-      set.add(listener as Listener<never>);
+      set.add(listener);
       return () => {
-        set.delete(listener as Listener<never>);
+        set.delete(listener);
       };
     },
     emit(event, payload) {

@@ -133,7 +133,7 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
     return r.child;
   };
 
-  let settledOk = false;
+  let settledOk: boolean;
   try {
     await admin.connect();
     await ensureTopics(admin, topics, Number(env.NOTIFY_TOPIC_PARTITIONS));

@@ -11,7 +11,7 @@ import { waitFor } from '../wait.js';
 import { adminUrlOf } from '../notify-process.js';
 
 /** The repository root: children run `notify` from there, like `pnpm notify`. */
-export const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 /** The compiled command, as users run it (the integration project's global setup builds it). */
 const BIN = 'packages/cli/dist/bin/notify.js';
 
@@ -80,7 +80,7 @@ export interface NotifyChild {
  * Starts `notify start --roles <roles>` as a child (the compiled command, as `pnpm notify` runs it)
  * and waits for its "listening on" line. The child sees only PATH, HOME and `env`.
  */
-export async function startNotifyChild(
+async function startNotifyChild(
   name: string,
   roles: readonly string[],
   env: Readonly<Record<string, string>>,
@@ -94,8 +94,8 @@ export async function startNotifyChild(
   onSpawn?.(child);
   let out = '';
   let exitCode: number | null | undefined;
-  child.stdout!.on('data', (d: Buffer) => (out += d.toString('utf8')));
-  child.stderr!.on('data', (d: Buffer) => (out += d.toString('utf8')));
+  child.stdout.on('data', (d: Buffer) => (out += d.toString('utf8')));
+  child.stderr.on('data', (d: Buffer) => (out += d.toString('utf8')));
   const closed = new Promise<number | null>((resolve) => child.on('close', (code) => resolve((exitCode = code))));
   let url: string;
   try {
@@ -108,7 +108,7 @@ export async function startNotifyChild(
     );
   } catch (err) {
     child.kill('SIGKILL');
-    throw new Error(`${(err as Error).message}\n--- output of ${name}\n${out.slice(-4000)}`);
+    throw new Error(`${(err as Error).message}\n--- output of ${name}\n${out.slice(-4000)}`, { cause: err });
   }
   const adminUrl = adminUrlOf(out);
   return {
@@ -275,8 +275,8 @@ export function runNotifyCommand(
     });
     let stdout = '';
     let stderr = '';
-    child.stdout!.on('data', (d: Buffer) => (stdout += d.toString('utf8')));
-    child.stderr!.on('data', (d: Buffer) => (stderr += d.toString('utf8')));
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString('utf8')));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString('utf8')));
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
       reject(new Error(`notify ${args.join(' ')} did not finish within ${timeoutMs} ms\n${stdout}\n${stderr}`));

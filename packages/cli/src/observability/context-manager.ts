@@ -14,15 +14,20 @@ export class AsyncLocalContextManager implements ContextManager {
     return this.#storage.getStore() ?? ROOT_CONTEXT;
   }
 
-  with<A extends unknown[], F extends (...args: A) => ReturnType<F>>(ctx: Context, fn: F, thisArg?: ThisParameterType<F>, ...args: A): ReturnType<F> {
+  with<A extends unknown[], F extends (...args: A) => ReturnType<F>>(
+    ctx: Context,
+    fn: F,
+    thisArg?: ThisParameterType<F>,
+    ...args: A
+  ): ReturnType<F> {
     return this.#storage.run(ctx, () => fn.call(thisArg, ...args));
   }
 
   bind<T>(ctx: Context, target: T): T {
     if (typeof target !== 'function') return target;
-    const manager = this;
+    const run = this.with.bind(this);
     const bound = function (this: unknown, ...args: unknown[]) {
-      return manager.with(ctx, () => (target as (...a: unknown[]) => unknown).apply(this, args));
+      return run(ctx, () => (target as (...a: unknown[]) => unknown).apply(this, args));
     };
     return bound as T;
   }

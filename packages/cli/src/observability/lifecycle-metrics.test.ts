@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { type DispatcherEventSource, type RelayEventSource, watchDispatcher, watchRelay } from './lifecycle-metrics.js';
+import { watchDispatcher, watchRelay } from './lifecycle-metrics.js';
 import { createMetrics } from './metrics.js';
 
 // A minimal typed emitter, standing in for the relay's and the dispatcher's (pure unit test).
@@ -22,7 +22,7 @@ describe('lifecycle metrics', () => {
   it('counts relay publishes and errors by stage', async () => {
     const m = createMetrics({ processMetrics: false });
     const relay = emitter();
-    const off = watchRelay(m, relay as unknown as RelayEventSource);
+    const off = watchRelay(m, relay);
     relay.emit('published', { count: 5, durationMs: 3, publishMs: 2, firstId: '1', lastId: '5' });
     relay.emit('publishError', { error: new Error('x'), stage: 'publish', attempt: 1, retryInMs: 100 });
     relay.emit('error', { error: new Error('x'), stage: 'wakeup' });
@@ -37,8 +37,15 @@ describe('lifecycle metrics', () => {
   it('counts attempts, provider latency, dead notifications and dead letters from dispatcher events', async () => {
     const m = createMetrics({ processMetrics: false });
     const d = emitter();
-    const off = watchDispatcher(m, d as unknown as DispatcherEventSource);
-    d.emit('attempt', { notificationId: 'n', channel: 'webhook', attempt: 1, outcome: 'transient', durationMs: 120, providerStatus: '503' });
+    const off = watchDispatcher(m, d);
+    d.emit('attempt', {
+      notificationId: 'n',
+      channel: 'webhook',
+      attempt: 1,
+      outcome: 'transient',
+      durationMs: 120,
+      providerStatus: '503',
+    });
     d.emit('attempt', { notificationId: 'n', channel: 'webhook', attempt: 2, outcome: 'sent', durationMs: 30, providerStatus: '200' });
     d.emit('attempt', { notificationId: 'm', channel: 'email', attempt: 1, outcome: 'suppressed', durationMs: 0, providerStatus: null });
     d.emit('stateChanged', { notificationId: 'm', channel: 'email', from: 'queued', to: 'dead', deadReason: 'suppressed', attempts: 1 });

@@ -20,6 +20,7 @@ export interface DeadLetterSink {
 }
 
 /** Longest `dlq-reason` header: a reason may quote the message (an id), which may itself be huge. */
+/** @internal Exported for its tests. */
 export const MAX_DLQ_REASON_CHARS = 500;
 
 /** The dead letter for `message`: its own headers plus the reason (cut to MAX_DLQ_REASON_CHARS) and where it came from. */

@@ -1,4 +1,4 @@
-import { ROOT_CONTEXT, SpanKind, SpanStatusCode, propagation, trace, type Context, type TraceFlags } from '@opentelemetry/api';
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, propagation, trace, type Context } from '@opentelemetry/api';
 import { HEADERS } from '@notify/contract';
 import { parseTraceparent } from '@notify/runtime';
 import type { Middleware } from '../message.js';
@@ -13,7 +13,7 @@ export function extractTraceContext(headers: Readonly<Record<string, string>>): 
   if (trace.getSpanContext(extracted)) return extracted;
   const tc = parseTraceparent(headers[HEADERS.traceparent]);
   if (!tc) return ROOT_CONTEXT;
-  return trace.setSpanContext(ROOT_CONTEXT, { ...tc, traceFlags: tc.traceFlags as TraceFlags, isRemote: true });
+  return trace.setSpanContext(ROOT_CONTEXT, { ...tc, traceFlags: tc.traceFlags, isRemote: true });
 }
 
 /**

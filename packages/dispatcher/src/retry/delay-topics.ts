@@ -1,5 +1,5 @@
 import { TOPICS } from '@notify/contract';
-import type { RetryConfig } from '../config.js';
+import type { RetryConfig } from './retry-config.js';
 
 /**
  * One delay topic, `<prefix>.retry.<name>`. A retry whose remaining delay is D waits on the tier

@@ -2,7 +2,7 @@ import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 
 /** One delivery as the receiver saw it; `at` is the wall-clock arrival (ms since epoch). */
-export interface Received {
+interface Received {
   readonly path: string;
   readonly id: string;
   readonly attempt: number;

@@ -1,4 +1,11 @@
-import type { Kysely, Transaction } from 'kysely';
+import type { CompiledQuery as CompiledQueryClass, Kysely, Transaction } from 'kysely';
+
+// Kysely's own idiom for "a database of any schema": we only run raw SQL through it, and nothing
+// typed `any` reaches the caller.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type AnyKysely = Kysely<any>;
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type AnyTransaction = Transaction<any>;
 
 /**
  * The subset of a database connection that our SQL operations need: one parameterised query.
@@ -15,7 +22,7 @@ export interface SqlExecutor {
 
 /** The part of a `pg` Client / PoolClient / Pool that we use. */
 export interface PgQueryable {
-  query(text: string, values?: unknown[]): Promise<{ rows: any[] }>;
+  query(text: string, values?: unknown[]): Promise<{ rows: unknown[] }>;
 }
 
 const EXECUTOR = Symbol('notify.sqlExecutor');
@@ -33,10 +40,10 @@ export function prepared(name: string, text: string): string {
 
 // Kysely is an optional peer dependency: a caller that passes a Kysely transaction has it
 // installed, and one that uses a raw `pg` client must not need it. So it is loaded on first use.
-let compiledQuery: Promise<typeof import('kysely').CompiledQuery> | undefined;
+let compiledQuery: Promise<typeof CompiledQueryClass> | undefined;
 
 /** Adapts a Kysely instance or transaction. */
-export function fromKysely(db: Kysely<any> | Transaction<any>): SqlExecutor {
+export function fromKysely(db: AnyKysely | AnyTransaction): SqlExecutor {
   return {
     [EXECUTOR]: true,
     async query<R>(text: string, values: readonly unknown[]) {
@@ -49,7 +56,7 @@ export function fromKysely(db: Kysely<any> | Transaction<any>): SqlExecutor {
 
 /** Adapts a `pg` client (inside the caller's `BEGIN … COMMIT`) or pool. Hot statements run as named prepared statements. */
 export function fromPgClient(client: PgQueryable): SqlExecutor {
-  const q = client.query.bind(client) as (config: unknown, values?: unknown[]) => Promise<{ rows: any[] }>;
+  const q = client.query.bind(client) as (config: unknown, values?: unknown[]) => Promise<{ rows: unknown[] }>;
   return {
     [EXECUTOR]: true,
     async query<R>(text: string, values: readonly unknown[]) {
@@ -61,11 +68,11 @@ export function fromPgClient(client: PgQueryable): SqlExecutor {
 }
 
 /** Anything `enqueue` accepts as "the caller's transaction". */
-export type TransactionLike = Kysely<any> | Transaction<any> | PgQueryable | SqlExecutor;
+export type TransactionLike = AnyKysely | AnyTransaction | PgQueryable | SqlExecutor;
 
 /** Picks the adapter by shape: ours as they are, Kysely by `executeQuery`, anything else with `query` as a pg client. */
 export function toExecutor(tx: TransactionLike): SqlExecutor {
   if ((tx as { [EXECUTOR]?: boolean })[EXECUTOR]) return tx as SqlExecutor;
-  if (typeof (tx as Kysely<any>).executeQuery === 'function') return fromKysely(tx as Kysely<any>);
+  if (typeof (tx as AnyKysely).executeQuery === 'function') return fromKysely(tx as AnyKysely);
   return fromPgClient(tx as PgQueryable);
 }

@@ -1,5 +1,5 @@
 import type { ColumnType, Generated, Selectable } from 'kysely';
-import type { AttemptOutcome, Channel, DeadReason, NotificationState } from '../model/state.js';
+import type { Channel, DeadReason, NotificationState } from '../model/state.js';
 
 type Timestamp = ColumnType<Date, Date | string, Date | string>;
 type Json<T> = ColumnType<T, string, string>;

@@ -1,5 +1,5 @@
 import nodemailer from 'nodemailer';
-import type { Logger } from '@notify/runtime';
+import { errorMessage, type Logger } from '@notify/runtime';
 import { classifyCode, classifyErrno, errorCode } from '../classify.js';
 import type { Delivery, Provider, SendResult } from '../provider.js';
 
@@ -83,9 +83,10 @@ function firstLine(text: string, max = 200): string {
  */
 export function createSmtpProvider(options: SmtpProviderOptions, deps: SmtpProviderDeps): Provider {
   const url = new URL(options.url);
-  if (url.protocol !== 'smtp:' && url.protocol !== 'smtps:') throw new Error(`NOTIFY_SMTP_URL: expected smtp: or smtps:, got ${url.protocol}`);
+  if (url.protocol !== 'smtp:' && url.protocol !== 'smtps:')
+    throw new Error(`NOTIFY_SMTP_URL: expected smtp: or smtps:, got ${url.protocol}`);
   const secure = url.protocol === 'smtps:';
-  const domain = options.messageIdDomain ?? (/@([^@>\s]+)>?$/.exec(options.from)?.[1] ?? 'notify.invalid');
+  const domain = options.messageIdDomain ?? /@([^@>\s]+)>?$/.exec(options.from)?.[1] ?? 'notify.invalid';
   const transport = nodemailer.createTransport({
     pool: true,
     host: url.hostname.replace(/^\[|\]$/g, ''),
@@ -117,7 +118,7 @@ export function createSmtpProvider(options: SmtpProviderOptions, deps: SmtpProvi
     const code = socketErrno(err);
     const verdict = classifyErrno('email', code);
     log.debug({ notificationId: delivery.id, attempt: delivery.attempt, status: code }, 'smtp failed');
-    return { kind: verdict, error: `SMTP ${code ?? 'error'}: ${firstLine(err.message ?? String(err))}`, providerStatus: code ?? 'error' };
+    return { kind: verdict, error: `SMTP ${code ?? 'error'}: ${firstLine(errorMessage(err))}`, providerStatus: code ?? 'error' };
   }
 
   async function send(delivery: Delivery, signal: AbortSignal): Promise<SendResult> {
