@@ -28,7 +28,9 @@ export class SqlFileMigrationProvider implements MigrationProvider {
 /** Applies every pending migration. Idempotent: a second run applies nothing. Throws on the first failure. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- any schema: migrations run raw SQL files
 export async function migrateToLatest(db: Kysely<any>): Promise<MigrationResultSet['results']> {
-  const migrator = new Migrator({ db, provider: new SqlFileMigrationProvider() });
+  // Each engineer adds files in their own number range (0020–0029, 0030–0039, …), and ranges land
+  // in any order: a database migrated after 0031 must still take a 0021 that lands later.
+  const migrator = new Migrator({ db, provider: new SqlFileMigrationProvider(), allowUnorderedMigrations: true });
   const { error, results } = await migrator.migrateToLatest();
   if (error) {
     const failed = results?.find((r) => r.status === 'Error');

@@ -23,6 +23,7 @@ export function notificationView(n: Notification): NotificationView {
     sent_at: isoOrNull(n.sent_at),
     expires_at: iso(n.expires_at),
     send_at: isoOrNull(n.send_at),
+    priority: n.priority,
     metadata: n.metadata ?? {},
   };
 }

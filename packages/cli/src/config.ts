@@ -36,6 +36,8 @@ export interface Config extends ProvidersConfig {
     readonly pollIntervalMs: number;
     /** Published outbox rows are kept this long, then purged. */
     readonly retentionMs: number;
+    /** NOTIFY_KAFKA_MAX_MESSAGE_BYTES: a larger outbox row is set aside (outbox_refused), not published. */
+    readonly maxMessageBytes: number;
     /** NOTIFY_RELAY_ORDER_WAIT_MS: the bound on how long a committed row waits behind an older open transaction (docs/relay.md, "Long transactions"). */
     readonly orderWaitMs: number;
   };
@@ -191,6 +193,7 @@ export function loadConfig(env: Env): Config {
       batchSize: int(env, 'NOTIFY_RELAY_BATCH_SIZE', 500, 1, 10_000),
       pollIntervalMs: int(env, 'NOTIFY_RELAY_POLL_MS', 1_000, 10, 600_000),
       retentionMs: int(env, 'NOTIFY_OUTBOX_RETENTION_MS', 3_600_000, 0, 30 * 86_400_000),
+      maxMessageBytes: int(env, 'NOTIFY_KAFKA_MAX_MESSAGE_BYTES', 1_000_000, 1_024, 100_000_000),
       orderWaitMs: int(env, 'NOTIFY_RELAY_ORDER_WAIT_MS', 500, 0, 86_400_000),
     },
     webhook: {

@@ -9,6 +9,7 @@ export function relayConfigFrom(config: Config): RelayConfig {
     batchSize: config.relay.batchSize,
     pollIntervalMs: config.relay.pollIntervalMs,
     retentionMs: config.relay.retentionMs,
+    maxMessageBytes: config.relay.maxMessageBytes,
     orderWaitMs: config.relay.orderWaitMs,
   };
 }

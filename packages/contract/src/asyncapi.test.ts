@@ -93,10 +93,11 @@ describe('asyncapi.yaml', () => {
     expect(validate(doc), specAjv.errorsText(validate.errors, { separator: '\n' })).toBe(true);
   });
 
-  it('has the four channels at the topic names, the prefix (and tier) as parameters', () => {
+  it('has the five channels at the topic names, the prefix (and tier) as parameters', () => {
     const addresses = Object.fromEntries(Object.entries(doc.channels as Node).map(([name, channel]) => [name, channel.address]));
     expect(addresses).toEqual({
       requests: `{prefix}.${TOPICS.requests}`,
+      requestsHigh: `{prefix}.${TOPICS.requestsHigh}`,
       retry: `{prefix}.${TOPICS.retry('{tier}')}`,
       events: `{prefix}.${TOPICS.events}`,
       dlq: `{prefix}.${TOPICS.dlq}`,
@@ -112,6 +113,7 @@ describe('asyncapi.yaml', () => {
   it('carries each message on its channels', () => {
     const messagesOf = (channel: string) => Object.values(doc.channels[channel].messages as Node).map((m) => deref(m).name);
     expect(messagesOf('requests')).toEqual(['DeliveryRequest']);
+    expect(messagesOf('requestsHigh')).toEqual(['DeliveryRequest']);
     expect(messagesOf('retry')).toEqual(['DeliveryRequest']);
     expect(messagesOf('events')).toEqual(['StatusEvent']);
     expect(messagesOf('dlq')).toEqual(['DeadLetter']);

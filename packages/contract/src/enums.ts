@@ -12,8 +12,8 @@ export const NOTIFICATION_STATES = Object.freeze(['queued', 'sent', 'dead', 'can
 /** One of `NOTIFICATION_STATES`. */
 export type NotificationState = (typeof NOTIFICATION_STATES)[number];
 
-/** Why a notification is dead: a permanent provider failure, attempts exhausted, expired, or suppressed (opt-out). */
-export const DEAD_REASONS = Object.freeze(['permanent', 'exhausted', 'expired', 'suppressed'] as const);
+/** Why a notification is dead: a permanent provider failure, attempts exhausted, expired, suppressed (opt-out), or its delivery request refused by Kafka for good (publish_failed). */
+export const DEAD_REASONS = Object.freeze(['permanent', 'exhausted', 'expired', 'suppressed', 'publish_failed'] as const);
 /** One of `DEAD_REASONS`. */
 export type DeadReason = (typeof DEAD_REASONS)[number];
 

@@ -6,6 +6,8 @@
 export const TOPICS = Object.freeze({
   /** `DeliveryRequestV1`: attempt this notification now. */
   requests: 'requests',
+  /** `DeliveryRequestV1` of a `priority: "high"` notification (its first attempt): a lane the dispatcher drains apart from `requests`. */
+  requestsHigh: 'requests.high',
   /** `StatusEventV1`: one per state change. */
   events: 'events',
   /** The original bytes of a message that could not be used, with `dlq-*` headers. */

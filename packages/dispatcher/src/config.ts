@@ -14,8 +14,13 @@ export interface DispatcherConfig {
   readonly tiers: readonly DelayTier[];
   /** NOTIFY_SEND_TIMEOUT_MS: one provider call is aborted after this. */
   readonly sendTimeoutMs: number;
-  /** NOTIFY_MAX_IN_FLIGHT: deliveries (and so provider calls) running at once, across all partitions. */
+  /** NOTIFY_MAX_IN_FLIGHT: deliveries (and so provider calls) running at once, across all partitions of the normal lane. */
   readonly maxInFlight: number;
+  /**
+   * Deliveries of the high-priority lane (`requests.high`) running at once, on top of
+   * `maxInFlight`. Default max(1, ⌈maxInFlight / 4⌉).
+   */
+  readonly priorityMaxInFlight: number;
   /**
    * Messages read from Kafka but not finished (running or waiting behind their key) held in
    * memory at most; fetching waits when it is reached. Default max(1000, 10 × maxInFlight).
@@ -92,6 +97,7 @@ export function dispatcherConfig(
   const config: DispatcherConfig = {
     groupId: `${fields.topicPrefix}.dispatcher`,
     maxBuffered: Math.max(1000, 10 * fields.maxInFlight),
+    priorityMaxInFlight: Math.max(1, Math.ceil(fields.maxInFlight / 4)),
     repairIntervalMs: Math.max(10, Math.min(30_000, Math.floor(fields.repairAfterMs / 2))),
     repairBatchSize: 500,
     scheduleIntervalMs: 1_000,
@@ -106,6 +112,7 @@ export function dispatcherConfig(
     tiers: delayTiers(fields.retry),
   };
   check('maxBuffered', config.maxBuffered, config.maxInFlight);
+  check('priorityMaxInFlight', config.priorityMaxInFlight, 1);
   check('scheduleIntervalMs', config.scheduleIntervalMs, 10);
   check('scheduleLookaheadMs', config.scheduleLookaheadMs, config.scheduleIntervalMs);
   check('scheduleBatchSize', config.scheduleBatchSize, 1);

@@ -26,7 +26,35 @@ export interface ConsumerStopReport {
   readonly abortedInFlight: boolean;
 }
 
-/** The Kafka side of the dispatcher: a consumer group on `<prefix>.requests` and every delay topic. */
+/**
+ * One lane of deliveries: a consumer group over some topics, with its own in-flight bound. The
+ * dispatcher runs two: `normal` (`requests` and every delay topic) and `high` (`requests.high`),
+ * so a backlog in one never holds up the other (docs/delivery-options.md, "Priority").
+ */
+export interface DeliveryLane {
+  readonly name: 'normal' | 'high';
+  /** Topic suffixes (the prefix is added). */
+  readonly topics: readonly string[];
+  readonly groupId: string;
+  readonly maxInFlight: number;
+  readonly maxBuffered: number;
+}
+
+/** The dispatcher's two lanes for `config`. */
+export function deliveryLanes(config: DispatcherConfig): DeliveryLane[] {
+  return [
+    { name: 'normal', topics: [TOPICS.requests, ...config.tiers.map((t) => t.topic)], groupId: config.groupId, maxInFlight: config.maxInFlight, maxBuffered: config.maxBuffered },
+    {
+      name: 'high',
+      topics: [TOPICS.requestsHigh],
+      groupId: `${config.groupId}.high`,
+      maxInFlight: config.priorityMaxInFlight,
+      maxBuffered: Math.max(100, 10 * config.priorityMaxInFlight),
+    },
+  ];
+}
+
+/** The Kafka side of the dispatcher: a consumer group on one lane's topics (by default `<prefix>.requests` and every delay topic). */
 export interface DeliveryConsumer {
   start(): Promise<void>;
   /** Stops fetching, lets running deliveries finish within `timeoutMs`, commits what finished, leaves the group. */
@@ -59,18 +87,18 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref()
  * - **Failures.** A handler that throws (database down) is retried with backoff, key blocked,
  *   offset held; nothing crashes and nothing is dropped.
  */
-export function createDeliveryConsumer(config: DispatcherConfig, deps: DeliveryConsumerDeps): DeliveryConsumer {
+export function createDeliveryConsumer(config: DispatcherConfig, deps: DeliveryConsumerDeps, lane: DeliveryLane = deliveryLanes(config)[0]!): DeliveryConsumer {
   const { clock, events, logger } = deps;
-  const topics = [TOPICS.requests, ...config.tiers.map((t) => t.topic)].map((s) => topicName(config.topicPrefix, s));
+  const topics = lane.topics.map((s) => topicName(config.topicPrefix, s));
   const consumer: Consumer = deps.kafka.consumer({
-    groupId: config.groupId,
+    groupId: lane.groupId,
     allowAutoTopicCreation: false,
     maxWaitTimeInMs: config.fetchMaxWaitMs,
     sessionTimeout: config.sessionTimeoutMs,
     heartbeatInterval: config.heartbeatIntervalMs,
   });
   const scheduler = createKeyedScheduler({
-    maxInFlight: config.maxInFlight,
+    maxInFlight: lane.maxInFlight,
     onError: (error) => events.emit('consumerError', { phase: 'handler', error }),
   });
   const offsets = new Map<string, PartitionOffsets>();
@@ -131,11 +159,13 @@ export function createDeliveryConsumer(config: DispatcherConfig, deps: DeliveryC
 
   const runTask = (message: InboundMessage, tracker: PartitionOffsets, offset: number) => {
     let failures = 0;
-    return async (): Promise<TaskResult> => {
+    return async (release: () => void): Promise<TaskResult> => {
       // The partition moved to another consumer while this waited: the new owner re-reads it.
       if (tracker.revoked) return undefined;
       try {
-        const result = await deps.handler(message, shutdown.signal);
+        // The key's next message may start once this one's provider call returned; this one's
+        // offset stays unfinished until its outcome is written (PartitionOffsets).
+        const result = await deps.handler(message, shutdown.signal, { providerReturned: release });
         if (result.kind === 'not-due') return { retryInMs: Math.max(1, result.dueAt.getTime() - clock.now().getTime()) };
         if (result.kind === 'abandoned') return undefined; // offset stays open: the message is read again
         tracker.finish(offset);
@@ -168,8 +198,8 @@ export function createDeliveryConsumer(config: DispatcherConfig, deps: DeliveryC
         resolveOffset(m.offset);
         continue;
       }
-      while (scheduler.size >= config.maxBuffered && !stopping) {
-        await Promise.race([scheduler.whenSizeBelow(config.maxBuffered), whenStopping, sleep(1000)]);
+      while (scheduler.size >= lane.maxBuffered && !stopping) {
+        await Promise.race([scheduler.whenSizeBelow(lane.maxBuffered), whenStopping, sleep(1000)]);
         await heartbeat();
       }
       if (stopping) break;
@@ -198,7 +228,7 @@ export function createDeliveryConsumer(config: DispatcherConfig, deps: DeliveryC
       }
     }
     events.emit('assigned', { partitions: assigned.size });
-    logger.info({ partitions: assigned.size }, 'dispatcher joined the consumer group');
+    logger.info({ partitions: assigned.size, lane: lane.name }, 'dispatcher joined the consumer group');
   });
   consumer.on(consumer.events.CRASH, (e) => {
     events.emit('consumerError', { phase: 'consumer', error: e.payload.error });

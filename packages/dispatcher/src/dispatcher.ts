@@ -4,7 +4,7 @@ import { type Database } from '@notify/migrations';
 import type { Kafka } from 'kafkajs';
 import type { Kysely } from 'kysely';
 import type { DispatcherConfig } from './config.js';
-import { createDeliveryConsumer, type ConsumerStopReport } from './consumer.js';
+import { createDeliveryConsumer, deliveryLanes, type ConsumerStopReport } from './consumer.js';
 import type { ContentPreparer } from './content/content.js';
 import { createDispatcherEvents, type OnDispatcherEvent } from './events.js';
 import { createDeliveryHandler, createNotificationLoader } from './handler.js';
@@ -14,6 +14,7 @@ import { tracing } from './middleware/tracing.js';
 import { createOutcomeWriter } from './outcome-writer.js';
 import type { Provider } from '@notify/providers';
 import { createRepairSweep } from './repair.js';
+import { createKafkaConsumerProgress } from './consumer-progress.js';
 import { createScheduleService } from './schedule.js';
 
 /** The dispatcher's collaborators: `(config, deps)` like every component. */
@@ -51,7 +52,8 @@ export interface Dispatcher {
 }
 
 /**
- * Builds the dispatcher: the Kafka consumer over `<prefix>.requests` and the delay topics, the
+ * Builds the dispatcher: two Kafka consumers (the normal lane over `<prefix>.requests` and the
+ * delay topics, the high-priority lane over `<prefix>.requests.high`, each its own group), the
  * delivery pipeline `tracing → dead-letter → deliver`, the dead-letter producer, the repair sweep
  * and the schedule service (scheduled sends).
  */
@@ -84,15 +86,16 @@ export function createDispatcher(config: DispatcherConfig, deps: DispatcherDeps)
       ...(deps.random ? { random: deps.random } : {}),
     }),
   );
-  const consumer = createDeliveryConsumer(config, { kafka: deps.kafka, handler, clock: deps.clock, logger, events });
-  const repair = createRepairSweep(config, { db: deps.db, clock: deps.clock, logger, events });
+  const consumers = deliveryLanes(config).map((lane) => createDeliveryConsumer(config, { kafka: deps.kafka, handler, clock: deps.clock, logger, events }, lane));
+  const progress = createKafkaConsumerProgress(deps.kafka, config);
+  const repair = createRepairSweep(config, { db: deps.db, clock: deps.clock, logger, events, progress });
   const schedule = createScheduleService(config, { db: deps.db, clock: deps.clock, logger, events });
   let state: 'new' | 'started' | 'stopped' = 'new';
 
   return {
     on: events.on,
     get inFlight() {
-      return consumer.inFlight;
+      return consumers.reduce((n, c) => n + c.inFlight, 0);
     },
     repairNow: () => repair.runOnce(),
     releaseScheduledNow: () => schedule.runOnce(),
@@ -100,7 +103,7 @@ export function createDispatcher(config: DispatcherConfig, deps: DispatcherDeps)
       if (state !== 'new') throw new Error(`dispatcher cannot start: it is ${state}`);
       state = 'started';
       await dlq.connect();
-      await consumer.start();
+      await Promise.all(consumers.map((c) => c.start()));
       repair.start();
       schedule.start();
       logger.info({ groupId: config.groupId, maxInFlight: config.maxInFlight, tiers: config.tiers.map((t) => t.name) }, 'dispatcher started');
@@ -109,11 +112,16 @@ export function createDispatcher(config: DispatcherConfig, deps: DispatcherDeps)
       if (state !== 'started') return { notStarted: 0, abortedInFlight: false };
       state = 'stopped';
       await repair.stop();
+      await progress.close().catch(() => {});
       await schedule.stop();
       // Outcomes waiting for company are written now rather than after the group delay, so the
       // deliveries waiting on them finish (and are acknowledged) sooner.
       const writing = outcomes.flush();
-      const report = await consumer.stop(options.timeoutMs ?? config.shutdownTimeoutMs);
+      const reports = await Promise.all(consumers.map((c) => c.stop(options.timeoutMs ?? config.shutdownTimeoutMs)));
+      const report: ConsumerStopReport = {
+        notStarted: reports.reduce((n, r) => n + r.notStarted, 0),
+        abortedInFlight: reports.some((r) => r.abortedInFlight),
+      };
       // Deliveries wait for their group's commit, so after the consumer stopped nothing should be
       // queued; an outcome of a delivery the consumer gave up waiting for is still written (it is
       // not acknowledged: the next owner re-reads it and skips it by the guard).

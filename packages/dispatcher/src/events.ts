@@ -40,6 +40,8 @@ export interface DispatcherEventMap {
   consumerError: { readonly phase: 'handler' | 'commit' | 'consumer' | 'repair' | 'schedule' | 'dead-letter'; readonly error: unknown };
   /** The repair sweep re-published `count` overdue notifications. */
   repaired: { readonly count: number };
+  /** The repair sweep left `count` overdue notifications alone: their requests were published and still wait behind consumer lag. */
+  repairDeferred: { readonly count: number };
   /**
    * One group commit of delivery outcomes (see `createOutcomeWriter`): `size` outcomes in one
    * transaction, `recorded` of them written, `failed` not written (their deliveries are retried);

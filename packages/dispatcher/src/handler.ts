@@ -8,7 +8,7 @@ import { BATCHING_DEFAULTS, type DispatcherConfig } from './config.js';
 import type { ContentPreparer } from './content/content.js';
 import { errorMessage } from '@notify/runtime';
 import type { DispatcherEvents } from './events.js';
-import { parseFailureCode, parseInboundRequest, type HandleResult, type MessageHandler } from './message.js';
+import { parseFailureCode, parseInboundRequest, type HandleResult, type HandlerHooks, type MessageHandler } from './message.js';
 import { deliveryTraceId } from './middleware/tracing.js';
 import { planOutcome, type AttemptResult } from './outcome.js';
 import { callProvider } from './provider-call.js';
@@ -83,13 +83,23 @@ export function createDeliveryHandler(deps: DeliveryHandlerDeps): MessageHandler
       onFlush: (flush) => events.emit('outcomesFlushed', flush),
     });
 
-  return async (message, signal): Promise<HandleResult> => {
+  /**
+   * Outcomes being written, by notification id. The consumer starts a key's next message once the
+   * previous provider call returned (`HandlerHooks.providerReturned`), before its outcome is
+   * written; a message for the *same* notification (a duplicate, a redelivery) waits for that write
+   * and then reads the notification, so it sees the attempt as done instead of calling again.
+   */
+  const writing = new Map<string, Promise<unknown>>();
+
+  return async (message, signal, hooks?: HandlerHooks): Promise<HandleResult> => {
     const parsed = parseInboundRequest(message.value);
     if (!parsed.ok) return { kind: 'dead-letter', code: parseFailureCode(parsed.reason), reason: parsed.reason };
     const request = parsed.message;
     const dueAt = new Date(request.due_at);
     if (clock.now().getTime() < dueAt.getTime()) return { kind: 'not-due', dueAt };
 
+    const earlier = writing.get(request.id);
+    if (earlier) await earlier;
     const notification = await notifications.load(request.id);
     if (!notification) return { kind: 'dead-letter', code: 'unknown_notification', reason: `unknown notification ${request.id}` };
     if (notification.tenant_id !== request.tenant_id || notification.channel !== request.channel) {
@@ -149,7 +159,19 @@ export function createDeliveryHandler(deps: DeliveryHandlerDeps): MessageHandler
 
     const finishedAt = clock.now();
     const plan = planOutcome({ notification, attempt, result, now: finishedAt, retry: config.retry, tiers: config.tiers, random });
-    const recorded = await outcomes.record({ notification, plan, startedAt, finishedAt });
+    const recording = outcomes.record({ notification, plan, startedAt, finishedAt });
+    const settled = recording.then(
+      () => {},
+      () => {},
+    );
+    writing.set(notification.id, settled);
+    hooks?.providerReturned?.();
+    let recorded: boolean;
+    try {
+      recorded = await recording;
+    } finally {
+      if (writing.get(notification.id) === settled) writing.delete(notification.id);
+    }
     if (!recorded) {
       deps.logger.info({ ...ids, outcome: plan.attemptOutcome }, 'attempt already recorded by another delivery; outcome discarded');
       return skipped('raced');

@@ -55,11 +55,21 @@ export type HandleResult =
   /** Shutdown cut the provider call: nothing recorded, the message stays unacknowledged and comes again. */
   | { readonly kind: 'abandoned'; readonly notificationId: string };
 
+/** What the consumer lets a handler tell it before the handler ends. */
+export interface HandlerHooks {
+  /**
+   * The provider call of this delivery has returned (or it decided its outcome without one), and
+   * only the outcome's write is left: the next message of the same key may start now. Called at
+   * most once. The message is still unfinished (its offset is not committed) until the handler ends.
+   */
+  readonly providerReturned?: () => void;
+}
+
 /**
  * Handles one message. `signal` aborts on shutdown. Throws only for failures worth retrying
  * (database unreachable, dead-letter topic unwritable); the consumer retries the same message later.
  */
-export type MessageHandler = (message: InboundMessage, signal: AbortSignal) => Promise<HandleResult>;
+export type MessageHandler = (message: InboundMessage, signal: AbortSignal, hooks?: HandlerHooks) => Promise<HandleResult>;
 
 /** Wraps a handler (dead-lettering, tracing). */
 export type Middleware = (next: MessageHandler) => MessageHandler;

@@ -32,7 +32,7 @@ export interface ScheduleService {
  * retry behind it. Each pass takes the held notifications due within `scheduleLookaheadMs` and
  * writes, through the outbox and in the same transaction, the delivery request for attempt
  * `attempts + 1` due at `send_at`, on the delay topic that fits the remaining wait (`tierFor`,
- * as a retry), or on the request topic when it is already due. From there the never-early rule
+ * as a retry), or on the request topic (`requests.high` for priority high) when it is already due. From there the never-early rule
  * of the delay topics applies: the consumer starts it only once `due_at` has passed.
  * Every dispatcher instance runs it; SKIP LOCKED keeps two passes from taking the same rows.
  */
@@ -49,7 +49,7 @@ export function createScheduleService(
       const messages = due.map((n) => {
         const dueAt = new Date(n.next_attempt_at);
         const remainingMs = dueAt.getTime() - now.getTime();
-        const topic = remainingMs > 0 ? tierFor(config.tiers, remainingMs).topic : TOPICS.requests;
+        const topic = remainingMs > 0 ? tierFor(config.tiers, remainingMs).topic : n.priority === 'high' ? TOPICS.requestsHigh : TOPICS.requests;
         return buildDeliveryRequest(n, n.attempts + 1, dueAt, topic);
       });
       await outboxInsert(db, { messages });

@@ -123,4 +123,52 @@ describe('KeyedScheduler', () => {
       ),
     );
   });
+
+  it('release() lets the key\'s next task start while the first finishes; its permit is held until it ends', async () => {
+    const s = createKeyedScheduler({ maxInFlight: 4 });
+    const log: string[] = [];
+    const finish = gate();
+    s.push('a', async (release) => {
+      log.push('a1 call');
+      release();
+      release(); // at most once
+      await finish.promise;
+      log.push('a1 written');
+    });
+    s.push('a', async () => {
+      log.push('a2 call');
+    });
+    s.push('a', async () => {
+      log.push('a3 call');
+    });
+    await s.whenSizeBelow(2);
+    expect(log).toEqual(['a1 call', 'a2 call', 'a3 call']);
+    expect(s.running).toBe(1);
+    finish.open();
+    await s.whenDrained();
+    expect(log).toEqual(['a1 call', 'a2 call', 'a3 call', 'a1 written']);
+  });
+
+  it('a task that released its key and asks for a retry runs again when the key is free', async () => {
+    const s = createKeyedScheduler({ maxInFlight: 4 });
+    const log: string[] = [];
+    let tries = 0;
+    const second = gate();
+    s.push('a', async (release) => {
+      tries++;
+      log.push(`a1 try ${tries}`);
+      if (tries > 1) return undefined;
+      release();
+      await second.promise;
+      return { retryInMs: 1 };
+    });
+    s.push('a', async () => {
+      log.push('a2');
+      second.open();
+    });
+    await s.whenDrained();
+    expect(log).toEqual(['a1 try 1', 'a2', 'a1 try 2']);
+    expect(s.size).toBe(0);
+  });
 });
+

@@ -1,12 +1,18 @@
 /** What a task tells the scheduler: done, or "run me again in `retryInMs`" (its key stays blocked meanwhile). */
 export type TaskResult = void | { readonly retryInMs: number };
 
-/** A unit of work for one key. It should not throw; if it does, `onError` hears of it and the task counts as done. */
-export type Task = () => Promise<TaskResult>;
+/**
+ * A unit of work for one key. It should not throw; if it does, `onError` hears of it and the task
+ * counts as done. It may call `release()` before it ends: the key's next task may then start
+ * while this one finishes (it keeps its permit until it ends). A task that released its key and
+ * then asks for a retry runs again when the key is next free (its place in the key's order is gone).
+ */
+export type Task = (release: () => void) => Promise<TaskResult>;
 
 /**
- * Runs tasks with two rules: tasks of the same key run one at a time, in the order pushed; tasks
- * of different keys run concurrently, at most `maxInFlight` at once overall (not per partition).
+ * Runs tasks with two rules: tasks of the same key start one at a time, in the order pushed (each
+ * after the previous one ended or released the key); tasks of different keys run concurrently, at
+ * most `maxInFlight` at once overall (not per partition).
  * Keys take turns (round robin), so one busy key cannot starve the others.
  */
 export interface KeyedScheduler {
@@ -61,30 +67,53 @@ export function createKeyedScheduler(options: { maxInFlight: number; onError?: (
     else queues.delete(key);
   };
 
+  /** Queues `task` first for its key again (a retry after the key was released), as the key's queue is now. */
+  const requeueFirst = (key: string, task: Task) => {
+    let queue = queues.get(key);
+    if (!queue) queues.set(key, (queue = { tasks: [], busy: false }));
+    queue.tasks.unshift(task);
+    if (!queue.busy && queue.tasks.length === 1) ready.push(key);
+  };
+
   const start = (key: string, queue: KeyQueue, task: Task) => {
     running++;
     queue.busy = true;
     let result: TaskResult = undefined;
+    let released = false;
+    const release = () => {
+      if (released) return;
+      released = true;
+      queue.busy = false;
+      if (queue.tasks.length > 0) ready.push(key);
+      pump();
+    };
     void (async () => {
       try {
-        result = await task();
+        result = await task(release);
       } catch (err) {
         options.onError?.(err);
       }
       running--;
       if (result && !closed) {
-        // Keep the key blocked (order), give the permit back (others may run meanwhile).
+        // Not released: keep the key blocked (order), give the permit back (others may run meanwhile).
         const timer = setTimeout(() => {
           retryTimers.delete(timer);
-          queue.tasks.unshift(task);
-          queue.busy = false;
-          ready.push(key);
+          if (released) requeueFirst(key, task);
+          else {
+            queue.tasks.unshift(task);
+            queue.busy = false;
+            ready.push(key);
+          }
           pump();
         }, Math.max(0, result.retryInMs));
         retryTimers.add(timer);
+      } else if (result) {
+        size--; // closed while it wanted a retry: dropped
+      } else if (released) {
+        size--;
+        if (!queue.busy && queue.tasks.length === 0 && queues.get(key) === queue) queues.delete(key);
       } else {
-        if (result) size--; // closed while it wanted a retry: dropped
-        else finishOne(key, queue);
+        finishOne(key, queue);
       }
       pump();
     })();

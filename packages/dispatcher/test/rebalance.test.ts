@@ -33,8 +33,8 @@ describe('heartbeats and rebalances', () => {
     // Retry-After: 6 s from the provider's clock, a few ms before the dispatcher recorded it (backoff alone: 1 s).
     expect(h.seen.retryScheduled).toMatchObject([{ notificationId: id }]);
     expect(h.seen.retryScheduled[0]?.delayMs).toBeGreaterThan(5000);
-    // One join, no rejoin: the member was never timed out while its only partition was paused.
-    expect(h.seen.assigned).toHaveLength(1);
+    // One join per lane (normal, high), no rejoin: the member was never timed out while its only partition was paused.
+    expect(h.seen.assigned).toHaveLength(2);
     expect(h.seen.consumerError).toHaveLength(0);
   });
 

@@ -1,7 +1,8 @@
 import { performance } from 'node:perf_hooks';
 import type { ControlledTransaction, Kysely } from 'kysely';
 import type { Database } from '@notify/migrations';
-import { fromKysely } from '@notify/outbox';
+import { buildStatusEvent, HEADERS, type Channel } from '@notify/contract';
+import { fromKysely, outboxInsert, type SqlExecutor } from '@notify/outbox';
 import type { Clock } from '@notify/runtime';
 import type { ResolvedRelayConfig } from './config.js';
 import type { RelayEvents } from './events.js';
@@ -9,6 +10,14 @@ import { type ClaimedRow, outboxClaimBatch } from './sql/outbox-claim-batch.js';
 import { outboxHeldBack } from './sql/outbox-held-back.js';
 import { outboxMarkPublished } from './sql/outbox-mark-published.js';
 import { relaySlotLock } from './sql/relay-slot-lock.js';
+import { notificationFailPublish } from './sql/notification-fail-publish.js';
+import { outboxRefusedInsert } from './sql/outbox-refused-insert.js';
+
+/** A claimed row Kafka refused for good, and why (see refusal.ts). */
+export interface RefusedRow {
+  readonly row: ClaimedRow;
+  readonly reason: string;
+}
 
 /**
  * One claimed batch. Its transaction stays open, holding the shared advisory locks of its slots
@@ -24,8 +33,14 @@ export interface ClaimedBatch {
   readonly heldBack: boolean;
   /** `performance.now()` when the claim began: the `published` event's `durationMs` counts from here. */
   readonly startedAt: number;
-  /** Marks the rows published, commits and emits `published`; on failure rolls back and rethrows. Only after the publish was acknowledged. */
-  commit(publishMs: number): Promise<void>;
+  /**
+   * Marks the rows published, commits and emits `published`; on failure rolls back and rethrows.
+   * Only after the publish was acknowledged. `refused` rows (a subset of `rows`, not published)
+   * are set aside in the same transaction: copied to `outbox_refused`, marked published so their
+   * key slot moves on, and a notification whose delivery request it was ends `dead` with reason
+   * `publish_failed` (with its status event in the outbox); one `refused` event each.
+   */
+  commit(publishMs: number, refused?: readonly RefusedRow[]): Promise<void>;
   /** Rolls the transaction back (errors ignored): the rows stay unpublished. A no-op for an empty batch. */
   rollback(): Promise<void>;
 }
@@ -38,7 +53,7 @@ export interface BatchSource {
    * continues after its last row and only within its slots (see `outboxClaimBatch`). `onSent`
    * runs once the read is on its way to the server.
    */
-  claim(previous?: ClaimedBatch, onSent?: () => void): Promise<ClaimedBatch>;
+  claim(previous?: ClaimedBatch, onSent?: () => void, limit?: number): Promise<ClaimedBatch>;
 }
 
 /** What `createBatchSource` needs. */
@@ -63,15 +78,22 @@ export function createBatchSource(config: Pick<ResolvedRelayConfig, 'instanceId'
     claimed: Pick<ClaimedBatch, 'slots' | 'rows' | 'heldBack' | 'startedAt'>,
   ): ClaimedBatch => ({
     ...claimed,
-    async commit(publishMs) {
+    async commit(publishMs, refused = []) {
       if (!trx) throw new Error('an empty batch has nothing to mark published');
       const { rows } = claimed;
+      let dead: Map<string, string> = new Map();
       try {
-        await outboxMarkPublished(fromKysely(trx), { ids: rows.map((r) => r.id), now: deps.clock.now() });
+        const now = deps.clock.now();
+        await outboxMarkPublished(fromKysely(trx), { ids: rows.map((r) => r.id), now });
+        if (refused.length > 0) dead = await setAside(fromKysely(trx), refused, now);
         await trx.commit().execute();
       } catch (error) {
         await trx.rollback().execute().catch(() => {});
         throw error;
+      }
+      for (const { row, reason } of refused) {
+        const notificationId = row.headers[HEADERS.notificationId];
+        deps.events.emit('refused', { outboxId: row.id, topic: row.topic, reason, notificationId, deadChannel: notificationId ? dead.get(notificationId) : undefined });
       }
       deps.events.emit('published', {
         count: rows.length,
@@ -87,7 +109,7 @@ export function createBatchSource(config: Pick<ResolvedRelayConfig, 'instanceId'
   });
 
   return {
-    async claim(previous, onSent) {
+    async claim(previous, onSent, limit = config.batchSize) {
       const startedAt = performance.now();
       // READ COMMITTED explicitly: the batch read must see a takeover committed before the locks.
       const trx = await deps.db.startTransaction().setIsolationLevel('read committed').execute();
@@ -102,11 +124,11 @@ export function createBatchSource(config: Pick<ResolvedRelayConfig, 'instanceId'
           ...(previous ? { only: previous.slots } : {}),
         });
         const after = previous?.rows[previous.rows.length - 1];
-        const reading = outboxClaimBatch(tx, { instanceId, now, slots, slotCount, limit: config.batchSize, orderWaitMs: config.orderWaitMs, ...(after ? { after } : {}) });
+        const reading = outboxClaimBatch(tx, { instanceId, now, slots, slotCount, limit, orderWaitMs: config.orderWaitMs, ...(after ? { after } : {}) });
         // Kysely reaches pg's client.query within microtasks; by the next macrotask it is sent.
         if (onSent) setImmediate(onSent);
         const rows = await reading;
-        const heldBack = rows.length < config.batchSize ? await outboxHeldBack(tx, { slots, slotCount, orderWaitMs: config.orderWaitMs }) : false;
+        const heldBack = rows.length < limit ? await outboxHeldBack(tx, { slots, slotCount, orderWaitMs: config.orderWaitMs }) : false;
         deps.events.emit('claimed', { count: rows.length, slots: slots.length, heldBack });
         if (rows.length === 0) {
           await trx.commit().execute();
@@ -119,4 +141,30 @@ export function createBatchSource(config: Pick<ResolvedRelayConfig, 'instanceId'
       }
     },
   };
+}
+
+/** Topics (suffixes) whose messages ask for a delivery attempt: a refused one means the attempt can never happen. */
+const isDeliveryRequest = (topic: string) => topic === 'requests' || topic.startsWith('retry.');
+
+/** The set-aside of `ClaimedBatch.commit`: returns the notifications it made dead, id → channel. */
+async function setAside(tx: SqlExecutor, refused: readonly RefusedRow[], now: Date): Promise<Map<string, string>> {
+  await outboxRefusedInsert(tx, {
+    now,
+    rows: refused.map(({ row, reason }) => ({ ...row, notificationId: row.headers[HEADERS.notificationId], reason })),
+  });
+  const requests = new Map<string, string>();
+  for (const { row, reason } of refused) {
+    const id = row.headers[HEADERS.notificationId];
+    if (id && isDeliveryRequest(row.topic)) requests.set(id, `publish_failed: Kafka refused the delivery request (${reason})`);
+  }
+  const failed = await notificationFailPublish(tx, { notifications: [...requests].map(([id, error]) => ({ id, error })), now });
+  await outboxInsert(tx, {
+    messages: failed.map((n) =>
+      buildStatusEvent(
+        { id: n.id, tenant_id: n.tenant_id, channel: n.channel as Channel, recipient: n.recipient, traceparent: n.traceparent },
+        { type: 'notification.dead', state: 'dead', attempts: n.attempts, dead_reason: 'publish_failed', last_error: n.last_error, next_attempt_at: null, occurred_at: now },
+      ),
+    ),
+  });
+  return new Map(failed.map((n) => [n.id, n.channel]));
 }

@@ -41,6 +41,12 @@ export interface RelayConfig {
   readonly publishTimeoutMs?: number;
   /** `stop()` waits this long for the in-flight batch. Default 10 000. */
   readonly stopTimeoutMs?: number;
+  /**
+   * A row whose message is larger (key + value + headers, `messageBytes`) is set aside without a
+   * publish, as Kafka would refuse it. Keep it at or below the broker's and topics'
+   * `message.max.bytes` (1 MiB by default). Default 1 000 000.
+   */
+  readonly maxMessageBytes?: number;
 }
 
 /** `RelayConfig` with every default applied and checked. */
@@ -60,6 +66,7 @@ export interface ResolvedRelayConfig {
   readonly purgeBatchSize: number;
   readonly publishTimeoutMs: number;
   readonly stopTimeoutMs: number;
+  readonly maxMessageBytes: number;
 }
 
 /** Defaults of the tuning knobs. */
@@ -73,6 +80,7 @@ export const RELAY_DEFAULTS = {
   purgeBatchSize: 1_000,
   publishTimeoutMs: 30_000,
   stopTimeoutMs: 10_000,
+  maxMessageBytes: 1_000_000,
 } as const;
 
 function check(name: string, value: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
@@ -114,5 +122,6 @@ export function resolveRelayConfig(config: RelayConfig): ResolvedRelayConfig {
     purgeBatchSize: check('purgeBatchSize', config.purgeBatchSize ?? RELAY_DEFAULTS.purgeBatchSize, 1, 100_000),
     publishTimeoutMs: check('publishTimeoutMs', config.publishTimeoutMs ?? RELAY_DEFAULTS.publishTimeoutMs, 10),
     stopTimeoutMs: check('stopTimeoutMs', config.stopTimeoutMs ?? RELAY_DEFAULTS.stopTimeoutMs, 0),
+    maxMessageBytes: check('maxMessageBytes', config.maxMessageBytes ?? RELAY_DEFAULTS.maxMessageBytes, 1_024),
   };
 }

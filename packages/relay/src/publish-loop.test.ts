@@ -1,7 +1,7 @@
 import type { SqlExecutor } from '@notify/outbox';
 import { silentLogger } from '@notify/runtime';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { BatchSource, ClaimedBatch } from './batch-source.js';
+import type { BatchSource, ClaimedBatch, RefusedRow } from './batch-source.js';
 import { type RelayEventMap, createRelayEvents } from './events.js';
 import { type PublishLoopConfig, createPublishLoop } from './publish-loop.js';
 import { PublishError, type Publisher } from './publisher.js';
@@ -20,6 +20,7 @@ const CONFIG: PublishLoopConfig = {
   heldBackRetryMs: 20,
   heldBackMaxMs: 1_000,
   publishTimeoutMs: 1_000,
+  maxMessageBytes: 1_024,
 };
 
 const row = (id: number): ClaimedRow => ({ id: String(id), txid: String(id), topic: 'requests', key: `k${id}`, value: '{}', headers: {} });
@@ -32,6 +33,8 @@ interface Scripted {
   readonly commitError?: Error;
   readonly commitDelayMs?: number;
   readonly claimError?: Error;
+  /** Ids among `ids` whose value is larger than CONFIG.maxMessageBytes. */
+  readonly big?: readonly number[];
 }
 
 /** Batches from a script (then empty ones); `log` records what happened, in order. */
@@ -40,21 +43,21 @@ function scriptedSource(script: Scripted[]): BatchSource & { log: string[]; clai
   const source = {
     log,
     claims: 0,
-    async claim(previous?: ClaimedBatch, onSent?: () => void): Promise<ClaimedBatch> {
+    async claim(previous?: ClaimedBatch, onSent?: () => void, limit?: number): Promise<ClaimedBatch> {
       source.claims++;
       const s = script.shift() ?? {};
       const name = s.ids?.length ? `[${s.ids.join(',')}]` : '[]';
-      log.push(previous ? `claim ${name} after ${previous.rows.at(-1)!.id}` : `claim ${name}`);
+      log.push((previous ? `claim ${name} after ${previous.rows.at(-1)!.id}` : `claim ${name}`) + (limit !== undefined ? ` limit ${limit}` : ''));
       onSent?.();
       if (s.claimError) throw s.claimError;
-      const rows = (s.ids ?? []).map(row);
+      const rows = (s.ids ?? []).map((id) => (s.big?.includes(id) ? { ...row(id), value: 'x'.repeat(2_000) } : row(id)));
       return {
         slots: s.slots ?? [0, 1],
         rows,
         heldBack: s.heldBack ?? false,
         startedAt: 0,
-        async commit() {
-          log.push(`commit ${name}`);
+        async commit(_publishMs: number, refused: readonly RefusedRow[] = []) {
+          log.push(`commit ${name}` + (refused.length ? ` refusing [${refused.map((r) => `${r.row.id}: ${r.reason}`).join(', ')}]` : ''));
           if (s.commitDelayMs) await new Promise((r) => setTimeout(r, s.commitDelayMs));
           if (s.commitError) {
             log.push(`commit ${name} failed`);
@@ -295,5 +298,43 @@ describe('publish loop: running (start/stop)', () => {
       'rollback [5,6]',
     ]);
     await expect(loop.runOnce()).rejects.toThrow(/not started/);
+  });
+});
+
+describe('publish loop: rows Kafka refuses for good', () => {
+  it('sets aside a row larger than maxMessageBytes without publishing it, and publishes the rest', async () => {
+    const { loop, log } = setup([{ ids: [1, 2], big: [1] }]);
+    expect(await loop.runOnce()).toMatchObject({ kind: 'published', count: 2 });
+    expect(log).toContain('publish [2]');
+    expect(log.find((l) => l.startsWith('commit'))).toMatch(/^commit \[1,2\] refusing \[1: message_too_large: \d+ bytes > 1024\]$/);
+  });
+
+  it('after a refusal of a batch, goes one row at a time, sets aside the refused row and then batches again', async () => {
+    const refusing: Publisher = {
+      async publish(messages) {
+        if (messages.some((m) => m.key === 'k2')) {
+          const cause = Object.assign(new Error('The request included a message larger than the max message size the server will accept'), { type: 'MESSAGE_TOO_LARGE', retriable: false });
+          throw new PublishError('publish_failed', 'kafka publish failed', { cause, retriable: false });
+        }
+      },
+      close: async () => {},
+    };
+    const { loop, log, errors } = setup([{ ids: [1, 2] }, { ids: [3, 4] }, { ids: [1] }, { ids: [2] }, { ids: [3, 4] }], { publisher: refusing });
+    expect(await loop.runOnce()).toMatchObject({ kind: 'failed', stage: 'publish' });
+    expect(await loop.runOnce()).toMatchObject({ kind: 'published', count: 1 });
+    expect(await loop.runOnce()).toMatchObject({ kind: 'published', count: 1 });
+    expect(await loop.runOnce()).toMatchObject({ kind: 'published', count: 2 });
+    expect(errors).toHaveLength(1);
+    expect(log.filter((l) => l.startsWith('claim') || l.startsWith('commit ['))).toEqual([
+      'claim [1,2]',
+      'claim [3,4] after 2',
+      'claim [1] limit 1',
+      'commit [1]',
+      'claim [2] limit 1',
+      'commit [2] refusing [2: message_too_large]',
+      'claim [3,4]', // batching again
+      'claim [] after 4',
+      'commit [3,4]',
+    ]);
   });
 });

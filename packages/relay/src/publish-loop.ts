@@ -2,7 +2,8 @@ import { performance } from 'node:perf_hooks';
 import { type SqlExecutor } from '@notify/outbox';
 import { topicName } from '@notify/contract';
 import { type Logger, backoffDelayMs, errorSummary, withTimeout } from '@notify/runtime';
-import type { BatchSource, ClaimedBatch } from './batch-source.js';
+import type { BatchSource, ClaimedBatch, RefusedRow } from './batch-source.js';
+import { messageBytes, refusedForGood } from './refusal.js';
 import type { ResolvedRelayConfig } from './config.js';
 import type { BatchStage, RelayEvents } from './events.js';
 import { PublishError, type PublishMessage, type Publisher } from './publisher.js';
@@ -13,7 +14,7 @@ import { WakeSignal } from './wake-signal.js';
 /** The part of the relay's configuration the publish loop reads. */
 export type PublishLoopConfig = Pick<
   ResolvedRelayConfig,
-  'instanceId' | 'topicPrefix' | 'batchSize' | 'pollIntervalMs' | 'backoff' | 'heldBackRetryMs' | 'heldBackMaxMs' | 'publishTimeoutMs'
+  'instanceId' | 'topicPrefix' | 'batchSize' | 'pollIntervalMs' | 'backoff' | 'heldBackRetryMs' | 'heldBackMaxMs' | 'publishTimeoutMs' | 'maxMessageBytes'
 >;
 
 /** What `createPublishLoop` needs. */
@@ -80,6 +81,9 @@ export function createPublishLoop(config: PublishLoopConfig, deps: PublishLoopDe
   let ahead: Promise<ClaimedBatch> | null = null;
   let committing: Promise<void> | null = null; // mark + commit of the previous batch
   let sleeping = false;
+  // After Kafka refused a batch for good (REFUSED_FOR_GOOD), this many rows are claimed and
+  // published one at a time, so the refused row is found and set aside and the rest go out.
+  let isolating = 0;
 
   const toMessage = (row: ClaimedRow): PublishMessage => {
     const headers: Record<string, string> = {};
@@ -156,7 +160,7 @@ export function createPublishLoop(config: PublishLoopConfig, deps: PublishLoopDe
     }
     let current: ClaimedBatch;
     try {
-      current = await (ahead ?? deps.batches.claim());
+      current = await (ahead ?? (isolating > 0 ? deps.batches.claim(undefined, undefined, 1) : deps.batches.claim()));
     } catch (error) {
       ahead = null;
       return (await settle()) ?? failed('claim', error);
@@ -183,23 +187,49 @@ export function createPublishLoop(config: PublishLoopConfig, deps: PublishLoopDe
       ahead.catch(() => {}); // handled when awaited
       await Promise.race([onSent, ahead.then(() => {}, () => {})]);
     }
-    let publishMs: number;
+    let publishMs = 0;
+    // A row larger than Kafka takes is set aside without trying: the broker would refuse it for good.
+    const refused: RefusedRow[] = [];
+    const messages: PublishMessage[] = [];
+    const sent: string[] = [];
+    for (const row of current.rows) {
+      const m = toMessage(row);
+      const bytes = messageBytes(m);
+      if (bytes > config.maxMessageBytes) refused.push({ row, reason: `message_too_large: ${bytes} bytes > ${config.maxMessageBytes}` });
+      else {
+        messages.push(m);
+        sent.push(row.id);
+      }
+    }
     try {
       const t0 = performance.now();
-      const ids = current.rows.map((r) => r.id);
-      await withTimeout(
-        deps.publisher.publish(current.rows.map(toMessage)),
-        config.publishTimeoutMs,
-        () => new PublishError('publish_timeout', `publish of ${ids.length} rows took over ${config.publishTimeoutMs} ms`),
-      );
+      if (messages.length > 0) {
+        await withTimeout(
+          deps.publisher.publish(messages),
+          config.publishTimeoutMs,
+          () => new PublishError('publish_timeout', `publish of ${messages.length} rows took over ${config.publishTimeoutMs} ms`),
+        );
+      }
       publishMs = performance.now() - t0;
-      if (deps.afterPublish) await deps.afterPublish(ids);
+      if (deps.afterPublish) await deps.afterPublish(sent);
     } catch (error) {
-      await current.rollback();
-      await abandon(ahead);
-      ahead = null;
-      return (await settle()) ?? failed('publish', error);
+      const refusal = refusedForGood(error);
+      if (refusal && messages.length === 1) {
+        // The one row of this batch is the one Kafka refuses: set it aside like an oversized one.
+        refused.push({ row: current.rows.find((r) => r.id === sent[0])!, reason: refusal.toLowerCase() });
+      } else {
+        // Somewhere in this batch is a row Kafka refuses: go one row at a time to find it.
+        if (refusal) isolating = Math.max(isolating, current.rows.length);
+        await current.rollback();
+        await abandon(ahead);
+        ahead = null;
+        return (await settle()) ?? failed('publish', error);
+      }
     }
+    for (const { row, reason } of refused) {
+      logger.warn({ outboxId: row.id, topic: row.topic, reason }, 'Kafka refuses this outbox row for good; set aside in outbox_refused');
+    }
+    if (isolating > 0) isolating -= current.rows.length;
     // The previous batch must have committed before this one may.
     const markFailed = await settle();
     if (markFailed) {
@@ -207,7 +237,7 @@ export function createPublishLoop(config: PublishLoopConfig, deps: PublishLoopDe
       return markFailed;
     }
     failures = 0;
-    committing = current.commit(publishMs);
+    committing = current.commit(publishMs, refused);
     committing.catch(() => {}); // handled by settle()
     const published: PublishRound = { kind: 'published', count: current.rows.length, full, heldBack: current.heldBack };
     // Full: likely more, no sleep (and the next round may be reading already). Stopping: `stop` settles the commit.

@@ -190,10 +190,9 @@ describe('the snapshot rule', () => {
     await outboxInsert(fromPgClient(fast), { messages: [testMessage(key, 1, 'bounded')] });
     await fast.query('COMMIT');
 
-    const { claims } = startRelay(200);
+    startRelay(200);
     await relay!.start();
     await waitFor(async () => (await unpublishedValues()).length === 0, { message: "fast's row published while slow is still open" });
-    expect(claims.some((c) => c.heldBack)).toBe(true);
     expect((await tk.readAll('bounded', 1)).map((m) => decode(m).seq)).toEqual([1]);
 
     await slow.query('COMMIT');

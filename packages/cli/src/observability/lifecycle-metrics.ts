@@ -10,11 +10,15 @@ export interface RelayEventSource {
   on(event: 'published', listener: Listener<{ readonly count: number }>): () => void;
   on(event: 'publishError', listener: Listener<{ readonly stage: string }>): () => void;
   on(event: 'error', listener: Listener<{ readonly stage: string }>): () => void;
+  on(event: 'refused', listener: Listener<{ readonly reason: string; readonly deadChannel: string | undefined }>): () => void;
 }
 
 /** The dispatcher events the metrics read (the dispatcher's `DispatcherEvents` from @notify/dispatcher fits). */
 export interface DispatcherEventSource {
-  on(event: 'attempt', listener: Listener<{ readonly channel: string; readonly outcome: string; readonly durationMs: number }>): () => void;
+  on(
+    event: 'attempt',
+    listener: Listener<{ readonly channel: string; readonly outcome: string; readonly durationMs: number }>,
+  ): () => void;
   on(event: 'dispatched', listener: Listener<{ readonly latenessMs: number }>): () => void;
   on(
     event: 'stateChanged',
@@ -35,6 +39,11 @@ export function watchRelay(metrics: Metrics, relay: RelayEventSource): () => voi
     relay.on('published', (e) => metrics.observePublished(e.count)),
     relay.on('publishError', (e) => metrics.observeRelayError(e.stage)),
     relay.on('error', (e) => metrics.observeRelayError(e.stage)),
+    relay.on('refused', (e) => {
+      // The reason's code only ("message_too_large: 2097412 bytes > …" → message_too_large): a bounded label set.
+      metrics.observeRefused(e.reason.split(':')[0]!);
+      if (e.deadChannel) metrics.observeDead(e.deadChannel, 'publish_failed');
+    }),
   ];
   return () => offs.forEach((off) => off());
 }

@@ -64,6 +64,8 @@ export interface Metrics {
   observeDeadLetter(code: string): void;
   /** A notification became dead (terminal), by channel and dead_reason. */
   observeDead(channel: string, reason: string): void;
+  /** The relay set aside an outbox row Kafka refuses for good (`reason`: message_too_large, invalid_record, …). */
+  observeRefused(reason: string): void;
 }
 
 /** Builds the registry and every metric. */
@@ -101,11 +103,7 @@ export function createMetrics(options: CreateMetricsOptions = {}): Metrics {
     buckets: PROVIDER_LATENCY_BUCKETS,
     registers: [registry],
   });
-  const published = new Counter({
-    name: 'notify_relay_published_total',
-    help: 'Messages the relay published to Kafka',
-    registers: [registry],
-  });
+  const published = new Counter({ name: 'notify_relay_published_total', help: 'Messages the relay published to Kafka', registers: [registry] });
   const relayErrors = new Counter({
     name: 'notify_relay_errors_total',
     help: 'Relay failures by stage (claim, publish, mark, lease, wakeup, purge); the relay retries them',
@@ -145,6 +143,12 @@ export function createMetrics(options: CreateMetricsOptions = {}): Metrics {
     name: 'notify_dead_total',
     help: 'Notifications that became dead, by channel and dead_reason',
     labelNames: ['channel', 'reason'] as const,
+    registers: [registry],
+  });
+  const refused = new Counter({
+    name: 'notify_outbox_refused_total',
+    help: 'Outbox rows Kafka refuses for good, set aside in outbox_refused, by reason (message_too_large, record_list_too_large, invalid_record)',
+    labelNames: ['reason'] as const,
     registers: [registry],
   });
   const collectErrors = new Counter({
@@ -280,6 +284,9 @@ export function createMetrics(options: CreateMetricsOptions = {}): Metrics {
     observeDead(channel, reason) {
       dead.inc({ channel, reason });
     },
+    observeRefused(reason) {
+      refused.inc({ reason });
+    },
   };
 }
 
@@ -293,3 +300,4 @@ interface Snapshot {
 function seconds(now: Date, then: Date | string): number {
   return Math.max(0, (now.getTime() - new Date(then).getTime()) / 1000);
 }
+

@@ -44,8 +44,8 @@ export function deadLetterFor(message: InboundMessage, reason: string): DeadLett
  * consumer moves on. A failing sink throws: the message is retried, never dropped.
  */
 export function deadLetter(sink: DeadLetterSink, deps: { events: DispatcherEvents; logger: Logger }): Middleware {
-  return (next) => async (message, signal) => {
-    const result = await next(message, signal);
+  return (next) => async (message, signal, hooks) => {
+    const result = await next(message, signal, hooks);
     if (result.kind !== 'dead-letter') return result;
     await sink.send(deadLetterFor(message, result.reason));
     deps.logger.warn(

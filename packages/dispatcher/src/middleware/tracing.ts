@@ -34,7 +34,7 @@ export function deliveryTraceId(headers: Readonly<Record<string, string>>): stri
  */
 export function tracing(tracerName = '@notify/dispatcher'): Middleware {
   const tracer = trace.getTracer(tracerName);
-  return (next) => (message, signal) => {
+  return (next) => (message, signal, hooks) => {
     const parent = extractTraceContext(message.headers);
     return tracer.startActiveSpan(
       'notify.deliver',
@@ -52,7 +52,7 @@ export function tracing(tracerName = '@notify/dispatcher'): Middleware {
       parent,
       async (span) => {
         try {
-          const result = await next(message, signal);
+          const result = await next(message, signal, hooks);
           span.setAttribute('notify.result', result.kind);
           if (result.kind === 'recorded') {
             span.setAttribute('notify.outcome', result.plan.attemptOutcome);

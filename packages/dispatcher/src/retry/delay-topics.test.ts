@@ -20,6 +20,7 @@ describe('delay tiers', () => {
   it('lists every topic the service needs', () => {
     expect(dispatcherTopicSuffixes(lab)).toEqual([
       'requests',
+      'requests.high',
       ...['1s', '1500ms', '2s', '3s', '4s', '6s', '8s', '12s', '16s', '24s', '30s'].map((n) => `retry.${n}`),
       'events',
       'dlq',

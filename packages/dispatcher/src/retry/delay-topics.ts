@@ -82,9 +82,9 @@ export function tierFor(tiers: readonly DelayTier[], remainingMs: number): Delay
 }
 
 /**
- * Every topic suffix the dispatcher reads or writes: `requests`, each `retry.<tier>`, `events` and
- * `dlq`. `notify start` creates `<prefix>.<suffix>` for each.
+ * Every topic suffix the dispatcher reads or writes: `requests`, `requests.high`, each
+ * `retry.<tier>`, `events` and `dlq`. `notify start` creates `<prefix>.<suffix>` for each.
  */
 export function dispatcherTopicSuffixes(retry: Pick<RetryConfig, 'baseDelayMs' | 'maxDelayMs' | 'jitter'>): string[] {
-  return [TOPICS.requests, ...delayTiers(retry).map((t) => t.topic), TOPICS.events, TOPICS.dlq];
+  return [TOPICS.requests, TOPICS.requestsHigh, ...delayTiers(retry).map((t) => t.topic), TOPICS.events, TOPICS.dlq];
 }

@@ -31,7 +31,7 @@ export function createOutboxReplay(db: Kysely<Database>, topicPrefix: string): O
       const last = rows.at(-1);
       if (last) lastId = BigInt(last.id);
       return rows
-        .filter((r) => r.topic === TOPICS.requests || r.topic.startsWith('retry.'))
+        .filter((r) => r.topic === TOPICS.requests || r.topic === TOPICS.requestsHigh || r.topic.startsWith('retry.'))
         .map((r) => ({
           topic: topicName(topicPrefix, r.topic),
           partition: 0,

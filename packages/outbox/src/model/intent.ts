@@ -42,6 +42,11 @@ export interface NotificationIntent {
    * default) counts from `send_at`; an `expires_at` must be after it.
    */
   readonly send_at?: string | undefined;
+  /**
+   * `high`: the first attempt goes to `requests.high`, which the dispatcher drains in a lane of its
+   * own, so a backlog of `normal` ones (the default) never delays it. For codes and alerts, not campaigns.
+   */
+  readonly priority?: 'high' | 'normal' | undefined;
   /** W3C trace context to carry through Kafka into the dispatcher; kept only when well-formed, otherwise dropped. */
   readonly traceparent?: string | undefined;
 }

@@ -20,8 +20,8 @@ export const TRANSITIONS: { readonly [S in NotificationState]: readonly Notifica
 /** States in which no more delivery attempts will happen on their own. */
 export const TERMINAL_STATES: readonly NotificationState[] = ['sent', 'dead', 'cancelled'];
 
-/** Why a notification is dead. */
-export const DEAD_REASONS = ['permanent', 'exhausted', 'expired', 'suppressed'] as const;
+/** Why a notification is dead. `publish_failed`: Kafka refused its delivery request for good (too large, invalid record). */
+export const DEAD_REASONS = ['permanent', 'exhausted', 'expired', 'suppressed', 'publish_failed'] as const;
 export type DeadReason = (typeof DEAD_REASONS)[number];
 
 /** The outcome of one attempt, as stored in the attempt history. */
