@@ -50,23 +50,42 @@ const NAV: readonly (readonly [string, string])[] = [
 ];
 
 /** The page shell: skip link, navigation (when signed in), sign-out form with its CSRF token. */
-export function layout(opts: { title: string; active?: string; csrf?: string; tenantId?: string; notice?: string | undefined; error?: string | undefined }, body: Html): Html {
+export function layout(
+  opts: { title: string; active?: string; csrf?: string; tenantId?: string; notice?: string | undefined; error?: string | undefined },
+  body: Html,
+): Html {
   const nav = opts.csrf
     ? html`<header>
         <strong>notify console</strong><span class="muted" style="color:#fff">tenant ${opts.tenantId}</span>
-        <nav aria-label="Console"><ul>
-          ${NAV.map(([href, label]) => html`<li><a href="${href}" ${raw(opts.active === href ? 'aria-current="page"' : '')}>${label}</a></li>`)}
-        </ul></nav>
-        <form method="post" action="/console/logout"><input type="hidden" name="_csrf" value="${opts.csrf}"><button type="submit" class="secondary">Sign out</button></form>
+        <nav aria-label="Console">
+          <ul>
+            ${NAV.map(([href, label]) => html`<li><a href="${href}" ${raw(opts.active === href ? 'aria-current="page"' : '')}>${label}</a></li>`)}
+          </ul>
+        </nav>
+        <form method="post" action="/console/logout">
+          <input type="hidden" name="_csrf" value="${opts.csrf}" /><button type="submit" class="secondary">Sign out</button>
+        </form>
       </header>`
     : html`<header><strong>notify console</strong></header>`;
-  return html`<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
-<title>${opts.title} · notify console</title><style>${raw(STYLE)}</style></head>
-<body><a class="skip" href="#main">Skip to content</a>${nav}
-<main id="main"><h1>${opts.title}</h1>
-${opts.notice ? html`<p class="notice" role="status">${opts.notice}</p>` : ''}
-${opts.error ? html`<p class="error" role="alert">${opts.error}</p>` : ''}
-${body}</main></body></html>`;
+  return html`<!doctype html>
+    <html lang="en">
+      <head>
+        <meta charset="utf-8" />
+        <meta name="viewport" content="width=device-width,initial-scale=1" />
+        <title>${opts.title} · notify console</title>
+        <style>
+          ${raw(STYLE)}
+        </style>
+      </head>
+      <body>
+        <a class="skip" href="#main">Skip to content</a>${nav}
+        <main id="main">
+          <h1>${opts.title}</h1>
+          ${opts.notice ? html`<p class="notice" role="status">${opts.notice}</p>` : ''}
+          ${opts.error ? html`<p class="error" role="alert">${opts.error}</p>` : ''} ${body}
+        </main>
+      </body>
+    </html>`;
 }
 
 /** A state badge. */
@@ -83,5 +102,5 @@ export function time(d: Date | string | null): Html {
 
 /** The hidden CSRF field every state-changing form carries. */
 export function csrfField(token: string): Html {
-  return html`<input type="hidden" name="_csrf" value="${token}">`;
+  return html`<input type="hidden" name="_csrf" value="${token}" />`;
 }
