@@ -6,7 +6,7 @@ import { BULK_RETRY_MAX, bulkRetry } from '../notification-actions.js';
 import { ProblemError } from '../problem.js';
 import { deadGroupList } from '../sql/dead-group-list.js';
 import { type ConsoleDeps, type ConsoleEnv, formText, page } from './context.js';
-import { csrfField, time } from './layout.js';
+import { csrfField } from './layout.js';
 
 /** Dead: notifications grouped by reason and last error, each group with a bulk retry. */
 export function deadPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
@@ -28,7 +28,7 @@ export function deadPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
               <th scope="col">Reason</th>
               <th scope="col">Last error</th>
               <th scope="col">Count</th>
-              <th scope="col">Latest</th>
+              <th scope="col">Newest</th>
               <th scope="col">Action</th>
             </tr>
           </thead>
@@ -39,7 +39,7 @@ export function deadPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
                 <td>${g.dead_reason}</td>
                 <td>${g.error ?? html`<span class="muted">none</span>`}</td>
                 <td><a href="${list}">${g.count}</a></td>
-                <td>${time(g.last_at)}</td>
+                <td><a href="/console/notifications/${g.newest_id}">${g.newest_id}</a></td>
                 <td>
                   <form method="post" action="/console/dead/retry">
                     ${csrfField(s.csrfToken)}

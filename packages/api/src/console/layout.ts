@@ -8,6 +8,22 @@ export type Html = HtmlEscapedString | Promise<HtmlEscapedString>;
 // text #1b1b1b / #fff 17.1:1; muted #4d4d4d / #fff 8.4:1; links and buttons #0b57d0 / #fff 5.6:1;
 // sent #0d5c2e / #e6f4ea 7.0:1; dead #8c1d18 / #fce8e6 7.6:1; queued #5c4400 / #fef7e0 8.6:1;
 // cancelled #3c3c3c / #eeeeee 9.4:1; the nav #fff / #1f2a44 14.2:1.
+/** Every text colour of the stylesheet with its background, checked for WCAG AA (≥ 4.5:1) by layout.test.ts. */
+export const TEXT_COLOUR_PAIRS: readonly (readonly [string, string])[] = [
+  ['#1b1b1b', '#ffffff'],
+  ['#4d4d4d', '#ffffff'],
+  ['#0b57d0', '#ffffff'],
+  ['#ffffff', '#0b57d0'],
+  ['#0d5c2e', '#e6f4ea'],
+  ['#8c1d18', '#fce8e6'],
+  ['#5c4400', '#fef7e0'],
+  ['#3c3c3c', '#eeeeee'],
+  ['#ffffff', '#1f2a44'],
+  ['#1b1b1b', '#f2f2f2'],
+  ['#1b1b1b', '#eef3fc'],
+  ['#1b1b1b', '#fce8e6'],
+];
+
 const STYLE = `
 *{box-sizing:border-box}
 body{font:15px/1.5 system-ui,sans-serif;color:#1b1b1b;background:#fff;margin:0}
