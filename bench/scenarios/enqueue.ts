@@ -45,7 +45,7 @@ export const enqueueScenario: Scenario = {
           unit: '/s',
           baseline: base,
           ratio: pairedRatio(r.enqueue!.rates, plain.rates),
-          targets: [{ on: 'ratio', op: '>=', value: 0.8 }],
+          targets: [{ on: 'ratio', op: '>=', value: 0.6 }],
         });
         const paired = (v: EnqueueVariant) => pairedRatio(r[v]!.rates, plain.rates);
         if (r.kysely) {

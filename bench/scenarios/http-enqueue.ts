@@ -82,9 +82,17 @@ export const httpEnqueueScenario: Scenario = {
             api.map((r) => r.rps),
             noop.map((r) => r.rps),
           ),
+          targets: [{ on: 'ratio', op: '>=', value: 0.5 }],
         },
         { id: 'p50', label: 'POST /v1/notifications p50', value: median(api.map((r) => r.p50)), unit: 'ms', baseline: { label: 'trivial route', value: median(noop.map((r) => r.p50)) } },
-        { id: 'p99', label: 'POST /v1/notifications p99', value: median(api.map((r) => r.p99)), unit: 'ms', baseline: { label: 'trivial route', value: median(noop.map((r) => r.p99)) } },
+        {
+          id: 'p99',
+          label: 'POST /v1/notifications p99',
+          value: median(api.map((r) => r.p99)),
+          unit: 'ms',
+          baseline: { label: 'trivial route', value: median(noop.map((r) => r.p99)) },
+          targets: [{ on: 'value', op: '<=', value: 50 }],
+        },
       ];
       return { figures, peakRss: { 'API server process': peak }, details: { connections: CONNECTIONS, seconds, api, noop } };
     } finally {

@@ -1,3 +1,4 @@
+import { batchEnqueueScenario } from './batch-enqueue.js';
 import { endToEndScenario } from './end-to-end.js';
 import { enqueueScenario } from './enqueue.js';
 import { hotKeyScenario } from './hot-key.js';
@@ -9,4 +10,4 @@ import { soakScenario } from './soak.js';
 import type { Scenario } from './types.js';
 
 /** Every scenario, in the order `pnpm bench` runs them. */
-export const SCENARIOS: readonly Scenario[] = [enqueueScenario, httpEnqueueScenario, relayScenario, endToEndScenario, hotKeyScenario, longTxScenario, retryHeavyScenario, soakScenario];
+export const SCENARIOS: readonly Scenario[] = [enqueueScenario, batchEnqueueScenario, httpEnqueueScenario, relayScenario, endToEndScenario, hotKeyScenario, longTxScenario, retryHeavyScenario, soakScenario];

@@ -61,7 +61,7 @@ export const relayScenario: Scenario = {
       baseline: { label: 'raw kafkajs sendBatch', value: s.rawRowsPerSec },
       // bench/relay.ts reports the median of per-round ratios (each round times both back to back).
       ratio: s.ratio,
-      targets: [{ on: 'ratio', op: '>=', value: 0.7 }],
+      targets: [{ on: 'ratio', op: '>=', value: 0.8 }],
       ...(ctx.quick ? { note: `quick mode: ${rows} rows, 1 round` } : {}),
     }));
     return {

@@ -3,19 +3,21 @@
 // trivial route on the same app and server, the baseline. Reports its port over IPC; runs
 // until SIGTERM.
 import { createRequire } from 'node:module';
+import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { createDb } from '@notify/runtime';
 import { loadConfig } from '@notify/cli';
 import { createApp } from '@notify/api';
 import { createLogger } from '@notify/cli';
+import { ROOT } from '../lib/root.js';
 
-// @hono/node-server is a dependency of @notify/api, not of the workspace root: resolve it from there.
-const fromApi = createRequire(new URL('../../packages/api/package.json', import.meta.url));
+// @hono/node-server is a dependency of @notify/cli (which serves the API), not of the workspace root: resolve it from there.
+const fromCli = createRequire(path.join(ROOT, 'packages', 'cli', 'package.json'));
 type Serve = (
   options: { fetch: (request: Request) => Response | Promise<Response>; port: number; hostname: string },
   listening: (info: { port: number }) => void,
 ) => { close(): void };
-const { serve } = (await import(pathToFileURL(fromApi.resolve('@hono/node-server')).href)) as { serve: Serve };
+const { serve } = (await import(pathToFileURL(fromCli.resolve('@hono/node-server')).href)) as { serve: Serve };
 
 const config = loadConfig(process.env);
 const db = createDb({ connectionString: config.databaseUrl, max: Number(process.env.BENCH_DB_POOL ?? 10), applicationName: 'notify-bench-api' });

@@ -39,7 +39,7 @@ export interface TemplatesTable {
   html_body: string | null;
   created_at: Generated<Timestamp>;
   /** The data it was checked against at create time; the preview's default (migration 0030). */
-  sample_data: unknown | null;
+  sample_data: unknown;
 }
 
 /** `template_activations`: the version an unpinned notification renders (migration 0030); none = the newest. */

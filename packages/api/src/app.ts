@@ -5,6 +5,8 @@ import type { Database } from '@notify/migrations';
 import { type Clock, type Logger, errorSummary, silentLogger, systemClock } from '@notify/runtime';
 import type { AppEnv } from './env.js';
 import { requestContext } from './middleware/request-context.js';
+import { type ApiRateLimits, apiRateLimit } from './middleware/rate-limit.js';
+import { fromKysely } from '@notify/outbox';
 import { type HttpMetrics, noMetrics } from './metrics.js';
 import { buildOpenApiDocument, renderDocsPage } from './openapi.js';
 import { type ProblemCode, problem, problemFromError, problemResponse } from './problem.js';
@@ -23,6 +25,8 @@ export interface AppDeps {
   readonly logger?: Logger;
   /** Records each request (the service's registry in @notify/cli). Default: `noMetrics`. */
   readonly metrics?: HttpMetrics;
+  /** Token buckets per API key and per tenant, shared through PostgreSQL (NOTIFY_API_RATE_LIMIT, NOTIFY_API_TENANT_RATE_LIMIT). Default: none. */
+  readonly rateLimits?: ApiRateLimits;
   /** How tenant signing secrets are stored (NOTIFY_SECRETS_KEY, NOTIFY_SECRET_ROTATION_GRACE_MS). Default: no key (rotation refused), 24 h grace. */
   readonly secrets?: SecretsSettings;
   /** The console at /console: content visibility, the pipeline probe. */
@@ -60,6 +64,13 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   const docs = renderDocsPage(openapi);
   app.get('/openapi.json', (c) => c.json(openapi));
   app.get('/docs', (c) => c.html(docs));
+  const rateLimit = apiRateLimit({ db: fromKysely(deps.db), clock, limits: deps.rateLimits ?? {} });
+  if (rateLimit) {
+    app.use('/v1/*', async (c, next) => {
+      c.set('rateLimit', rateLimit);
+      await next();
+    });
+  }
   app.route('/v1/notifications', notificationRoutes({ db: deps.db, clock, logger, retry: deps.config.retry }));
   const management = { db: deps.db, clock, logger, secrets: deps.secrets ?? { key: undefined, rotationGraceMs: 86_400_000 } };
   app.route('/v1/templates', templateRoutes(management));

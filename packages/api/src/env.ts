@@ -1,3 +1,4 @@
+import type { RateLimitCheck } from './middleware/rate-limit.js';
 import type { RequestTrace } from './tracing.js';
 
 /** Who is calling: set by the bearer-auth middleware on every /v1 route. */
@@ -16,5 +17,7 @@ export interface AppEnv {
     /** The parsed JSON body (set by `jsonBody`). */
     json: unknown;
     trace: RequestTrace;
+    /** The API's rate-limit check (`apiRateLimit`), when limits are configured: `bearerAuth` runs it. */
+    rateLimit: RateLimitCheck | undefined;
   };
 }

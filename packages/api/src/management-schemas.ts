@@ -6,7 +6,11 @@ import { MAX_PAGE_SIZE, DEFAULT_PAGE_SIZE } from './schemas.js';
 // generated from them and the tests parse responses with them.
 
 const instant = z.iso.datetime({ offset: true });
-const templateName = z.string().min(1).max(200).regex(/^[\w.:-]+$/, 'letters, digits, "_", ".", ":" or "-"');
+const templateName = z
+  .string()
+  .min(1)
+  .max(200)
+  .regex(/^[\w.:-]+$/, 'letters, digits, "_", ".", ":" or "-"');
 
 /** Body of `POST /v1/templates`: a new version of the named template (version 1 when the name is new). */
 export const TemplateCreate = z
@@ -20,7 +24,10 @@ export const TemplateCreate = z
       .record(z.string(), z.unknown())
       .optional()
       .describe('Checked at create time: a variable it lacks is refused (422 with its position); the preview default'),
-    activate: z.boolean().optional().describe('Make this version the active one at once (default: false; without any activation the newest renders)'),
+    activate: z
+      .boolean()
+      .optional()
+      .describe('Make this version the active one at once (default: false; without any activation the newest renders)'),
   })
   .strict();
 export type TemplateCreate = z.infer<typeof TemplateCreate>;
@@ -107,7 +114,10 @@ export type SuppressionView = z.infer<typeof SuppressionView>;
 
 /** A page of opt-outs. */
 export const SuppressionList = z
-  .object({ data: z.array(SuppressionView), next_cursor: z.string().nullable().describe('Pass as `cursor` for the next page; null on the last') })
+  .object({
+    data: z.array(SuppressionView),
+    next_cursor: z.string().nullable().describe('Pass as `cursor` for the next page; null on the last'),
+  })
   .strict();
 
 /** Query of `GET /v1/suppressions`. */
@@ -161,7 +171,11 @@ export const BulkRetryRequest = z
         dead_reason: z.enum(DEAD_REASONS).optional(),
         channel: z.enum(CHANNELS).optional(),
         to: z.string().min(1).max(2048).optional().describe('Exact recipient'),
-        last_error_prefix: z.string().max(200).optional().describe('The first 200 characters of last_error, exactly (a group of the console\'s dead page)'),
+        last_error_prefix: z
+          .string()
+          .max(200)
+          .optional()
+          .describe("The first 200 characters of last_error, exactly (a group of the console's dead page)"),
         created_from: instant.optional().describe('Created at or after'),
         created_to: instant.optional().describe('Created before'),
       })

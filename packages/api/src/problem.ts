@@ -17,6 +17,7 @@ export const HTTP_PROBLEM_CODES = [
   'template_invalid',
   'in_use',
   'secrets_key_missing',
+  'rate_limited',
 ] as const;
 
 /** Every code that can appear in a problem `type`. Stable: clients may switch on them. */
@@ -44,6 +45,7 @@ export const PROBLEM_CATALOG: { readonly [C in ProblemCode]: { readonly status: 
   template_invalid: { status: 422, title: 'The template does not render' },
   in_use: { status: 409, title: 'Still in use' },
   secrets_key_missing: { status: 503, title: 'NOTIFY_SECRETS_KEY is not set' },
+  rate_limited: { status: 429, title: 'Too many requests' },
 };
 
 /** An RFC 9457 problem details object, as this API renders it. */

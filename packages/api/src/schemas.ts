@@ -31,6 +31,10 @@ export const NotificationRequest = z
       .enum(['high', 'normal'])
       .optional()
       .describe('high: delivered in a lane of its own, never behind a backlog of normal ones (default normal)'),
+    ordering: z
+      .enum(['strict', 'relaxed'])
+      .optional()
+      .describe('strict: not attempted while an earlier notification to the same recipient is queued, even one waiting for a retry. relaxed (default): first attempts in order; a retry can be overtaken'),
   })
   .strict()
   .describe('subject + body + data + metadata may take at most 64 KiB; see docs/sql-enqueue.md for every rule');
@@ -87,6 +91,7 @@ export const NotificationView = z
     expires_at: instant,
     send_at: instant.nullable().describe('The requested send time; null: sent as soon as possible'),
     priority: z.enum(['high', 'normal']),
+    ordering: z.enum(['strict', 'relaxed']),
     metadata: z.record(z.string(), z.string()),
   })
   .strict();

@@ -24,6 +24,7 @@ export function notificationView(n: Notification): NotificationView {
     expires_at: iso(n.expires_at),
     send_at: isoOrNull(n.send_at),
     priority: n.priority,
+    ordering: n.ordering,
     metadata: n.metadata ?? {},
   };
 }

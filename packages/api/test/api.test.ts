@@ -321,7 +321,7 @@ describe('GET /v1/notifications/{id} and /attempts', () => {
     expect(res.status).toBe(200);
     const body = await res.json();
     expect(Object.keys(body as object).sort()).toEqual(
-      ['attempts', 'channel', 'created_at', 'dead_reason', 'expires_at', 'id', 'last_error', 'max_attempts', 'metadata', 'next_attempt_at', 'priority', 'send_at', 'sent_at', 'state', 'to', 'updated_at'].sort(),
+      ['attempts', 'channel', 'created_at', 'dead_reason', 'expires_at', 'id', 'last_error', 'max_attempts', 'metadata', 'next_attempt_at', 'ordering', 'priority', 'send_at', 'sent_at', 'state', 'to', 'updated_at'].sort(),
     );
     expect(NotificationView.parse(body)).toEqual(n);
   });

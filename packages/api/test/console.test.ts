@@ -59,7 +59,10 @@ describe('console', () => {
     expect(cookie).toMatch(/Max-Age=28800/);
     expect(cookie).toMatch(/Path=\/console/);
     expect(cookie).not.toMatch(/Secure/);
-    const tls = await app.request('https://notify.example/console/login', { method: 'POST', body: new URLSearchParams({ api_key: keys.acme }) });
+    const tls = await app.request('https://notify.example/console/login', {
+      method: 'POST',
+      body: new URLSearchParams({ api_key: keys.acme }),
+    });
     expect(tls.headers.get('set-cookie')).toMatch(/Secure/);
     const bad = await app.request('/console/login', { method: 'POST', body: new URLSearchParams({ api_key: 'nk_wrong' }) });
     expect(bad.status).toBe(401);
@@ -76,11 +79,23 @@ describe('console', () => {
   it('refuses a state-changing form without the CSRF token', async () => {
     const s = await signIn('acme');
     const id = await enqueue('acme', { channel: 'webhook', to: 'https://hooks.example.com/x', body: 'secret body text' });
-    const refused = await app.request(`/console/notifications/${id}/cancel`, { method: 'POST', headers: s.headers, body: new URLSearchParams({}) });
+    const refused = await app.request(`/console/notifications/${id}/cancel`, {
+      method: 'POST',
+      headers: s.headers,
+      body: new URLSearchParams({}),
+    });
     expect(refused.status).toBe(403);
-    const wrong = await app.request(`/console/notifications/${id}/cancel`, { method: 'POST', headers: s.headers, body: new URLSearchParams({ _csrf: 'x'.repeat(s.csrf.length) }) });
+    const wrong = await app.request(`/console/notifications/${id}/cancel`, {
+      method: 'POST',
+      headers: s.headers,
+      body: new URLSearchParams({ _csrf: 'x'.repeat(s.csrf.length) }),
+    });
     expect(wrong.status).toBe(403);
-    const ok = await app.request(`/console/notifications/${id}/cancel`, { method: 'POST', headers: s.headers, body: new URLSearchParams({ _csrf: s.csrf }) });
+    const ok = await app.request(`/console/notifications/${id}/cancel`, {
+      method: 'POST',
+      headers: s.headers,
+      body: new URLSearchParams({ _csrf: s.csrf }),
+    });
     expect(ok.status).toBe(303);
     const { rows } = await t.pool.query('SELECT state FROM notifications WHERE id = $1', [id]);
     expect(rows[0].state).toBe('cancelled');
@@ -96,7 +111,11 @@ describe('console', () => {
     expect(byId.status).toBe(404);
     const list = await (await app.request('/console/notifications', { headers: s.headers })).text();
     expect(list).not.toContain('globex-only');
-    const retry = await app.request(`/console/notifications/${theirs}/retry`, { method: 'POST', headers: s.headers, body: new URLSearchParams({ _csrf: s.csrf }) });
+    const retry = await app.request(`/console/notifications/${theirs}/retry`, {
+      method: 'POST',
+      headers: s.headers,
+      body: new URLSearchParams({ _csrf: s.csrf }),
+    });
     expect(retry.status).toBe(404);
   });
 
@@ -106,7 +125,9 @@ describe('console', () => {
     expect(hidden).toContain('reader@example.com');
     expect(hidden).not.toContain('Private body');
     expect(hidden).not.toContain('Private subject');
-    const shown = await (await showing.request(`/console/notifications/${id}`, { headers: (await signIn('acme', showing)).headers })).text();
+    const shown = await (
+      await showing.request(`/console/notifications/${id}`, { headers: (await signIn('acme', showing)).headers })
+    ).text();
     expect(shown).toContain('Private body');
   });
 
@@ -132,8 +153,13 @@ describe('console', () => {
         const attrs = m[2]!;
         if (/type="(hidden|submit)"/.test(attrs)) continue;
         const id = /id="([^"]+)"/.exec(attrs)?.[1];
-        const before = body.slice(Math.max(0, m.index! - 200), m.index);
-        expect(id ? body.includes(`for="${id}"`) : /<label>[^<]*$/.test(before) || before.lastIndexOf('<label>') > before.lastIndexOf('</label>'), `${path}: ${m[0]}`).toBe(true);
+        const before = body.slice(Math.max(0, m.index - 200), m.index);
+        expect(
+          id
+            ? body.includes(`for="${id}"`)
+            : /<label>[^<]*$/.test(before) || before.lastIndexOf('<label>') > before.lastIndexOf('</label>'),
+          `${path}: ${m[0]}`,
+        ).toBe(true);
       }
     }
   });

@@ -62,10 +62,14 @@ async function expectProblem(res: Response, code: ProblemCode) {
 
 describe('templates', () => {
   it('creates versions, lists them, activates one and previews it', async () => {
-    const v1 = await call('POST', '/v1/templates', { body: { name: 'welcome', channel: 'email', subject: 'Hi {{name}}', body: 'Hello {{name}}', sample_data: { name: 'Ada' } } });
+    const v1 = await call('POST', '/v1/templates', {
+      body: { name: 'welcome', channel: 'email', subject: 'Hi {{name}}', body: 'Hello {{name}}', sample_data: { name: 'Ada' } },
+    });
     expect(v1.status).toBe(201);
     expect(TemplateVersion.parse(await v1.json())).toMatchObject({ name: 'welcome', version: 1, active: true });
-    const v2 = TemplateVersion.parse(await (await call('POST', '/v1/templates', { body: { name: 'welcome', channel: 'email', body: 'Welcome, {{name}}!' } })).json());
+    const v2 = TemplateVersion.parse(
+      await (await call('POST', '/v1/templates', { body: { name: 'welcome', channel: 'email', body: 'Welcome, {{name}}!' } })).json(),
+    );
     expect(v2).toMatchObject({ version: 2, active: true });
 
     const list = TemplateSummaryList.parse(await (await call('GET', '/v1/templates')).json());
@@ -81,20 +85,32 @@ describe('templates', () => {
 
     const preview = TemplatePreview.parse(await (await call('POST', '/v1/templates/welcome/preview', { body: {} })).json());
     expect(preview).toEqual({ name: 'welcome', version: 1, subject: 'Hi Ada', body: 'Hello Ada', html_body: null });
-    const other = TemplatePreview.parse(await (await call('POST', '/v1/templates/welcome/preview', { body: { version: 2, data: { name: 'Grace' } } })).json());
+    const other = TemplatePreview.parse(
+      await (await call('POST', '/v1/templates/welcome/preview', { body: { version: 2, data: { name: 'Grace' } } })).json(),
+    );
     expect(other.body).toBe('Welcome, Grace!');
     await expectProblem(await call('POST', '/v1/templates/welcome/preview', { body: { version: 2, data: {} } }), 'template_invalid');
   });
 
   it('refuses a template that does not render with 422 and the position of the error', async () => {
-    const syntax = await expectProblem(await call('POST', '/v1/templates', { body: { name: 'bad', channel: 'sms', body: 'Hi\nthere {{#admin}}' } }), 'template_invalid');
-    expect(syntax.errors).toEqual([expect.objectContaining({ path: 'body', offset: 9, line: 2, column: 7 })]);
-    const unknown = await expectProblem(
-      await call('POST', '/v1/templates', { body: { name: 'bad', channel: 'sms', body: 'Code {{code}} for {{user}}', sample_data: { code: '1' } } }),
+    const syntax = await expectProblem(
+      await call('POST', '/v1/templates', { body: { name: 'bad', channel: 'sms', body: 'Hi\nthere {{#admin}}' } }),
       'template_invalid',
     );
-    expect(unknown.errors).toEqual([expect.objectContaining({ path: 'body', message: 'unknown variable "user" at offset 18', offset: 18, line: 1, column: 19 })]);
-    await expectProblem(await call('POST', '/v1/templates', { body: { name: 'bad', channel: 'sms', body: 'x', subject: 'no' } }), 'template_invalid');
+    expect(syntax.errors).toEqual([expect.objectContaining({ path: 'body', offset: 9, line: 2, column: 7 })]);
+    const unknown = await expectProblem(
+      await call('POST', '/v1/templates', {
+        body: { name: 'bad', channel: 'sms', body: 'Code {{code}} for {{user}}', sample_data: { code: '1' } },
+      }),
+      'template_invalid',
+    );
+    expect(unknown.errors).toEqual([
+      expect.objectContaining({ path: 'body', message: 'unknown variable "user" at offset 18', offset: 18, line: 1, column: 19 }),
+    ]);
+    await expectProblem(
+      await call('POST', '/v1/templates', { body: { name: 'bad', channel: 'sms', body: 'x', subject: 'no' } }),
+      'template_invalid',
+    );
     await expectProblem(await call('POST', '/v1/templates', { body: { name: 'bad', channel: 'pigeon', body: 'x' } }), 'validation_failed');
     expect((await call('GET', '/v1/templates/bad')).status).toBe(404);
   });
@@ -103,7 +119,9 @@ describe('templates', () => {
     await call('POST', '/v1/templates', { body: { name: 'otp', channel: 'sms', body: 'v1 {{code}}' } });
     await call('POST', '/v1/templates', { body: { name: 'otp', channel: 'sms', body: 'v2 {{code}}', activate: true } });
     await expectProblem(await call('DELETE', '/v1/templates/otp/versions/2'), 'in_use'); // active
-    const queued = await call('POST', '/v1/notifications', { body: { channel: 'sms', to: '+15550100', template: 'otp', template_version: 1, data: { code: '1' } } });
+    const queued = await call('POST', '/v1/notifications', {
+      body: { channel: 'sms', to: '+15550100', template: 'otp', template_version: 1, data: { code: '1' } },
+    });
     expect(queued.status).toBe(202);
     const inUse = await expectProblem(await call('DELETE', '/v1/templates/otp/versions/1'), 'in_use');
     expect(inUse.detail).toMatch(/queued notifications/);
@@ -128,7 +146,9 @@ describe('templates', () => {
 
 describe('suppressions', () => {
   it('adds, lists with a cursor and removes opt-outs, per tenant', async () => {
-    const added = await call('POST', '/v1/suppressions', { body: { channel: 'email', to: ' Ada@Example.com ', reason: 'unsubscribe link' } });
+    const added = await call('POST', '/v1/suppressions', {
+      body: { channel: 'email', to: ' Ada@Example.com ', reason: 'unsubscribe link' },
+    });
     expect(added.status).toBe(201);
     expect(SuppressionView.parse(await added.json())).toMatchObject({ to: 'ada@example.com', category: '*', reason: 'unsubscribe link' });
     for (const category of ['marketing', 'digest']) {
@@ -193,7 +213,10 @@ describe('bulk retry', () => {
     clock.advance(1);
     const res = await call('POST', '/v1/notifications', { tenant, body: { channel: 'webhook', to, body: '{}' } });
     const { id } = (await res.json()) as { id: string };
-    await t.pool.query("UPDATE notifications SET state = 'dead', dead_reason = $2, next_attempt_at = NULL, last_error = $3, attempts = 1 WHERE id = $1", [id, reason, error]);
+    await t.pool.query(
+      "UPDATE notifications SET state = 'dead', dead_reason = $2, next_attempt_at = NULL, last_error = $3, attempts = 1 WHERE id = $1",
+      [id, reason, error],
+    );
     return id;
   }
 
@@ -225,8 +248,15 @@ describe('bulk retry', () => {
     await expectProblem(conflict, 'idempotency_conflict');
 
     const states = await t.pool.query('SELECT id, state FROM notifications WHERE id = ANY($1) ORDER BY id', [[...http500, other, globex]]);
-    expect(Object.fromEntries(states.rows.map((r) => [r.id, r.state]))).toEqual({ [http500[0]!]: 'queued', [http500[1]!]: 'queued', [other]: 'dead', [globex]: 'dead' });
-    const outbox = await t.pool.query("SELECT count(*)::int AS n FROM outbox WHERE topic = 'requests' AND value LIKE ANY($1)", [http500.map((id) => `%${id}%`)]);
+    expect(Object.fromEntries(states.rows.map((r) => [r.id, r.state]))).toEqual({
+      [http500[0]!]: 'queued',
+      [http500[1]!]: 'queued',
+      [other]: 'dead',
+      [globex]: 'dead',
+    });
+    const outbox = await t.pool.query("SELECT count(*)::int AS n FROM outbox WHERE topic = 'requests' AND value LIKE ANY($1)", [
+      http500.map((id) => `%${id}%`),
+    ]);
     expect(outbox.rows[0].n).toBe(4); // the enqueue's request and the retry's, each
 
     const follow = await call('GET', `/v1/notifications/retries/${run.id}`);

@@ -15,6 +15,8 @@ export interface Config extends ProvidersConfig {
   readonly adminPort: number;
   /** NOTIFY_ADMIN_HOST: the address the admin port binds (default 127.0.0.1: the machine only). */
   readonly adminHost: string;
+  /** NOTIFY_API_RATE_LIMIT / NOTIFY_API_TENANT_RATE_LIMIT: token buckets per API key and per tenant, shared by every API process; unset: no limit. */
+  readonly apiRateLimits: { readonly perKey: RateLimit | undefined; readonly perTenant: RateLimit | undefined };
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   readonly topicPrefix: string;
   readonly topicPartitions: number;
@@ -170,6 +172,7 @@ export function loadConfig(env: Env): Config {
     port: int(env, 'PORT', 3000, 0, 65_535),
     adminPort: int(env, 'NOTIFY_ADMIN_PORT', 9464, 0, 65_535),
     adminHost: str(env, 'NOTIFY_ADMIN_HOST') ?? '127.0.0.1',
+    apiRateLimits: { perKey: rateLimit(env, 'NOTIFY_API_RATE_LIMIT'), perTenant: rateLimit(env, 'NOTIFY_API_TENANT_RATE_LIMIT') },
     logLevel: logLevel as Config['logLevel'],
     topicPrefix,
     topicPartitions: int(env, 'NOTIFY_TOPIC_PARTITIONS', 6, 1, 1_000),

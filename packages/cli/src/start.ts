@@ -163,6 +163,7 @@ export async function startNotify(config: Config, roles: readonly Role[], deps: 
         logger: logger.child({ role: 'api' }),
         metrics,
         secrets: { key: config.webhook.secretsKey, rotationGraceMs: config.secretRotationGraceMs },
+        rateLimits: config.apiRateLimits,
         console: {
           showContent: config.consoleShowContent,
           pipeline: createPipelineProbe({

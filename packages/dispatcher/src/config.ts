@@ -43,6 +43,11 @@ export interface DispatcherConfig {
   /** Most scheduled notifications one pass releases. Default 500. */
   readonly scheduleBatchSize: number;
   /**
+   * A strict-order notification whose predecessor is still queued is looked at again this long
+   * after the predecessor's next attempt is due (or after now, if that is past). Default 500 ms.
+   */
+  readonly strictRecheckMs: number;
+  /**
    * `stop()` waits this long for running deliveries before aborting them (they stay queued).
    * Default 10 s; from the service config, two thirds of NOTIFY_SHUTDOWN_TIMEOUT_MS.
    */
@@ -103,6 +108,7 @@ export function dispatcherConfig(
     scheduleIntervalMs: 1_000,
     scheduleLookaheadMs: 2 * (fields.scheduleIntervalMs ?? 1_000),
     scheduleBatchSize: 500,
+    strictRecheckMs: 500,
     shutdownTimeoutMs: 10_000,
     fetchMaxWaitMs: 100,
     sessionTimeoutMs: 30_000,
@@ -116,6 +122,7 @@ export function dispatcherConfig(
   check('scheduleIntervalMs', config.scheduleIntervalMs, 10);
   check('scheduleLookaheadMs', config.scheduleLookaheadMs, config.scheduleIntervalMs);
   check('scheduleBatchSize', config.scheduleBatchSize, 1);
+  check('strictRecheckMs', config.strictRecheckMs, 1);
   check('outcomeBatchSize', config.outcomeBatchSize, 1);
   check('outcomeBatchDelayMs', config.outcomeBatchDelayMs, 0);
   check('readBatchSize', config.readBatchSize, 1);

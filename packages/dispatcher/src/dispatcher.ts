@@ -14,6 +14,7 @@ import { tracing } from './middleware/tracing.js';
 import { createOutcomeWriter } from './outcome-writer.js';
 import type { Provider } from '@notify/providers';
 import { createRepairSweep } from './repair.js';
+import { createKafkaConsumerProgress } from './consumer-progress.js';
 import { createScheduleService } from './schedule.js';
 
 /** The dispatcher's collaborators: `(config, deps)` like every component. */
@@ -86,7 +87,8 @@ export function createDispatcher(config: DispatcherConfig, deps: DispatcherDeps)
     }),
   );
   const consumers = deliveryLanes(config).map((lane) => createDeliveryConsumer(config, { kafka: deps.kafka, handler, clock: deps.clock, logger, events }, lane));
-  const repair = createRepairSweep(config, { db: deps.db, clock: deps.clock, logger, events });
+  const progress = createKafkaConsumerProgress(deps.kafka, config);
+  const repair = createRepairSweep(config, { db: deps.db, clock: deps.clock, logger, events, progress });
   const schedule = createScheduleService(config, { db: deps.db, clock: deps.clock, logger, events });
   let state: 'new' | 'started' | 'stopped' = 'new';
 
@@ -110,6 +112,7 @@ export function createDispatcher(config: DispatcherConfig, deps: DispatcherDeps)
       if (state !== 'started') return { notStarted: 0, abortedInFlight: false };
       state = 'stopped';
       await repair.stop();
+      await progress.close().catch(() => {});
       await schedule.stop();
       // Outcomes waiting for company are written now rather than after the group delay, so the
       // deliveries waiting on them finish (and are acknowledged) sooner.

@@ -38,8 +38,12 @@ export interface DispatcherEventMap {
   deadLettered: { readonly code: DeadLetterCode; readonly reason: string; readonly topic: string; readonly partition: number; readonly offset: string };
   /** Something failed that the dispatcher retries or survives (database down, commit refused, consumer crash). */
   consumerError: { readonly phase: 'handler' | 'commit' | 'consumer' | 'repair' | 'schedule' | 'dead-letter'; readonly error: unknown };
+  /** A strict-order notification waits for `predecessorId` (no attempt spent); a new message carries it at `dueAt`. */
+  deferred: { readonly notificationId: string; readonly attempt: number; readonly predecessorId: string; readonly dueAt: Date };
   /** The repair sweep re-published `count` overdue notifications. */
   repaired: { readonly count: number };
+  /** The repair sweep left `count` overdue notifications alone: their requests were published and still wait behind consumer lag. */
+  repairDeferred: { readonly count: number };
   /**
    * One group commit of delivery outcomes (see `createOutcomeWriter`): `size` outcomes in one
    * transaction, `recorded` of them written, `failed` not written (their deliveries are retried);

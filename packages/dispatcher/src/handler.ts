@@ -1,5 +1,6 @@
 import { performance } from 'node:perf_hooks';
-import { fromKysely, isTerminal, type Channel, type Notification } from '@notify/outbox';
+import { buildDeliveryRequest } from '@notify/contract';
+import { fromKysely, isTerminal, outboxInsert, type Channel, type Notification } from '@notify/outbox';
 import { type Clock, type Logger } from '@notify/runtime';
 import { type Database } from '@notify/migrations';
 import type { Kysely } from 'kysely';
@@ -14,6 +15,9 @@ import { planOutcome, type AttemptResult } from './outcome.js';
 import { callProvider } from './provider-call.js';
 import type { Provider } from '@notify/providers';
 import { createOutcomeWriter, type OutcomeWriter } from './outcome-writer.js';
+import { tierFor } from './retry/delay-topics.js';
+import { notificationDefer } from './sql/notification-defer.js';
+import { notificationFindQueuedPredecessor } from './sql/notification-find-queued-predecessor.js';
 import { notificationGetMany } from './sql/notification-get-many.js';
 
 /** What the delivery handler needs. */
@@ -27,7 +31,7 @@ export interface DeliveryHandlerDeps {
   /** Uniform in [0, 1) for jitter. Default Math.random. */
   readonly random?: () => number;
   readonly config: Pick<DispatcherConfig, 'retry' | 'tiers' | 'sendTimeoutMs'> &
-    Partial<Pick<DispatcherConfig, 'outcomeBatchSize' | 'outcomeBatchDelayMs' | 'readBatchSize' | 'readBatchDelayMs'>>;
+    Partial<Pick<DispatcherConfig, 'outcomeBatchSize' | 'outcomeBatchDelayMs' | 'readBatchSize' | 'readBatchDelayMs' | 'strictRecheckMs'>>;
   /**
    * The group-commit writer of outcomes. Default: one of this handler's own, from the config's
    * `outcomeBatchSize` / `outcomeBatchDelayMs` (defaults 64 / 5 ms). The dispatcher passes its
@@ -52,7 +56,8 @@ export function createNotificationLoader(
  * production (behind the Kafka consumer) and in the lab test (fed from outbox rows).
  *
  * 1. Parse (bad → dead letter). 2. Load the notification: PostgreSQL is the truth (unknown →
- *    dead letter; terminal or attempt already done → skipped, so redelivery is harmless).
+ *    dead letter; terminal or attempt already done → skipped, so redelivery is harmless). With
+ *    `ordering: "strict"`, an earlier queued notification to the same recipient defers it.
  * 3. Check the expiry. 4. Prepare the content (template, preferences): suppressed or broken
  *    content ends dead without a provider call. 5. Call the provider with the per-attempt
  *    timeout. 6. Classify (`planOutcome`) and record attempt row + state change + outbox rows
@@ -82,6 +87,42 @@ export function createDeliveryHandler(deps: DeliveryHandlerDeps): MessageHandler
       maxDelayMs: config.outcomeBatchDelayMs ?? BATCHING_DEFAULTS.outcomeBatchDelayMs,
       onFlush: (flush) => events.emit('outcomesFlushed', flush),
     });
+
+  /**
+   * Strict ordering: while an earlier notification to the same recipient is queued, this one is
+   * not attempted. Its next attempt moves to just after the predecessor's, and a new message for
+   * the same attempt goes to the delay topic that fits, in one transaction (no attempt spent).
+   */
+  const deferBehindPredecessor = async (notification: Notification, attempt: number): Promise<HandleResult | undefined> => {
+    const predecessor = await notificationFindQueuedPredecessor(db, {
+      tenantId: notification.tenant_id,
+      channel: notification.channel,
+      recipient: notification.recipient,
+      id: notification.id,
+      createdAt: new Date(notification.created_at),
+    });
+    if (!predecessor) return undefined;
+    const now = clock.now();
+    const recheckMs = config.strictRecheckMs ?? 500;
+    // At most the top tier's delay: that tier only carries exactly its delay, so its partitions
+    // stay in due order (a predecessor scheduled days ahead is looked at again every max delay).
+    const top = config.tiers[config.tiers.length - 1]!;
+    const waitMs = Math.min(Math.max(new Date(predecessor.next_attempt_at).getTime() - now.getTime(), 0) + recheckMs, top.delayMs);
+    const dueAt = new Date(now.getTime() + waitMs);
+    const topic = tierFor(config.tiers, waitMs).topic;
+    const changed = await deps.db.transaction().execute(async (trx) => {
+      const tx = fromKysely(trx);
+      if (!(await notificationDefer(tx, { id: notification.id, attempt, nextAttemptAt: dueAt, now }))) return false;
+      await outboxInsert(tx, { messages: [buildDeliveryRequest(notification, attempt, dueAt, topic)] });
+      return true;
+    });
+    if (!changed) {
+      events.emit('skipped', { notificationId: notification.id, attempt, reason: 'raced' });
+      return { kind: 'skipped', notificationId: notification.id, reason: 'raced' };
+    }
+    events.emit('deferred', { notificationId: notification.id, attempt, predecessorId: predecessor.id, dueAt });
+    return { kind: 'deferred', notificationId: notification.id, dueAt };
+  };
 
   /**
    * Outcomes being written, by notification id. The consumer starts a key's next message once the
@@ -117,6 +158,12 @@ export function createDeliveryHandler(deps: DeliveryHandlerDeps): MessageHandler
     }
     if (attempt > notification.max_attempts) {
       return { kind: 'dead-letter', code: 'attempt_over_max', reason: `attempt ${attempt} exceeds max_attempts ${notification.max_attempts} of notification ${notification.id}` };
+    }
+
+    // (An expired one is not held back: it ends dead below, which releases its successors.)
+    if (notification.ordering === 'strict' && clock.now().getTime() < new Date(notification.expires_at).getTime()) {
+      const deferred = await deferBehindPredecessor(notification, attempt);
+      if (deferred) return deferred;
     }
 
     // The delivery's log fields, merged into each line rather than bound in a child logger: pino

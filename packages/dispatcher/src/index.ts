@@ -62,4 +62,5 @@ export { recordOutcome, recordOutcomes, outcomeMessages, outcomeRecordParams, ty
 export { createKeyedScheduler, type KeyedScheduler, type Task, type TaskResult } from './scheduler.js';
 export type { ConsumerStopReport } from './consumer.js';
 export { createRepairSweep, type RepairSweep, type RepairSweepDeps } from './repair.js';
+export { createKafkaConsumerProgress, type ConsumerProgress, type PublishedRequest } from './consumer-progress.js';
 export { createScheduleService, type ScheduleService, type ScheduleServiceDeps } from './schedule.js';

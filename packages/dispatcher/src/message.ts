@@ -50,6 +50,8 @@ export type HandleResult =
   | { readonly kind: 'dead-letter'; readonly code: DeadLetterCode; readonly reason: string }
   /** Published to the dead-letter topic. */
   | { readonly kind: 'dead-lettered'; readonly code: DeadLetterCode; readonly reason: string }
+  /** Strict ordering: an earlier notification to the same recipient is still queued; no attempt was spent, a new message carries it at `dueAt`. */
+  | { readonly kind: 'deferred'; readonly notificationId: string; readonly dueAt: Date }
   /** Not due yet (only if the clock moved back since the consumer checked): deliver again at `dueAt`. */
   | { readonly kind: 'not-due'; readonly dueAt: Date }
   /** Shutdown cut the provider call: nothing recorded, the message stays unacknowledged and comes again. */

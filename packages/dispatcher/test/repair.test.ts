@@ -8,7 +8,7 @@ import { silentLogger, systemClock } from '@notify/runtime';
 import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import { waitFor } from '../../../test/support/wait.js';
-import { createDispatcherEvents, createRepairSweep } from '../src/index.js';
+import { createDispatcherEvents, createKafkaConsumerProgress, createRepairSweep } from '../src/index.js';
 import { stateOf, startHarness, type Harness } from './support/harness.js';
 import { createHttpTestProvider } from './support/http-provider.js';
 import { startReceiver, type Receiver } from './support/receiver.js';
@@ -64,5 +64,32 @@ describe('repair sweep', () => {
     expect((await stateOf(h, id)).attempts).toBe(1);
     // Same key, same partition: the original came first and sent it; the duplicate found it terminal.
     expect(h.seen.skipped[0]).toMatchObject({ notificationId: id, attempt: 1, reason: 'terminal' });
+  });
+
+  it('tells consumer lag from loss: a published request the group has not read past is left alone, until the group commits past it', async () => {
+    h = await startHarness({ dispatcher: { repairAfterMs: 1, repairIntervalMs: 3_600_000 } });
+    const id = await h.enqueue({ tenant_id: 't1', channel: 'webhook', to: 'https://hooks.example.com/lagging', body: 'lagging' });
+    await waitFor(() => (h as Harness).drain.published >= 2, { message: 'request published' });
+    const progress = createKafkaConsumerProgress(h.kafka.kafka, h.config);
+    const events = createDispatcherEvents(silentLogger);
+    const deferred: number[] = [];
+    events.on('repairDeferred', (e) => void deferred.push(e.count));
+    const sweep = createRepairSweep(h.config, { db: h.db.db, clock: systemClock, logger: silentLogger, events, progress });
+    try {
+      // No dispatcher has read anything: the overdue notification is lag, not loss (the sweep
+      // without `progress` re-publishes it, as the test above shows).
+      await waitFor(async () => (await sweep.runOnce(), deferred.length > 0), { message: 'the sweep deferred it' });
+      expect(deferred).toEqual([1]);
+      const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM outbox WHERE topic = 'requests' AND headers->>'notification-id' = ${id}`.execute(h.db.db);
+      expect(rows[0]!.n).toBe(1);
+
+      // The group commits past the end of every partition (the message was read, and lost): now it is loss.
+      const topic = h.kafka.topic('requests');
+      const ends = await h.kafka.admin.fetchTopicOffsets(topic);
+      await h.kafka.admin.setOffsets({ groupId: h.config.groupId, topic, partitions: ends.map((p) => ({ partition: p.partition, offset: p.high })) });
+      expect(await sweep.runOnce()).toBe(1);
+    } finally {
+      await progress.close();
+    }
   });
 });

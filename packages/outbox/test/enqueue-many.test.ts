@@ -78,6 +78,25 @@ describe('scheduled send (send_at)', () => {
   });
 });
 
+describe('priority and ordering', () => {
+  it('puts a high-priority first attempt on requests.high and stores both options', async () => {
+    const { notification } = await t.db.transaction().execute((trx) => enqueue(trx, intent({ priority: 'high', ordering: 'strict' })));
+    expect(notification).toMatchObject({ priority: 'high', ordering: 'strict' });
+    expect((await outboxFor(notification.id)).map((r) => r.topic)).toEqual(['requests.high', 'events']);
+  });
+
+  it('refuses unknown values with every other issue', async () => {
+    const error = await t.db
+      .transaction()
+      .execute((trx) => enqueue(trx, intent({ priority: 'urgent' as never, ordering: 'fifo' as never, to: 'x' })).catch((e: unknown) => e));
+    expect((error as ValidationError).issues).toEqual([
+      { path: 'to', message: 'must be an email address' },
+      { path: 'priority', message: 'must be "high" or "normal"' },
+      { path: 'ordering', message: 'must be "strict" or "relaxed"' },
+    ]);
+  });
+});
+
 describe('enqueueMany', () => {
   it('queues every valid item in one call and fails only the invalid ones, in order', async () => {
     const results = await t.db.transaction().execute((trx) =>

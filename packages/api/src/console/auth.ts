@@ -21,7 +21,16 @@ function loginPage(error?: string) {
   return layout(
     { title: 'Sign in', error },
     html`<form method="post" action="/console/login">
-      <p><label for="api_key">API key</label><br><input id="api_key" name="api_key" type="password" autocomplete="off" required size="50"></p>
+      <p>
+        <label for="api_key">API key</label><br /><input
+          id="api_key"
+          name="api_key"
+          type="password"
+          autocomplete="off"
+          required
+          size="50"
+        />
+      </p>
       <p><button type="submit">Sign in</button></p>
       <p class="muted">The key is exchanged for a session cookie (HttpOnly, SameSite=Strict); it is not stored in the browser.</p>
     </form>`,
@@ -75,7 +84,10 @@ export function requireSession(deps: ConsoleDeps): MiddlewareHandler<ConsoleEnv>
       const sent = typeof form._csrf === 'string' ? Buffer.from(form._csrf) : Buffer.alloc(0);
       const want = Buffer.from(session.csrfToken);
       if (sent.length !== want.length || !timingSafeEqual(sent, want)) {
-        return c.html(layout({ title: 'Refused', error: 'The form was missing its security token. Reload the page and try again.' }, html``), 403);
+        return c.html(
+          layout({ title: 'Refused', error: 'The form was missing its security token. Reload the page and try again.' }, html``),
+          403,
+        );
       }
     }
     await next();

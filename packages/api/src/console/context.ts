@@ -40,11 +40,24 @@ const NOTICES: Readonly<Record<string, string>> = {
 };
 
 /** Renders a console page for the signed-in session, with the notice named in `?done=`. */
-export function page(c: Context<ConsoleEnv>, opts: { title: string; active?: string; error?: string | undefined; status?: 200 | 404 | 403 | 422 }, body: Html) {
+export function page(
+  c: Context<ConsoleEnv>,
+  opts: { title: string; active?: string; error?: string | undefined; status?: 200 | 404 | 403 | 422 },
+  body: Html,
+) {
   const s = c.get('session');
   const done = c.req.query('done');
   let notice = done !== undefined ? NOTICES[done] : undefined;
   const n = c.req.query('n');
   if (notice && n !== undefined && /^\d{1,6}$/.test(n)) notice = `${notice} (${n})`;
-  return c.html(layout({ title: opts.title, active: opts.active, csrf: s.csrfToken, tenantId: s.tenantId, notice, error: opts.error }, body), opts.status ?? 200);
+  return c.html(
+    layout({ title: opts.title, active: opts.active, csrf: s.csrfToken, tenantId: s.tenantId, notice, error: opts.error }, body),
+    opts.status ?? 200,
+  );
+}
+
+/** A text field of a parsed form ('' when absent or a file). */
+export function formText(form: Record<string, unknown>, key: string): string {
+  const v = form[key];
+  return typeof v === 'string' ? v : '';
 }

@@ -30,7 +30,10 @@ export function healthPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
       if (r.final_state === 'dead') slot.dead += r.count;
     }
     const label = (d: Date) => d.toISOString().slice(11, 16);
-    const deliveryBars: Bar[] = minutes.map((m) => ({ label: label(m), segments: OUTCOMES.map((o) => ({ key: o, value: byMinute.get(m.getTime())!.outcome[o] ?? 0 })) }));
+    const deliveryBars: Bar[] = minutes.map((m) => ({
+      label: label(m),
+      segments: OUTCOMES.map((o) => ({ key: o, value: byMinute.get(m.getTime())!.outcome[o] ?? 0 })),
+    }));
     const deadBars: Bar[] = minutes.map((m) => ({ label: label(m), segments: [{ key: 'dead', value: byMinute.get(m.getTime())!.dead }] }));
     const totals = [...byMinute.values()].reduce((a, v) => ({ sent: a.sent + v.sent, dead: a.dead + v.dead }), { sent: 0, dead: 0 });
     const deadRate = totals.sent + totals.dead > 0 ? (100 * totals.dead) / (totals.sent + totals.dead) : 0;
@@ -39,23 +42,71 @@ export function healthPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
       c,
       { title: 'Pipeline health', active: '/console/health' },
       html`<h2>Outbox</h2>
-      ${outbox
-        ? html`<p>Oldest unpublished row: <strong id="outbox-lag">${((outbox.oldestAgeMs ?? 0) / 1000).toFixed(1)} s</strong>; rows waiting: <strong>${outbox.unpublished}</strong>.
-            (Metrics: <code>notify_outbox_lag_seconds</code>, <code>notify_outbox_unpublished</code>; the whole service, all tenants.)</p>
-            ${barChart({ title: 'Outbox lag', bars: [{ label: 'oldest unpublished', segments: [{ key: 'lag', value: Math.round((outbox.oldestAgeMs ?? 0) / 1000) }] }], keys: ['lag'], unit: 'seconds' })}`
-        : html`<p class="muted">Not available from this process.</p>`}
-      <h2>Kafka consumer lag</h2>
-      ${consumer
-        ? html`${barChart({ title: 'Consumer lag per topic', bars: consumer.map((t) => ({ label: t.topic, segments: [{ key: 'lag', value: t.lag }] })), keys: ['lag'], unit: 'messages' })}
-            <table><thead><tr><th scope="col">Topic</th><th scope="col">Lag (messages)</th></tr></thead><tbody>${consumer.map((t) => html`<tr><td>${t.topic}</td><td>${t.lag}</td></tr>`)}</tbody></table>`
-        : html`<p class="muted">Not available from this process.</p>`}
-      <h2>Deliveries, last hour</h2>
-      <p>${attemptsTotal} attempts; dead rate <strong id="dead-rate">${deadRate.toFixed(1)} %</strong> (${totals.dead} of ${totals.sent + totals.dead} notifications that ended in the hour).
-        (Metrics: <code>notify_attempts_total{outcome}</code>, <code>notify_dead_total</code>.)</p>
-      ${barChart({ title: 'Delivery attempts per minute by outcome', bars: deliveryBars, keys: OUTCOMES, unit: 'attempts per minute, UTC' })}
-      ${barChart({ title: 'Notifications ending dead per minute', bars: deadBars, keys: ['dead'], unit: 'per minute, UTC' })}
-      <details><summary>The figures as a table</summary><table><thead><tr><th scope="col">Minute (UTC)</th>${OUTCOMES.map((o) => html`<th scope="col">${o}</th>`)}<th scope="col">ended dead</th></tr></thead>
-      <tbody>${deliveryBars.filter((b, i) => b.segments.some((x) => x.value > 0) || deadBars[i]!.segments[0]!.value > 0).map((b, i) => html`<tr><td>${b.label}</td>${b.segments.map((x) => html`<td>${x.value}</td>`)}<td>${deadBars[deliveryBars.indexOf(b)]!.segments[0]!.value}</td></tr>`)}</tbody></table></details>`,
+        ${
+          outbox
+            ? html`<p>
+                  Oldest unpublished row: <strong id="outbox-lag">${((outbox.oldestAgeMs ?? 0) / 1000).toFixed(1)} s</strong>; rows waiting:
+                  <strong>${outbox.unpublished}</strong>. (Metrics: <code>notify_outbox_lag_seconds</code>,
+                  <code>notify_outbox_unpublished</code>; the whole service, all tenants.)
+                </p>
+                ${barChart({ title: 'Outbox lag', bars: [{ label: 'oldest unpublished', segments: [{ key: 'lag', value: Math.round((outbox.oldestAgeMs ?? 0) / 1000) }] }], keys: ['lag'], unit: 'seconds' })}`
+            : html`<p class="muted">Not available from this process.</p>`
+        }
+        <h2>Kafka consumer lag</h2>
+        ${
+          consumer
+            ? html`${barChart({ title: 'Consumer lag per topic', bars: consumer.map((t) => ({ label: t.topic, segments: [{ key: 'lag', value: t.lag }] })), keys: ['lag'], unit: 'messages' })}
+                <table>
+                  <thead>
+                    <tr>
+                      <th scope="col">Topic</th>
+                      <th scope="col">Lag (messages)</th>
+                    </tr>
+                  </thead>
+                  <tbody>
+                    ${consumer.map(
+                      (t) =>
+                        html`<tr>
+                          <td>${t.topic}</td>
+                          <td>${t.lag}</td>
+                        </tr>`,
+                    )}
+                  </tbody>
+                </table>`
+            : html`<p class="muted">Not available from this process.</p>`
+        }
+        <h2>Deliveries, last hour</h2>
+        <p>
+          ${attemptsTotal} attempts; dead rate <strong id="dead-rate">${deadRate.toFixed(1)} %</strong> (${totals.dead} of
+          ${totals.sent + totals.dead} notifications that ended in the hour). (Metrics: <code>notify_attempts_total{outcome}</code>,
+          <code>notify_dead_total</code>.)
+        </p>
+        ${barChart({ title: 'Delivery attempts per minute by outcome', bars: deliveryBars, keys: OUTCOMES, unit: 'attempts per minute, UTC' })}
+        ${barChart({ title: 'Notifications ending dead per minute', bars: deadBars, keys: ['dead'], unit: 'per minute, UTC' })}
+        <details>
+          <summary>The figures as a table</summary>
+          <table>
+            <thead>
+              <tr>
+                <th scope="col">Minute (UTC)</th>
+                ${OUTCOMES.map((o) => html`<th scope="col">${o}</th>`)}
+                <th scope="col">ended dead</th>
+              </tr>
+            </thead>
+            <tbody>
+              ${deliveryBars
+                .filter((b, i) => b.segments.some((x) => x.value > 0) || deadBars[i]!.segments[0]!.value > 0)
+                .map(
+                  (b) =>
+                    html`<tr>
+                      <td>${b.label}</td>
+                      ${b.segments.map((x) => html`<td>${x.value}</td>`)}
+                      <td>${deadBars[deliveryBars.indexOf(b)]!.segments[0]!.value}</td>
+                    </tr>`,
+                )}
+            </tbody>
+          </table>
+        </details>`,
     );
   });
   return app;

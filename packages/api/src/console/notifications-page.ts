@@ -23,7 +23,11 @@ const short = (s: string | null, n = 80) => (s === null ? '' : s.length > n ? `$
 
 /** The 404 page: another tenant's id looks exactly like one that does not exist. */
 export function notFoundPage(c: Parameters<typeof page>[0], what: string) {
-  return page(c, { title: 'Not found', status: 404 }, html`<p>There is no ${what} here. <a href="/console/notifications">Back to notifications</a></p>`);
+  return page(
+    c,
+    { title: 'Not found', status: 404 },
+    html`<p>There is no ${what} here. <a href="/console/notifications">Back to notifications</a></p>`,
+  );
 }
 
 /** Notifications: search and detail, with Retry and Cancel. */
@@ -53,25 +57,65 @@ export function notificationPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
     });
     const shown = rows.slice(0, PAGE_SIZE);
     const next = rows.length > PAGE_SIZE ? encodeCursor(shown[shown.length - 1]!.id) : undefined;
-    const keep = new URLSearchParams(Object.entries({ to: recipient ?? '', state: state ?? '', channel: channel ?? '', from: q.from ?? '', until: q.until ?? '' }).filter(([, v]) => v));
-    const option = (value: string, current: string | undefined) => html`<option value="${value}" ${current === value ? 'selected' : ''}>${value || 'any'}</option>`;
+    const keep = new URLSearchParams(
+      Object.entries({ to: recipient ?? '', state: state ?? '', channel: channel ?? '', from: q.from ?? '', until: q.until ?? '' }).filter(
+        ([, v]) => v,
+      ),
+    );
+    const option = (value: string, current: string | undefined) =>
+      html`<option value="${value}" ${current === value ? 'selected' : ''}>${value || 'any'}</option>`;
     return page(
       c,
       { title: 'Notifications', active: '/console/notifications' },
-      html`<form method="get" action="/console/notifications" role="search"><fieldset><legend>Search</legend>
-        <label for="f-id">Id</label><input id="f-id" name="id" size="32" placeholder="ntf_…">
-        <label for="f-to">Recipient</label><input id="f-to" name="to" value="${recipient ?? ''}" size="28">
-        <label for="f-state">State</label><select id="f-state" name="state">${['', ...NOTIFICATION_STATES].map((s) => option(s, state ?? ''))}</select>
-        <label for="f-channel">Channel</label><select id="f-channel" name="channel">${['', ...CHANNELS].map((s) => option(s, channel ?? ''))}</select>
-        <label for="f-from">Created from</label><input id="f-from" name="from" type="date" value="${q.from ?? ''}">
-        <label for="f-until">until</label><input id="f-until" name="until" type="date" value="${q.until ?? ''}">
-        <button type="submit">Search</button></fieldset></form>
-      <table><caption class="muted">Newest first</caption><thead><tr><th scope="col">Id</th><th scope="col">Channel</th><th scope="col">Recipient</th><th scope="col">State</th><th scope="col">Attempts</th><th scope="col">Created</th><th scope="col">Last error</th></tr></thead>
-      <tbody>${shown.map(
-        (n) => html`<tr><td><a href="/console/notifications/${n.id}">${n.id}</a></td><td>${n.channel}</td><td>${n.recipient}</td><td>${stateBadge(n.state)}</td><td>${n.attempts}/${n.max_attempts}</td><td>${time(n.created_at)}</td><td>${short(n.last_error)}</td></tr>`,
-      )}</tbody></table>
-      ${shown.length === 0 ? html`<p>No notifications match.</p>` : ''}
-      ${next ? html`<p><a href="/console/notifications?${keep.toString()}${keep.size ? '&' : ''}cursor=${next}" rel="next">Older notifications</a></p>` : ''}`,
+      html`<form method="get" action="/console/notifications" role="search">
+          <fieldset>
+            <legend>Search</legend>
+            <label for="f-id">Id</label><input id="f-id" name="id" size="32" placeholder="ntf_…" /> <label for="f-to">Recipient</label
+            ><input id="f-to" name="to" value="${recipient ?? ''}" size="28" /> <label for="f-state">State</label
+            ><select id="f-state" name="state">
+              ${['', ...NOTIFICATION_STATES].map((s) => option(s, state ?? ''))}
+            </select>
+            <label for="f-channel">Channel</label
+            ><select id="f-channel" name="channel">
+              ${['', ...CHANNELS].map((s) => option(s, channel ?? ''))}
+            </select>
+            <label for="f-from">Created from</label><input id="f-from" name="from" type="date" value="${q.from ?? ''}" />
+            <label for="f-until">until</label><input id="f-until" name="until" type="date" value="${q.until ?? ''}" />
+            <button type="submit">Search</button>
+          </fieldset>
+        </form>
+        <table>
+          <caption class="muted">
+            Newest first
+          </caption>
+          <thead>
+            <tr>
+              <th scope="col">Id</th>
+              <th scope="col">Channel</th>
+              <th scope="col">Recipient</th>
+              <th scope="col">State</th>
+              <th scope="col">Attempts</th>
+              <th scope="col">Created</th>
+              <th scope="col">Last error</th>
+            </tr>
+          </thead>
+          <tbody>
+            ${shown.map(
+              (n) =>
+                html`<tr>
+                  <td><a href="/console/notifications/${n.id}">${n.id}</a></td>
+                  <td>${n.channel}</td>
+                  <td>${n.recipient}</td>
+                  <td>${stateBadge(n.state)}</td>
+                  <td>${n.attempts}/${n.max_attempts}</td>
+                  <td>${time(n.created_at)}</td>
+                  <td>${short(n.last_error)}</td>
+                </tr>`,
+            )}
+          </tbody>
+        </table>
+        ${shown.length === 0 ? html`<p>No notifications match.</p>` : ''}
+        ${next ? html`<p><a href="/console/notifications?${keep.toString()}${keep.size ? '&' : ''}cursor=${next}" rel="next">Older notifications</a></p>` : ''}`,
     );
   });
 
@@ -80,46 +124,93 @@ export function notificationPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
     const tenantId = c.get('session').tenantId;
     const n = isNotificationId(id) ? await notificationGet(deps.exec, { tenantId, id }) : undefined;
     if (!n) return notFoundPage(c, `notification ${id}`);
-    const [attempts, actions] = await Promise.all([attemptList(deps.exec, { notificationId: n.id }), notificationActionList(deps.exec, { notificationId: n.id })]);
+    const [attempts, actions] = await Promise.all([
+      attemptList(deps.exec, { notificationId: n.id }),
+      notificationActionList(deps.exec, { notificationId: n.id }),
+    ]);
     const csrf = c.get('session').csrfToken;
     // The status events a notification emits follow its transitions: created, each attempt's
     // outcome, each manual action, and the terminal state; rebuilt here from the rows that record them.
     const events = [
       { at: new Date(n.created_at), text: 'notification.queued' },
-      ...attempts.map((a) => ({ at: new Date(a.finished_at), text: `attempt ${a.attempt}: ${a.outcome}${a.provider_status ? ` (${a.provider_status})` : ''}` })),
-      ...actions.map((a) => ({ at: new Date(a.occurred_at), text: `${a.action === 'retry' ? 'notification.requeued' : 'notification.cancelled'} (manual ${a.action})` })),
+      ...attempts.map((a) => ({
+        at: new Date(a.finished_at),
+        text: `attempt ${a.attempt}: ${a.outcome}${a.provider_status ? ` (${a.provider_status})` : ''}`,
+      })),
+      ...actions.map((a) => ({
+        at: new Date(a.occurred_at),
+        text: `${a.action === 'retry' ? 'notification.requeued' : 'notification.cancelled'} (manual ${a.action})`,
+      })),
       ...(n.state === 'sent' && n.sent_at ? [{ at: new Date(n.sent_at), text: 'notification.sent' }] : []),
       ...(n.state === 'dead' ? [{ at: new Date(n.updated_at), text: `notification.dead (${n.dead_reason})` }] : []),
     ].sort((a, b) => a.at.getTime() - b.at.getTime());
     const content = deps.showContent
-      ? html`<h2>Content</h2>${n.subject !== null ? html`<p><strong>Subject:</strong> ${n.subject}</p>` : ''}${
-          n.body !== null ? html`<pre>${n.body}</pre>` : html`<p>Template <a href="/console/templates/${encodeURIComponent(n.template ?? '')}">${n.template}</a>${n.template_version !== null ? ` version ${n.template_version}` : ''}</p>`
-        }${n.data !== null ? html`<pre>${JSON.stringify(n.data, null, 2)}</pre>` : ''}`
+      ? html`<h2>Content</h2>
+          ${n.subject !== null ? html`<p><strong>Subject:</strong> ${n.subject}</p>` : ''}${
+            n.body !== null
+              ? html`<pre>${n.body}</pre>`
+              : html`<p>
+                  Template
+                  <a href="/console/templates/${encodeURIComponent(n.template ?? '')}">${n.template}</a
+                  >${n.template_version !== null ? ` version ${n.template_version}` : ''}
+                </p>`
+          }${n.data !== null ? html`<pre>${JSON.stringify(n.data, null, 2)}</pre>` : ''}`
       : html`<p class="muted">Content is hidden (set NOTIFY_CONSOLE_SHOW_CONTENT=1 to show bodies and data).</p>`;
     return page(
       c,
       { title: `Notification ${n.id}`, active: '/console/notifications' },
       html`<dl>
-        <dt>State</dt><dd>${stateBadge(n.state)}${n.dead_reason ? html` <span>reason: ${n.dead_reason}</span>` : ''}</dd>
-        <dt>Channel and recipient</dt><dd>${n.channel} → ${n.recipient}</dd>
-        <dt>Attempts</dt><dd>${n.attempts} of ${n.max_attempts}</dd>
-        <dt>Created</dt><dd>${time(n.created_at)}</dd>
-        <dt>Next attempt</dt><dd>${time(n.next_attempt_at)}</dd>
-        <dt>Sent</dt><dd>${time(n.sent_at)}</dd>
-        <dt>Expires</dt><dd>${time(n.expires_at)}</dd>
-        <dt>Last error</dt><dd>${n.last_error ?? html`<span class="muted">none</span>`}</dd>
-      </dl>
-      ${n.state === 'dead' ? html`<form method="post" action="/console/notifications/${n.id}/retry" class="inline">${csrfField(csrf)}<button type="submit">Retry</button></form>` : ''}
-      ${n.state === 'queued' ? html`<form method="post" action="/console/notifications/${n.id}/cancel" class="inline">${csrfField(csrf)}<button type="submit">Cancel</button></form>` : ''}
-      <h2>Attempts</h2>
-      <table><thead><tr><th scope="col">#</th><th scope="col">Started</th><th scope="col">Finished</th><th scope="col">Outcome</th><th scope="col">Provider answer</th><th scope="col">Error</th></tr></thead>
-      <tbody>${attempts.map(
-        (a) => html`<tr><td>${a.attempt}</td><td>${time(a.started_at)}</td><td>${time(a.finished_at)}</td><td>${a.outcome}</td><td>${a.provider_status ?? ''}</td><td>${a.error ?? ''}</td></tr>`,
-      )}</tbody></table>
-      ${attempts.length === 0 ? html`<p>No attempts yet.</p>` : ''}
-      <h2>Status events</h2>
-      <ol>${events.map((e) => html`<li>${time(e.at)} ${e.text}</li>`)}</ol>
-      ${content}`,
+          <dt>State</dt>
+          <dd>${stateBadge(n.state)}${n.dead_reason ? html` <span>reason: ${n.dead_reason}</span>` : ''}</dd>
+          <dt>Channel and recipient</dt>
+          <dd>${n.channel} → ${n.recipient}</dd>
+          <dt>Attempts</dt>
+          <dd>${n.attempts} of ${n.max_attempts}</dd>
+          <dt>Created</dt>
+          <dd>${time(n.created_at)}</dd>
+          <dt>Next attempt</dt>
+          <dd>${time(n.next_attempt_at)}</dd>
+          <dt>Sent</dt>
+          <dd>${time(n.sent_at)}</dd>
+          <dt>Expires</dt>
+          <dd>${time(n.expires_at)}</dd>
+          <dt>Last error</dt>
+          <dd>${n.last_error ?? html`<span class="muted">none</span>`}</dd>
+        </dl>
+        ${n.state === 'dead' ? html`<form method="post" action="/console/notifications/${n.id}/retry" class="inline">${csrfField(csrf)}<button type="submit">Retry</button></form>` : ''}
+        ${n.state === 'queued' ? html`<form method="post" action="/console/notifications/${n.id}/cancel" class="inline">${csrfField(csrf)}<button type="submit">Cancel</button></form>` : ''}
+        <h2>Attempts</h2>
+        <table>
+          <thead>
+            <tr>
+              <th scope="col">#</th>
+              <th scope="col">Started</th>
+              <th scope="col">Finished</th>
+              <th scope="col">Outcome</th>
+              <th scope="col">Provider answer</th>
+              <th scope="col">Error</th>
+            </tr>
+          </thead>
+          <tbody>
+            ${attempts.map(
+              (a) =>
+                html`<tr>
+                  <td>${a.attempt}</td>
+                  <td>${time(a.started_at)}</td>
+                  <td>${time(a.finished_at)}</td>
+                  <td>${a.outcome}</td>
+                  <td>${a.provider_status ?? ''}</td>
+                  <td>${a.error ?? ''}</td>
+                </tr>`,
+            )}
+          </tbody>
+        </table>
+        ${attempts.length === 0 ? html`<p>No attempts yet.</p>` : ''}
+        <h2>Status events</h2>
+        <ol>
+          ${events.map((e) => html`<li>${time(e.at)} ${e.text}</li>`)}
+        </ol>
+        ${content}`,
     );
   });
 
@@ -129,12 +220,24 @@ export function notificationPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
     try {
       const result = isNotificationId(id)
         ? action === 'retry'
-          ? await retryNotification({ db: deps.db, tenantId: s.tenantId, id, now: deps.clock.now(), apiKeyId: s.apiKeyId, budget: deps.retry.maxAttempts })
+          ? await retryNotification({
+              db: deps.db,
+              tenantId: s.tenantId,
+              id,
+              now: deps.clock.now(),
+              apiKeyId: s.apiKeyId,
+              budget: deps.retry.maxAttempts,
+            })
           : await cancelNotification({ db: deps.db, tenantId: s.tenantId, id, now: deps.clock.now(), apiKeyId: s.apiKeyId })
         : undefined;
       if (!result) return notFoundPage(c, `notification ${id}`);
     } catch (err) {
-      if (err instanceof ProblemError) return page(c, { title: 'Not done', status: 422, error: err.message }, html`<p><a href="/console/notifications/${id}">Back</a></p>`);
+      if (err instanceof ProblemError)
+        return page(
+          c,
+          { title: 'Not done', status: 422, error: err.message },
+          html`<p><a href="/console/notifications/${id}">Back</a></p>`,
+        );
       throw err;
     }
     deps.logger.info({ notificationId: id, tenantId: s.tenantId, apiKeyId: s.apiKeyId }, `console ${action}`);

@@ -50,7 +50,14 @@ export function barChart(opts: { title: string; bars: readonly Bar[]; keys: read
       .map((s) => {
         const h = scale(s.value);
         y -= h;
-        return html`<rect x="${(left + i * step + 1).toFixed(1)}" y="${y.toFixed(1)}" width="${Math.max(1, step - 2).toFixed(1)}" height="${h.toFixed(1)}" fill="${OUTCOME_COLOURS[s.key] ?? '#0b57d0'}"><title>${b.label}: ${s.value} ${s.key}</title></rect>`;
+        return html`<rect
+          x="${(left + i * step + 1).toFixed(1)}"
+          y="${y.toFixed(1)}"
+          width="${Math.max(1, step - 2).toFixed(1)}"
+          height="${h.toFixed(1)}"
+          fill="${OUTCOME_COLOURS[s.key] ?? '#0b57d0'}"
+          ><title>${b.label}: ${s.value} ${s.key}</title></rect
+        >`;
       });
   });
   const ticks = opts.bars
@@ -58,10 +65,17 @@ export function barChart(opts: { title: string; bars: readonly Bar[]; keys: read
     .filter(({ i }) => opts.bars.length <= 12 || i % 10 === 0)
     .map(({ b, i }) => html`<text x="${(left + i * step).toFixed(1)}" y="${height - 5}">${b.label}</text>`);
   const legend = opts.keys.map(
-    (k, i) => html`<rect x="${left + i * 110}" y="0" width="10" height="10" fill="${OUTCOME_COLOURS[k] ?? '#0b57d0'}"></rect><text x="${left + i * 110 + 14}" y="10">${k}</text>`,
+    (k, i) =>
+      html`<rect x="${left + i * 110}" y="0" width="10" height="10" fill="${OUTCOME_COLOURS[k] ?? '#0b57d0'}"></rect
+        ><text x="${left + i * 110 + 14}" y="10">${k}</text>`,
   );
-  return html`<figure><svg role="img" aria-label="${opts.title}" viewBox="0 0 ${width} ${height}" width="100%" style="max-width:${width}px">
-<text x="0" y="${height - bottom}">0</text><text x="0" y="20">${max}</text>
-<line x1="${left}" y1="${height - bottom}" x2="${width}" y2="${height - bottom}" stroke="#6b6b6b"></line>
-${legend}${rects}${ticks}</svg><figcaption>${opts.title} (${opts.unit})</figcaption></figure>`;
+  return html`<figure>
+    <svg role="img" aria-label="${opts.title}" viewBox="0 0 ${width} ${height}" width="100%" style="max-width:${width}px">
+      <text x="0" y="${height - bottom}">0</text>
+      <text x="0" y="20">${max}</text>
+      <line x1="${left}" y1="${height - bottom}" x2="${width}" y2="${height - bottom}" stroke="#6b6b6b"></line>
+      ${legend}${rects}${ticks}
+    </svg>
+    <figcaption>${opts.title} (${opts.unit})</figcaption>
+  </figure>`;
 }

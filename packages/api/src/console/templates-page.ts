@@ -19,7 +19,8 @@ function jsonField(raw: unknown, field: string): Record<string, unknown> | undef
   } catch {
     throw new ProblemError('validation_failed', `${field} is not JSON`);
   }
-  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new ProblemError('validation_failed', `${field} must be a JSON object`);
+  if (typeof v !== 'object' || v === null || Array.isArray(v))
+    throw new ProblemError('validation_failed', `${field} must be a JSON object`);
   return v as Record<string, unknown>;
 }
 
@@ -38,19 +39,58 @@ export function templatePages(deps: ConsoleDeps): Hono<ConsoleEnv> {
     return page(
       c,
       { title: 'Templates', active: '/console/templates', error, status: error ? 422 : 200 },
-      html`<table><thead><tr><th scope="col">Name</th><th scope="col">Channel</th><th scope="col">Newest</th><th scope="col">Active</th><th scope="col">Versions</th><th scope="col">Updated</th></tr></thead>
-      <tbody>${rows.map(
-        (r) => html`<tr><td><a href="/console/templates/${encodeURIComponent(r.name)}">${r.name}</a></td><td>${r.channel}</td><td>${r.latest_version}</td><td>${r.active_version ?? html`<span class="muted">newest</span>`}</td><td>${r.versions}</td><td>${time(r.updated_at)}</td></tr>`,
-      )}</tbody></table>${rows.length === 0 ? html`<p>No templates yet.</p>` : ''}
-      <h2>New template version</h2>
-      <form method="post" action="/console/templates">${csrfField(s.csrfToken)}
-        <p><label for="t-name">Name</label><input id="t-name" name="name" required value="${form.name ?? ''}">
-        <label for="t-channel">Channel</label><select id="t-channel" name="channel">${CHANNELS.map((ch) => html`<option ${form.channel === ch ? 'selected' : ''}>${ch}</option>`)}</select></p>
-        <p><label for="t-subject">Subject (email only)</label><input id="t-subject" name="subject" size="60" value="${form.subject ?? ''}"></p>
-        <p><label for="t-body">Body, with {{variables}}</label><textarea id="t-body" name="body" required>${form.body ?? ''}</textarea></p>
-        <p><label for="t-sample">Sample data (JSON; every variable must resolve in it)</label><textarea id="t-sample" name="sample_data">${form.sample_data ?? ''}</textarea></p>
-        <p><label><input type="checkbox" name="activate" value="1"> Activate this version</label></p>
-        <p><button type="submit">Store version</button></p></form>`,
+      html`<table>
+          <thead>
+            <tr>
+              <th scope="col">Name</th>
+              <th scope="col">Channel</th>
+              <th scope="col">Newest</th>
+              <th scope="col">Active</th>
+              <th scope="col">Versions</th>
+              <th scope="col">Updated</th>
+            </tr>
+          </thead>
+          <tbody>
+            ${rows.map(
+              (r) =>
+                html`<tr>
+                  <td><a href="/console/templates/${encodeURIComponent(r.name)}">${r.name}</a></td>
+                  <td>${r.channel}</td>
+                  <td>${r.latest_version}</td>
+                  <td>${r.active_version ?? html`<span class="muted">newest</span>`}</td>
+                  <td>${r.versions}</td>
+                  <td>${time(r.updated_at)}</td>
+                </tr>`,
+            )}
+          </tbody>
+        </table>
+        ${rows.length === 0 ? html`<p>No templates yet.</p>` : ''}
+        <h2>New template version</h2>
+        <form method="post" action="/console/templates">
+          ${csrfField(s.csrfToken)}
+          <p>
+            <label for="t-name">Name</label><input id="t-name" name="name" required value="${form.name ?? ''}" />
+            <label for="t-channel">Channel</label
+            ><select id="t-channel" name="channel">
+              ${CHANNELS.map((ch) => html`<option ${form.channel === ch ? 'selected' : ''}>${ch}</option>`)}
+            </select>
+          </p>
+          <p>
+            <label for="t-subject">Subject (email only)</label
+            ><input id="t-subject" name="subject" size="60" value="${form.subject ?? ''}" />
+          </p>
+          <p>
+            <label for="t-body">Body, with {{variables}}</label><textarea id="t-body" name="body" required>${form.body ?? ''}</textarea>
+          </p>
+          <p>
+            <label for="t-sample">Sample data (JSON; every variable must resolve in it)</label
+            ><textarea id="t-sample" name="sample_data">${form.sample_data ?? ''}</textarea>
+          </p>
+          <p>
+            <label><input type="checkbox" name="activate" value="1" /> Activate this version</label>
+          </p>
+          <p><button type="submit">Store version</button></p>
+        </form>`,
     );
   };
 
@@ -59,11 +99,12 @@ export function templatePages(deps: ConsoleDeps): Hono<ConsoleEnv> {
   app.post('/templates', async (c) => {
     const s = c.get('session');
     const form = await c.req.parseBody();
-    const str = (k: string) => (typeof form[k] === 'string' ? (form[k] as string) : '');
+    const str = (k: string) => (typeof form[k] === 'string' ? form[k] : '');
     try {
       const channel = str('channel');
       if (!(CHANNELS as readonly string[]).includes(channel)) throw new ProblemError('validation_failed', 'unknown channel');
-      if (!/^[\w.:-]{1,200}$/.test(str('name'))) throw new ProblemError('validation_failed', 'the name takes letters, digits, "_", ".", ":" or "-"');
+      if (!/^[\w.:-]{1,200}$/.test(str('name')))
+        throw new ProblemError('validation_failed', 'the name takes letters, digits, "_", ".", ":" or "-"');
       const sampleData = jsonField(form.sample_data, 'sample data');
       const created = await deps.db.transaction().execute((trx) =>
         createTemplateVersion(
@@ -83,7 +124,11 @@ export function templatePages(deps: ConsoleDeps): Hono<ConsoleEnv> {
       return c.redirect(`/console/templates/${encodeURIComponent(created.name)}?done=created`, 303);
     } catch (err) {
       if (err instanceof ProblemError) {
-        return listPage(c, problemText(err), Object.fromEntries(['name', 'channel', 'subject', 'body', 'sample_data'].map((k) => [k, str(k)])));
+        return listPage(
+          c,
+          problemText(err),
+          Object.fromEntries(['name', 'channel', 'subject', 'body', 'sample_data'].map((k) => [k, str(k)])),
+        );
       }
       throw err;
     }
@@ -96,16 +141,46 @@ export function templatePages(deps: ConsoleDeps): Hono<ConsoleEnv> {
     return page(
       c,
       { title: `Template ${name}`, active: '/console/templates', error, status: error ? 422 : 200 },
-      html`<table><thead><tr><th scope="col">Version</th><th scope="col">Channel</th><th scope="col">Subject</th><th scope="col">Body</th><th scope="col">Created</th><th scope="col">Active</th></tr></thead>
-      <tbody>${versions.map(
-        (v) => html`<tr><td>${v.version}</td><td>${v.channel}</td><td>${v.subject ?? ''}</td><td><pre>${v.body}</pre></td><td>${time(v.created_at)}</td>
-          <td>${v.active ? html`<strong>active</strong>` : html`<form method="post" action="/console/templates/${encodeURIComponent(name)}/activate">${csrfField(s.csrfToken)}<input type="hidden" name="version" value="${v.version}"><button type="submit" class="secondary" aria-label="Activate version ${v.version}">Activate</button></form>`}</td></tr>`,
-      )}</tbody></table>
-      <h2>Preview</h2>
-      <form method="post" action="/console/templates/${encodeURIComponent(name)}/preview">${csrfField(s.csrfToken)}
-        <p><label for="p-version">Version</label><select id="p-version" name="version">${versions.map((v) => html`<option value="${v.version}" ${v.active ? 'selected' : ''}>${v.version}${v.active ? ' (active)' : ''}</option>`)}</select></p>
-        <p><label for="p-data">Data (JSON; empty: the version's sample data)</label><textarea id="p-data" name="data"></textarea></p>
-        <p><button type="submit">Preview</button></p></form>${extra}`,
+      html`<table>
+          <thead>
+            <tr>
+              <th scope="col">Version</th>
+              <th scope="col">Channel</th>
+              <th scope="col">Subject</th>
+              <th scope="col">Body</th>
+              <th scope="col">Created</th>
+              <th scope="col">Active</th>
+            </tr>
+          </thead>
+          <tbody>
+            ${versions.map(
+              (v) =>
+                html`<tr>
+                  <td>${v.version}</td>
+                  <td>${v.channel}</td>
+                  <td>${v.subject ?? ''}</td>
+                  <td><pre>${v.body}</pre></td>
+                  <td>${time(v.created_at)}</td>
+                  <td>
+                    ${v.active ? html`<strong>active</strong>` : html`<form method="post" action="/console/templates/${encodeURIComponent(name)}/activate">${csrfField(s.csrfToken)}<input type="hidden" name="version" value="${v.version}" /><button type="submit" class="secondary" aria-label="Activate version ${v.version}">Activate</button></form>`}
+                  </td>
+                </tr>`,
+            )}
+          </tbody>
+        </table>
+        <h2>Preview</h2>
+        <form method="post" action="/console/templates/${encodeURIComponent(name)}/preview">
+          ${csrfField(s.csrfToken)}
+          <p>
+            <label for="p-version">Version</label
+            ><select id="p-version" name="version">
+              ${versions.map((v) => html`<option value="${v.version}" ${v.active ? 'selected' : ''}>${v.version}${v.active ? ' (active)' : ''}</option>`)}
+            </select>
+          </p>
+          <p><label for="p-data">Data (JSON; empty: the version's sample data)</label><textarea id="p-data" name="data"></textarea></p>
+          <p><button type="submit">Preview</button></p>
+        </form>
+        ${extra}`,
     );
   };
 
@@ -115,7 +190,10 @@ export function templatePages(deps: ConsoleDeps): Hono<ConsoleEnv> {
     const s = c.get('session');
     const name = c.req.param('name');
     const version = Number((await c.req.parseBody()).version);
-    if (!Number.isInteger(version) || !(await templateActivate(deps.exec, { tenantId: s.tenantId, name, version, now: deps.clock.now() }))) {
+    if (
+      !Number.isInteger(version) ||
+      !(await templateActivate(deps.exec, { tenantId: s.tenantId, name, version, now: deps.clock.now() }))
+    ) {
       return notFoundPage(c, `template ${name} version ${version}`);
     }
     return c.redirect(`/console/templates/${encodeURIComponent(name)}?done=activated`, 303);
@@ -127,13 +205,19 @@ export function templatePages(deps: ConsoleDeps): Hono<ConsoleEnv> {
     const form = await c.req.parseBody();
     try {
       const version = Number(form.version);
-      const r = await previewTemplate(deps.exec, s.tenantId, name, { version: Number.isInteger(version) ? version : undefined, data: jsonField(form.data, 'data') });
+      const r = await previewTemplate(deps.exec, s.tenantId, name, {
+        version: Number.isInteger(version) ? version : undefined,
+        data: jsonField(form.data, 'data'),
+      });
       return detailPage(
         c,
         name,
-        html`<section aria-labelledby="preview-h"><h3 id="preview-h">Rendered version ${r.version}</h3>
+        html`<section aria-labelledby="preview-h">
+          <h3 id="preview-h">Rendered version ${r.version}</h3>
           ${r.subject !== null ? html`<p><strong>Subject:</strong> <span id="preview-subject">${r.subject}</span></p>` : ''}
-          <pre id="preview-body">${r.body}</pre>${r.html_body !== null ? html`<pre>${r.html_body}</pre>` : ''}</section>`,
+          <pre id="preview-body">${r.body}</pre>
+          ${r.html_body !== null ? html`<pre>${r.html_body}</pre>` : ''}
+        </section>`,
       );
     } catch (err) {
       if (err instanceof ProblemError) return detailPage(c, name, '', problemText(err));

@@ -27,9 +27,17 @@ export async function addSuppression(
 }
 
 /** Removes one opt-out; 404 when there is none. */
-export async function removeSuppression(db: SqlExecutor, tenantId: string, input: { channel: Channel; to: string; category?: string | undefined }): Promise<void> {
+export async function removeSuppression(
+  db: SqlExecutor,
+  tenantId: string,
+  input: { channel: Channel; to: string; category?: string | undefined },
+): Promise<void> {
   const removed = await suppressionDelete(db, { tenantId, channel: input.channel, recipient: input.to, category: input.category ?? '*' });
-  if (!removed) throw new ProblemError('not_found', `no opt-out for ${input.channel} ${input.to}${input.category ? ` in category ${input.category}` : ''}`);
+  if (!removed)
+    throw new ProblemError(
+      'not_found',
+      `no opt-out for ${input.channel} ${input.to}${input.category ? ` in category ${input.category}` : ''}`,
+    );
 }
 
 /** The opaque cursor after a row. */

@@ -1,4 +1,4 @@
-import { type Channel, type SqlExecutor } from '@notify/outbox';
+import { type SqlExecutor } from '@notify/outbox';
 import { TemplateRejectedError, renderTemplate, templateInsert } from '@notify/runtime';
 import { ProblemError } from '../problem.js';
 import type { TemplateCreate, TemplatePreview, TemplateVersion } from '../management-schemas.js';
@@ -34,7 +34,7 @@ export async function createTemplateVersion(db: SqlExecutor, tenantId: string, i
     ({ version } = await templateInsert(db, {
       tenantId,
       name: input.name,
-      channel: input.channel as Channel,
+      channel: input.channel,
       subject: input.subject ?? null,
       body: input.body,
       htmlBody: input.html_body ?? null,
@@ -45,7 +45,11 @@ export async function createTemplateVersion(db: SqlExecutor, tenantId: string, i
     if (err instanceof TemplateRejectedError) {
       const p = err.position;
       throw new ProblemError('template_invalid', err.message, {
-        extensions: { errors: [{ path: err.field, message: p?.message ?? err.message, ...(p ? { offset: p.offset, line: p.line, column: p.column } : {}) }] },
+        extensions: {
+          errors: [
+            { path: err.field, message: p?.message ?? err.message, ...(p ? { offset: p.offset, line: p.line, column: p.column } : {}) },
+          ],
+        },
       });
     }
     throw err;
@@ -64,12 +68,14 @@ export async function previewTemplate(
 ): Promise<TemplatePreview> {
   const rows = await templateVersionList(db, { tenantId, name });
   const row = options.version === undefined ? rows.find((r) => r.active) : rows.find((r) => r.version === options.version);
-  if (!row) throw new ProblemError('not_found', `no template "${name}"${options.version !== undefined ? ` version ${options.version}` : ''}`);
+  if (!row)
+    throw new ProblemError('not_found', `no template "${name}"${options.version !== undefined ? ` version ${options.version}` : ''}`);
   const data = options.data ?? row.sample_data ?? {};
   const render = (field: string, source: string | null, mode: 'text' | 'html') => {
     if (source === null) return null;
     const r = renderTemplate(source, data, mode);
-    if (!r.ok) throw new ProblemError('template_invalid', `${field}: ${r.error}`, { extensions: { errors: [{ path: field, message: r.error }] } });
+    if (!r.ok)
+      throw new ProblemError('template_invalid', `${field}: ${r.error}`, { extensions: { errors: [{ path: field, message: r.error }] } });
     return r.text;
   };
   return {

@@ -26,7 +26,12 @@ export function generateWebhookSecret(): string {
  * raw secret is returned here only, never logged and never shown again. Without the key: 503
  * `secrets_key_missing`, saying why, and nothing is stored.
  */
-export async function rotateWebhookSecret(db: Kysely<Database>, settings: SecretsSettings, tenantId: string, now: Date): Promise<WebhookSecretRotated> {
+export async function rotateWebhookSecret(
+  db: Kysely<Database>,
+  settings: SecretsSettings,
+  tenantId: string,
+  now: Date,
+): Promise<WebhookSecretRotated> {
   const key = settings.key;
   if (!key) {
     throw new ProblemError(

@@ -10,7 +10,8 @@ const BEARER = /^Bearer +([\x21-\x7e]{1,512})$/i;
 /**
  * `Authorization: Bearer <key>`: the key is hashed (sha256) and looked up by its hash; the stored
  * hash is compared in constant time; revoked keys are refused. Sets `auth` (tenant and key id).
- * Every failure is a 401 problem with a `WWW-Authenticate` challenge.
+ * Every failure is a 401 problem with a `WWW-Authenticate` challenge. Then the rate-limit check
+ * the app set (`rateLimit`, see `apiRateLimit`) runs for the authenticated caller.
  */
 export function bearerAuth(deps: { readonly db: SqlExecutor }): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
@@ -33,7 +34,9 @@ export function bearerAuth(deps: { readonly db: SqlExecutor }): MiddlewareHandle
         headers: { 'www-authenticate': 'Bearer realm="notify", error="invalid_token"' },
       });
     }
-    c.set('auth', { tenantId: key.tenant_id, apiKeyId: key.id });
+    const auth = { tenantId: key.tenant_id, apiKeyId: key.id };
+    c.set('auth', auth);
+    await c.get('rateLimit')?.(c, auth);
     await next();
   };
 }

@@ -1,7 +1,7 @@
 import { Hono } from 'hono';
 import type { Kysely } from 'kysely';
 import type { Database } from '@notify/migrations';
-import { type Channel, fromKysely } from '@notify/outbox';
+import { fromKysely } from '@notify/outbox';
 import { type Clock, type Logger, normalizeRecipient } from '@notify/runtime';
 import type { AppEnv } from '../env.js';
 import { bearerAuth } from '../middleware/bearer-auth.js';
@@ -16,7 +16,13 @@ import {
   TemplatePreviewRequest,
 } from '../management-schemas.js';
 import { createTemplateVersion, previewTemplate, templateVersionView } from '../management/templates.js';
-import { addSuppression, decodeSuppressionCursor, encodeSuppressionCursor, removeSuppression, suppressionView } from '../management/suppressions.js';
+import {
+  addSuppression,
+  decodeSuppressionCursor,
+  encodeSuppressionCursor,
+  removeSuppression,
+  suppressionView,
+} from '../management/suppressions.js';
 import { type SecretsSettings, rotateWebhookSecret } from '../management/webhook-secret.js';
 import { templateActivate } from '../sql/template-activate.js';
 import { templateDelete } from '../sql/template-delete.js';
@@ -115,13 +121,13 @@ export function suppressionRoutes(deps: ManagementRoutesDeps): Hono<AppEnv> {
   app.post('/', jsonBody(), async (c) => {
     const input = parseBody(SuppressionCreate, c.get('json'), 'opt-out');
     const tenantId = c.get('auth').tenantId;
-    const view = await addSuppression(db, tenantId, { ...input, channel: input.channel as Channel }, deps.clock.now());
+    const view = await addSuppression(db, tenantId, { ...input, channel: input.channel }, deps.clock.now());
     deps.logger.info({ tenantId, channel: view.channel, category: view.category }, 'opt-out recorded');
     return c.json(view, 201);
   });
   app.get('/', async (c) => {
     const q = parseQuery(SuppressionListQuery, c.req.query());
-    const channel = q.channel as Channel | undefined;
+    const channel = q.channel;
     const rows = await suppressionList(db, {
       tenantId: c.get('auth').tenantId,
       channel,
@@ -136,7 +142,7 @@ export function suppressionRoutes(deps: ManagementRoutesDeps): Hono<AppEnv> {
   app.delete('/', async (c) => {
     const q = parseQuery(SuppressionDeleteQuery, c.req.query());
     const tenantId = c.get('auth').tenantId;
-    await removeSuppression(db, tenantId, { ...q, channel: q.channel as Channel });
+    await removeSuppression(db, tenantId, { ...q, channel: q.channel });
     deps.logger.info({ tenantId, channel: q.channel, category: q.category ?? '*' }, 'opt-out removed');
     return c.body(null, 204);
   });
@@ -156,7 +162,11 @@ export function webhookSecretRoutes(deps: ManagementRoutesDeps): Hono<AppEnv> {
   app.get('/', async (c) => {
     const rows = await webhookSecretList(db, { tenantId: c.get('auth').tenantId, now: deps.clock.now() });
     return c.json({
-      data: rows.map((r) => ({ id: r.id, created_at: new Date(r.created_at).toISOString(), expires_at: r.expires_at ? new Date(r.expires_at).toISOString() : null })),
+      data: rows.map((r) => ({
+        id: r.id,
+        created_at: new Date(r.created_at).toISOString(),
+        expires_at: r.expires_at ? new Date(r.expires_at).toISOString() : null,
+      })),
     });
   });
   app.post('/rotate', async (c) => {

@@ -6,7 +6,6 @@ import { type NotificationIntent, enqueue, enqueueMany, fromKysely, isNotificati
 import type { AppEnv } from '../env.js';
 import { bearerAuth } from '../middleware/bearer-auth.js';
 import { MAX_BATCH_BODY_BYTES, jsonBody } from '../middleware/json-body.js';
-import { type Channel, type DeadReason } from '@notify/outbox';
 import { BulkRetryRequest } from '../management-schemas.js';
 import { bulkRetry, cancelNotification, retryNotification } from '../notification-actions.js';
 import { bulkRetryGet, bulkRetryProgress } from '../sql/bulk-retry-store.js';
@@ -203,8 +202,8 @@ export function notificationRoutes(deps: NotificationRoutesDeps): Hono<AppEnv> {
       db: deps.db,
       tenantId: auth.tenantId,
       filter: {
-        deadReason: f.dead_reason as DeadReason | undefined,
-        channel: f.channel as Channel | undefined,
+        deadReason: f.dead_reason,
+        channel: f.channel,
         recipient: f.to,
         lastErrorPrefix: f.last_error_prefix,
         createdFrom: f.created_from !== undefined ? new Date(f.created_from) : undefined,

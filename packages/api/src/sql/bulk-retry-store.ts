@@ -32,7 +32,10 @@ export async function bulkRetryFinish(db: SqlExecutor, params: { id: string; req
 }
 
 /** A tenant's bulk retry by id or by Idempotency-Key. */
-export async function bulkRetryGet(db: SqlExecutor, params: { tenantId: string; id?: string; idempotencyKey?: string }): Promise<BulkRetryRow | undefined> {
+export async function bulkRetryGet(
+  db: SqlExecutor,
+  params: { tenantId: string; id?: string; idempotencyKey?: string },
+): Promise<BulkRetryRow | undefined> {
   const { rows } = await db.query<BulkRetryRow>(
     `SELECT id, tenant_id, idempotency_key, filter, requeued, matched, created_at FROM bulk_retries
       WHERE tenant_id = $1 AND ($2::text IS NULL OR id = $2) AND ($3::text IS NULL OR idempotency_key = $3)

@@ -14,7 +14,10 @@ export interface DeliveryRateRow {
  * ended their notification sent or dead (the dead rate), for the console's pipeline charts: a range of attempts_finished_at_idx (migration 0031), each joined to its notification
  * (primary key) for the tenant.
  */
-export async function deliveryRate(db: SqlExecutor, params: { readonly tenantId: string; readonly from: Date; readonly to: Date }): Promise<DeliveryRateRow[]> {
+export async function deliveryRate(
+  db: SqlExecutor,
+  params: { readonly tenantId: string; readonly from: Date; readonly to: Date },
+): Promise<DeliveryRateRow[]> {
   const { rows } = await db.query<DeliveryRateRow>(
     `SELECT date_trunc('minute', a.finished_at) AS minute, a.outcome,
             CASE WHEN a.attempt = n.attempts AND n.state IN ('sent', 'dead') THEN n.state END AS final_state,

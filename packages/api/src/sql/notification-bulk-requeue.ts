@@ -40,7 +40,10 @@ export async function notificationBulkRequeue(
 }
 
 /** How many of the tenant's notifications match the filter (state forced to dead), counting at most `cap`. */
-export async function notificationDeadCount(db: SqlExecutor, params: { tenantId: string; filter: NotificationFilter; cap: number }): Promise<number> {
+export async function notificationDeadCount(
+  db: SqlExecutor,
+  params: { tenantId: string; filter: NotificationFilter; cap: number },
+): Promise<number> {
   const { where, values } = notificationFilterSql({ ...params.filter, state: 'dead' }, 3);
   const { rows } = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM (SELECT 1 FROM notifications WHERE ${where} LIMIT $2) m`, [
     params.tenantId,

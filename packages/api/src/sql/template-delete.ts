@@ -43,6 +43,10 @@ export async function templateDelete(db: SqlExecutor, params: TemplateDeletePara
     [params.tenantId, params.name, params.version, row.rendered],
   );
   if (queued[0]!.n > 0) return { kind: 'in_use', reason: `queued notifications render version ${params.version}` };
-  await db.query('DELETE FROM templates WHERE tenant_id = $1 AND name = $2 AND version = $3', [params.tenantId, params.name, params.version]);
+  await db.query('DELETE FROM templates WHERE tenant_id = $1 AND name = $2 AND version = $3', [
+    params.tenantId,
+    params.name,
+    params.version,
+  ]);
   return { kind: 'deleted' };
 }

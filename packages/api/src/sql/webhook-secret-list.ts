@@ -8,7 +8,10 @@ export interface WebhookSecretRow {
 }
 
 /** The tenant's sealed signing secrets that still sign at `now`, newest first. */
-export async function webhookSecretList(db: SqlExecutor, params: { readonly tenantId: string; readonly now: Date }): Promise<WebhookSecretRow[]> {
+export async function webhookSecretList(
+  db: SqlExecutor,
+  params: { readonly tenantId: string; readonly now: Date },
+): Promise<WebhookSecretRow[]> {
   const { rows } = await db.query<WebhookSecretRow>(
     `SELECT id::text AS id, created_at, expires_at FROM tenant_webhook_secrets
       WHERE tenant_id = $1 AND (expires_at IS NULL OR expires_at > $2)

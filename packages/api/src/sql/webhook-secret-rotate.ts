@@ -18,7 +18,10 @@ export interface WebhookSecretRotateParams {
  * (tenants.webhook_signing_secret) is sealed into a row with the same grace and the column
  * cleared; the new secret is inserted as current. Returns its id and the previous one's end.
  */
-export async function webhookSecretRotate(db: SqlExecutor, params: WebhookSecretRotateParams): Promise<{ id: string; previousExpiresAt: Date | null }> {
+export async function webhookSecretRotate(
+  db: SqlExecutor,
+  params: WebhookSecretRotateParams,
+): Promise<{ id: string; previousExpiresAt: Date | null }> {
   await db.query('INSERT INTO tenants (id, created_at) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING', [params.tenantId, params.now]);
   const { rows: tenant } = await db.query<{ webhook_signing_secret: string | null }>(
     'SELECT webhook_signing_secret FROM tenants WHERE id = $1 FOR UPDATE',

@@ -38,7 +38,7 @@ export interface HarnessOptions {
   readonly dispatcher?: DispatcherConfigOverrides & { sendTimeoutMs?: number; maxInFlight?: number; repairAfterMs?: number };
 }
 
-const EVENTS: DispatcherEventName[] = ['assigned', 'dispatched', 'attempt', 'stateChanged', 'retryScheduled', 'skipped', 'deadLettered', 'consumerError', 'repaired', 'outcomesFlushed'];
+const EVENTS: DispatcherEventName[] = ['assigned', 'dispatched', 'attempt', 'stateChanged', 'retryScheduled', 'skipped', 'deferred', 'deadLettered', 'consumerError', 'repaired', 'outcomesFlushed'];
 
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
   const retry: RetryConfig = { maxAttempts: 4, baseDelayMs: 200, maxDelayMs: 2000, jitter: 0, defaultTtlMs: 3_600_000, ...options.retry };

@@ -47,6 +47,12 @@ export interface NotificationIntent {
    * own, so a backlog of `normal` ones (the default) never delays it. For codes and alerts, not campaigns.
    */
   readonly priority?: 'high' | 'normal' | undefined;
+  /**
+   * `strict`: not attempted while an earlier notification of the same tenant, channel and
+   * recipient is still queued, even one waiting for a retry (a dead or cancelled one releases it).
+   * `relaxed` (default): first attempts start in enqueue order; a retry can be overtaken.
+   */
+  readonly ordering?: 'strict' | 'relaxed' | undefined;
   /** W3C trace context to carry through Kafka into the dispatcher; kept only when well-formed, otherwise dropped. */
   readonly traceparent?: string | undefined;
 }

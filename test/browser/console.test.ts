@@ -1,0 +1,210 @@
+import { existsSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import puppeteer, { type Browser, type Page } from 'puppeteer-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { NotificationView } from '@notify/api';
+import { createTestDatabase, type TestDatabase } from '../support/db.js';
+import { createTestKafka, type TestKafka } from '../support/kafka.js';
+import { type NotifyServer, startNotifyProcess } from '../support/notify-process.js';
+import { waitFor } from '../support/wait.js';
+
+// The console in a real browser: Debian's Chromium driven by puppeteer-core, against `notify start`
+// (api, relay and dispatcher) on the real PostgreSQL and Kafka, delivering to a real local HTTP
+// receiver. Each step saves a screenshot under docs/console/. A missing Chromium fails the file:
+// .ci/run installs it (apt-get install chromium); nothing here skips.
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/lib/chromium/chromium';
+const SHOTS = fileURLToPath(new URL('../../docs/console/', import.meta.url));
+const KEYS = { acme: 'console-acme-key-0123456789', globex: 'console-globex-key-0123456789' };
+
+let t: TestDatabase;
+let kafka: TestKafka;
+let notify: NotifyServer;
+let receiver: Server;
+let hookBase: string;
+let browser: Browser;
+let page: Page;
+/** Paths under /gone answer 410 (a permanent failure) while this is true, 200 afterwards. */
+let goneAnswers410 = true;
+
+beforeAll(async () => {
+  if (!existsSync(CHROMIUM)) {
+    throw new Error(
+      `Chromium not found at ${CHROMIUM}: install Debian's chromium package (apt-get install chromium; .ci/run does) or set CHROMIUM_PATH`,
+    );
+  }
+  [t, kafka] = await Promise.all([createTestDatabase(), createTestKafka()]);
+  receiver = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      if (req.url?.startsWith('/gone') && goneAnswers410) res.writeHead(410).end('gone');
+      else res.writeHead(200).end('ok');
+    });
+  });
+  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+  hookBase = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+  notify = await startNotifyProcess([], {
+    DATABASE_URL: t.url,
+    KAFKA_BROKERS: kafka.brokers.join(','),
+    NOTIFY_TOPIC_PREFIX: kafka.prefix,
+    NOTIFY_TOPIC_PARTITIONS: '2',
+    PORT: '0',
+    NOTIFY_ADMIN_PORT: '0',
+    NOTIFY_API_KEYS: `acme:${KEYS.acme},globex:${KEYS.globex}`,
+    NOTIFY_WEBHOOK_ALLOW_CIDRS: '127.0.0.1/32',
+    NOTIFY_MAX_ATTEMPTS: '1',
+    NOTIFY_RELAY_POLL_MS: '100',
+  });
+  browser = await puppeteer.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--headless=new'] });
+  page = await browser.newPage();
+  await page.setViewport({ width: 1280, height: 900 });
+}, 120_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await notify?.stop();
+  const topics = (await kafka?.admin.listTopics())?.filter((name) => name.startsWith(`${kafka.prefix}.`)) ?? [];
+  if (topics.length > 0) await kafka.admin.deleteTopics({ topics }).catch(() => {});
+  await kafka?.close();
+  await new Promise((r) => receiver?.close(r));
+  await t?.close();
+}, 60_000);
+
+const api = (tenant: keyof typeof KEYS, path: string, init: RequestInit = {}) =>
+  fetch(`${notify.url}${path}`, {
+    ...init,
+    headers: { authorization: `Bearer ${KEYS[tenant]}`, 'content-type': 'application/json', ...init.headers },
+  });
+
+async function enqueue(tenant: keyof typeof KEYS, to: string): Promise<string> {
+  const res = await api(tenant, '/v1/notifications', {
+    method: 'POST',
+    body: JSON.stringify({ channel: 'webhook', to, body: '{"hello":1}' }),
+  });
+  expect(res.status).toBe(202);
+  return ((await res.json()) as { id: string }).id;
+}
+
+async function waitForState(id: string, state: string) {
+  return waitFor(
+    async () => {
+      const n = NotificationView.parse(await (await api('acme', `/v1/notifications/${id}`)).json());
+      return n.state === state ? n : undefined;
+    },
+    { timeoutMs: 30_000, intervalMs: 100, message: `${id} to be ${state}` },
+  );
+}
+
+const shot = (name: string) => page.screenshot({ path: `${SHOTS}${name}.png`, fullPage: true });
+const text = (selector: string) => page.$eval(selector, (el) => (el as unknown as { innerText: string }).innerText);
+// Evaluated in the page (a string, so this file needs no DOM types).
+const activeId = () => page.evaluate('document.activeElement && document.activeElement.id');
+
+async function submit(selector: string) {
+  await Promise.all([page.waitForNavigation(), page.click(selector)]);
+}
+
+describe('the console in Chromium', () => {
+  let deadId: string;
+  const recipient = () => `${hookBase}/gone/customer-x`;
+
+  it('1. signs in with the keyboard, finds a notification by recipient and shows its attempts', async () => {
+    deadId = await enqueue('acme', recipient());
+    await waitForState(deadId, 'dead');
+    await page.goto(`${notify.url}/console/login`);
+    await shot('01-sign-in');
+    // Keyboard only: Tab reaches the key field, Enter submits the form.
+    for (let i = 0; i < 10 && (await activeId()) !== 'api_key'; i++) await page.keyboard.press('Tab');
+    expect(await activeId()).toBe('api_key');
+    await page.keyboard.type(KEYS.acme);
+    await Promise.all([page.waitForNavigation(), page.keyboard.press('Enter')]);
+    expect(page.url()).toBe(`${notify.url}/console/notifications`);
+
+    await page.type('#f-to', recipient());
+    await submit('form[role=search] button[type=submit]');
+    expect(await text('tbody')).toContain(deadId);
+    await shot('02-search-by-recipient');
+    await submit(`a[href="/console/notifications/${deadId}"]`);
+    const attempts = await text('main');
+    expect(attempts).toContain('permanent');
+    expect(attempts).toContain('410');
+    await shot('03-notification-attempts');
+  });
+
+  it('2. retries a dead notification, then sees it sent', async () => {
+    goneAnswers410 = false;
+    await submit(`form[action="/console/notifications/${deadId}/retry"] button`);
+    expect(await text('[role=status]')).toContain('Re-queued');
+    await waitForState(deadId, 'sent');
+    await page.reload();
+    expect(await text('.badge')).toBe('sent');
+    await shot('04-retried-and-sent');
+  });
+
+  it('3. bulk-retries a dead group', async () => {
+    goneAnswers410 = true;
+    const group = await Promise.all([1, 2, 3].map((i) => enqueue('acme', `${hookBase}/gone/bulk-${i}`)));
+    for (const id of group) await waitForState(id, 'dead');
+    await page.goto(`${notify.url}/console/dead`);
+    expect(await text('tbody')).toContain('3');
+    await shot('05-dead-groups');
+    goneAnswers410 = false;
+    await submit('button[id^=bulk-retry-]');
+    expect(await text('[role=status]')).toContain('(3)');
+    for (const id of group) await waitForState(id, 'sent');
+    await page.goto(`${notify.url}/console/dead`);
+    expect(await text('main')).toContain('No dead notifications');
+    await shot('06-dead-after-bulk-retry');
+  });
+
+  it('4. creates and previews a template', async () => {
+    await page.goto(`${notify.url}/console/templates`);
+    await page.type('#t-name', 'welcome');
+    await page.select('#t-channel', 'email');
+    await page.type('#t-subject', 'Welcome, {{name}}');
+    await page.type('#t-body', 'Hello {{name}}, your code is {{code}}.');
+    await page.type('#t-sample', '{"name":"Ada","code":"1234"}');
+    await submit('form[action="/console/templates"] button[type=submit]');
+    expect(page.url()).toBe(`${notify.url}/console/templates/welcome?done=created`);
+    await page.type('#p-data', '{"name":"Grace","code":"9876"}');
+    await submit('form[action="/console/templates/welcome/preview"] button[type=submit]');
+    expect(await text('#preview-subject')).toBe('Welcome, Grace');
+    expect(await text('#preview-body')).toBe('Hello Grace, your code is 9876.');
+    await shot('07-template-preview');
+  });
+
+  it('5. adds an opt-out', async () => {
+    await page.goto(`${notify.url}/console/opt-outs`);
+    await page.select('#o-channel', 'email');
+    await page.type('#o-to', 'unsubscribed@example.com');
+    await page.type('#o-reason', 'asked by phone');
+    await submit('form[action="/console/opt-outs"] button[type=submit]');
+    expect(await text('tbody')).toContain('unsubscribed@example.com');
+    const stored = await (await api('acme', '/v1/suppressions?channel=email')).json();
+    expect(stored).toMatchObject({ data: [expect.objectContaining({ to: 'unsubscribed@example.com', reason: 'asked by phone' })] });
+    await shot('08-opt-outs');
+    await page.goto(`${notify.url}/console/health`);
+    expect(await text('#dead-rate')).toMatch(/%$/);
+    await shot('09-pipeline-health');
+  });
+
+  it("6. shows a 404 page for another tenant's id", async () => {
+    const theirs = await enqueue('globex', `${hookBase}/globex-only`);
+    const res = await page.goto(`${notify.url}/console/notifications/${theirs}`);
+    expect(res?.status()).toBe(404);
+    expect(await text('h1')).toBe('Not found');
+    expect(await text('main')).not.toContain('globex-only');
+    await shot('10-other-tenant-404');
+  });
+
+  it('7. signs out', async () => {
+    await page.goto(`${notify.url}/console/notifications`);
+    await submit('form[action="/console/logout"] button');
+    expect(page.url()).toBe(`${notify.url}/console/login`);
+    await page.goto(`${notify.url}/console/notifications`);
+    expect(page.url()).toBe(`${notify.url}/console/login`);
+    await shot('11-signed-out');
+  });
+});
