@@ -44,10 +44,10 @@ function parseArgs(argv: readonly string[]) {
   return { quick: flags.has('--quick'), profile: flags.has('--profile'), list: flags.has('--list'), names, serviceEnv };
 }
 
-async function machine(serverUrl: string, floorRssBytes: number, serviceEnv: Record<string, string>): Promise<Record<string, unknown>> {
+async function machine(serverUrl: string, floorRssBytes: number, serviceEnv: Record<string, string>) {
   const client = new pg.Client({ connectionString: withDatabase(serverUrl, 'postgres') });
   await client.connect();
-  let postgres = 'unknown';
+  let postgres: string;
   const settings: Record<string, string> = {};
   try {
     postgres = (await client.query<{ server_version: string }>('SHOW server_version')).rows[0]!.server_version;
@@ -89,7 +89,7 @@ async function machine(serverUrl: string, floorRssBytes: number, serviceEnv: Rec
 function summariseProfiles(dir: string, sinceMs: number): Record<string, unknown> {
   const since = performance.timeOrigin + sinceMs;
   const out: Record<string, unknown> = {};
-  let children: string[] = [];
+  let children: string[];
   try {
     children = readdirSync(dir).filter((d) => statSync(path.join(dir, d)).isDirectory());
   } catch {
@@ -132,7 +132,7 @@ async function main(): Promise<void> {
     // expected now and must not end the process before the other databases are dropped.
     process.on('uncaughtException', () => {});
     terminateChildren();
-    stack.cleanup().finally(() => process.exit(130));
+    void stack.cleanup().finally(() => process.exit(130));
   };
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);

@@ -6,7 +6,7 @@ import { ROOT } from './process.js';
 const TICKS_PER_SECOND = 100; // Linux USER_HZ
 
 /** utime + stime of a process in milliseconds, or undefined when it cannot be read (gone, or on another host). */
-export function processCpuMs(pid: number): number | undefined {
+function processCpuMs(pid: number): number | undefined {
   try {
     const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ');
     return ((Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND) * 1000;
@@ -16,7 +16,7 @@ export function processCpuMs(pid: number): number | undefined {
 }
 
 /** The pid of the broker scripts/kafka.mjs started, if it runs here. */
-export function kafkaBrokerPid(): number | undefined {
+function kafkaBrokerPid(): number | undefined {
   try {
     const pid = Number(JSON.parse(readFileSync(path.join(ROOT, '.cache', 'kafka', 'broker.json'), 'utf8')).pid);
     return processCpuMs(pid) === undefined ? undefined : pid;

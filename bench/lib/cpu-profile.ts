@@ -15,7 +15,7 @@ interface CpuProfile {
 }
 
 /** One row of a summary: a share of the sampled time. */
-export interface ProfileRow {
+interface ProfileRow {
   readonly name: string;
   readonly ms: number;
   /** Percent of all samples, idle included. */

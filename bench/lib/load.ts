@@ -7,7 +7,7 @@ import { sleep } from './stats.js';
  * delivered one at a time, in order (the ordering guarantee), so a single-recipient workload
  * measures one key's latency chain, not the system; 1,000 endpoints is a modest tenant base.
  */
-export const RECIPIENTS = 1_000;
+const RECIPIENTS = 1_000;
 
 /** The notification every end-to-end scenario sends: a small webhook to the local receiver, recipient `n mod RECIPIENTS`. */
 export function webhookIntent(receiverUrl: string, n: number): NotificationIntent {
@@ -152,21 +152,3 @@ export async function warmUp(url: string, receiverUrl: string, arrived: () => nu
   }
 }
 
-/** Counts rows matching a query until it reaches `target`; returns performance.now() of the poll that saw it. */
-export async function pollCount(
-  pool: pg.Pool,
-  sql: string,
-  target: number,
-  options: { timeoutMs: number; intervalMs?: number; onSample?: (count: number, at: number) => void },
-): Promise<number> {
-  const deadline = performance.now() + options.timeoutMs;
-  for (;;) {
-    const { rows } = await pool.query<{ n: number }>(sql);
-    const at = performance.now();
-    const n = rows[0]!.n;
-    options.onSample?.(n, at);
-    if (n >= target) return at;
-    if (at > deadline) throw new Error(`timed out after ${options.timeoutMs} ms: ${n} of ${target} (${sql})`);
-    await sleep(options.intervalMs ?? 100);
-  }
-}

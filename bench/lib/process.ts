@@ -6,7 +6,7 @@ import { ROOT } from './root.js';
 export { ROOT };
 
 /** Where child processes' stdout/stderr go (one file per child), so a failed run can be read afterwards. */
-export const LOG_DIR = path.join(ROOT, 'bench', 'results', 'logs');
+const LOG_DIR = path.join(ROOT, 'bench', 'results', 'logs');
 
 /** One reading of /proc/<pid>/status. */
 export interface MemoryReading {
@@ -18,7 +18,7 @@ export interface MemoryReading {
 }
 
 /** Reads VmRSS and VmHWM of a live process; undefined once it has exited. */
-export function readMemory(pid: number): { rssBytes: number; hwmBytes: number } | undefined {
+function readMemory(pid: number): { rssBytes: number; hwmBytes: number } | undefined {
   let text: string;
   try {
     text = readFileSync(`/proc/${pid}/status`, 'utf8');
@@ -33,7 +33,7 @@ export function readMemory(pid: number): { rssBytes: number; hwmBytes: number } 
 }
 
 /** Samples a process's memory every `intervalMs`; `peakBytes` is the highest VmHWM seen (VmHWM only grows). */
-export interface MemorySampler {
+interface MemorySampler {
   readonly readings: readonly MemoryReading[];
   peakBytes(): number;
   /** Takes one reading now (call it just before stopping the process: VmHWM then covers the whole run). */
@@ -42,7 +42,7 @@ export interface MemorySampler {
 }
 
 /** Starts sampling `pid`. */
-export function sampleMemory(pid: number, intervalMs = 250): MemorySampler {
+function sampleMemory(pid: number, intervalMs = 250): MemorySampler {
   const started = performance.now();
   const readings: MemoryReading[] = [];
   let peak = 0;
@@ -89,7 +89,7 @@ export interface StartNodeOptions {
 }
 
 /** `bench/<file>.ts` → `bench/dist/<file>.js` (what `pnpm bench` compiled); anything else unchanged. */
-export function compiledScript(script: string): string {
+function compiledScript(script: string): string {
   const m = /^bench\/(.+)\.ts$/.exec(script);
   return m ? `bench/dist/${m[1]}.js` : script;
 }

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { round } from './stats.js';
 
 /** A target the bench reports against (tests never assert these). */
-export interface Target {
+interface Target {
   /** Whether the target bounds the figure itself or its ratio to the baseline. */
   readonly on: 'value' | 'ratio';
   readonly op: '>=' | '<=';

@@ -7,7 +7,7 @@ import { ensureDatabase, migrateToLatest, withDatabase } from '@notify/migration
 import { kafkaScript } from './kafka-script.js';
 
 /** A fresh, migrated database for one scenario. */
-export interface BenchDatabase {
+interface BenchDatabase {
   readonly url: string;
   readonly name: string;
   /** Drops it (WITH FORCE: a scenario that failed may leave connections behind). */

@@ -14,7 +14,7 @@ import type { BenchJob, PgBossWorkerInput } from '../workers/pgboss-worker.js';
 import type { BenchContext, Scenario } from './types.js';
 
 /** Commit → first arrival at the receiver at one offered rate. */
-export interface LatencyPoint {
+interface LatencyPoint {
   readonly rate: number;
   readonly latencyMs: ReturnType<typeof latencySummary>;
   readonly offered: OfferResult;
@@ -194,7 +194,7 @@ async function runNotify(ctx: BenchContext, receiver: Receiver, w: E2eWorkload, 
 }
 
 /** The pg-boss settings the scenario runs (the best of a sweep on this machine; see BENCHMARKS.md). */
-export const PGBOSS_SETTINGS = { workers: 4, batchSize: 250, concurrencyPerWorker: 8, pollingIntervalSeconds: 0.5, poolSize: 10 } as const;
+const PGBOSS_SETTINGS = { workers: 4, batchSize: 250, concurrencyPerWorker: 8, pollingIntervalSeconds: 0.5, poolSize: 10 } as const;
 
 const PGBOSS_QUEUE = 'bench-deliver';
 

@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
@@ -16,7 +16,10 @@ import { waitFor } from '../support/wait.js';
 // .ci/run installs it (apt-get install chromium); nothing here skips.
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/lib/chromium/chromium';
-const SHOTS = fileURLToPath(new URL('../../docs/console/', import.meta.url));
+// Screenshots go to .cache/console-screenshots/ so a test run leaves the work tree clean;
+// NOTIFY_UPDATE_SCREENSHOTS=1 writes the ones the README and docs/console.md show instead.
+const SHOTS = fileURLToPath(new URL(process.env.NOTIFY_UPDATE_SCREENSHOTS === '1' ? '../../docs/console/' : '../../.cache/console-screenshots/', import.meta.url));
+mkdirSync(SHOTS, { recursive: true });
 const KEYS = { acme: 'console-acme-key-0123456789', globex: 'console-globex-key-0123456789' };
 
 let t: TestDatabase;

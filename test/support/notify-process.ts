@@ -8,7 +8,7 @@ export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const BIN = 'packages/cli/dist/bin/notify.js';
 
 /** The environment of a child `notify`: the parent's PATH and nothing of its NOTIFY_* settings. */
-export function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
+function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
   // A free admin port: several `notify start` children run at once, and 9464 may be taken.
   const base: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: 'warn', NOTIFY_ADMIN_PORT: '0' };
   return { ...base, ...env };
@@ -64,8 +64,8 @@ export async function startNotifyProcess(args: readonly string[], env: Record<st
   let stdout = '';
   let stderr = '';
   let exited: number | null | undefined;
-  child.stdout!.on('data', (d) => (stdout += d));
-  child.stderr!.on('data', (d) => (stderr += d));
+  child.stdout.on('data', (d) => (stdout += d));
+  child.stderr.on('data', (d) => (stderr += d));
   const closed = new Promise<number | null>((resolve) => child.on('close', (code) => resolve((exited = code))));
   let url: string;
   try {
@@ -78,7 +78,7 @@ export async function startNotifyProcess(args: readonly string[], env: Record<st
     );
   } catch (err) {
     child.kill('SIGKILL');
-    throw new Error(`${(err as Error).message}\n--- stdout\n${stdout.slice(-4000)}\n--- stderr\n${stderr.slice(-4000)}`);
+    throw new Error(`${(err as Error).message}\n--- stdout\n${stdout.slice(-4000)}\n--- stderr\n${stderr.slice(-4000)}`, { cause: err });
   }
   return {
     child,

@@ -1,4 +1,4 @@
-import type { RateLimitCheck } from './middleware/rate-limit.js';
+import type { Context } from 'hono';
 import type { RequestTrace } from './tracing.js';
 
 /** Who is calling: set by the bearer-auth middleware on every /v1 route. */
@@ -21,3 +21,6 @@ export interface AppEnv {
     rateLimit: RateLimitCheck | undefined;
   };
 }
+
+/** Checks one authenticated request against its buckets; throws a 429 problem when one is empty. */
+export type RateLimitCheck = (c: Context<AppEnv>, auth: AuthContext) => Promise<void>;

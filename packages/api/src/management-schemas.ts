@@ -49,7 +49,7 @@ export const TemplateVersion = z
 export type TemplateVersion = z.infer<typeof TemplateVersion>;
 
 /** A template name with its versions, newest first. */
-export const TemplateSummary = z
+const TemplateSummary = z
   .object({
     name: z.string(),
     channel: z.enum(CHANNELS),
@@ -59,7 +59,6 @@ export const TemplateSummary = z
     updated_at: instant,
   })
   .strict();
-export type TemplateSummary = z.infer<typeof TemplateSummary>;
 
 /** `GET /v1/templates`. */
 export const TemplateSummaryList = z.object({ data: z.array(TemplateSummary) }).strict();
@@ -140,7 +139,7 @@ export const SuppressionDeleteQuery = z
   .strict();
 
 /** One of the tenant's signing secrets, without the secret. */
-export const WebhookSecretView = z
+const WebhookSecretView = z
   .object({
     id: z.string(),
     created_at: instant,

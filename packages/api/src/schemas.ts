@@ -44,7 +44,7 @@ export type NotificationRequest = z.infer<typeof NotificationRequest>;
 export const MAX_BATCH_ITEMS = 1000;
 
 /** One item of a batch: a notification request, with its own idempotency key. */
-export const BatchItemRequest = NotificationRequest.extend({
+const BatchItemRequest = NotificationRequest.extend({
   idempotency_key: z.string().min(1).max(255).optional().describe('This item\'s Idempotency-Key'),
 }).describe('A notification request; idempotency_key plays the Idempotency-Key header for this item');
 
@@ -169,7 +169,7 @@ export const Problem = z
 export type Problem = z.infer<typeof Problem>;
 
 /** The result of one batch item, in the batch's order. */
-export const BatchItemResult = z.union([
+const BatchItemResult = z.union([
   z.object({ status: z.union([z.literal(202), z.literal(200)]).describe('202 queued; 200 the original of a repeated idempotency_key'), id: z.string() }).strict(),
   z.object({ status: z.int().min(400).max(599), problem: Problem }).strict(),
 ]);

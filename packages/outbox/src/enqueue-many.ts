@@ -43,7 +43,7 @@ export async function enqueueMany(
   options: EnqueueManyOptions = {},
 ): Promise<EnqueueManyResult[]> {
   if (intents.length < 1 || intents.length > MAX_BATCH_SIZE) throw new RangeError(`enqueueMany takes 1 to ${MAX_BATCH_SIZE} intents, not ${intents.length}`);
-  const results: (EnqueueManyResult | undefined)[] = new Array(intents.length);
+  const results = new Array<EnqueueManyResult | undefined>(intents.length);
   // What cannot even become JSON text for PostgreSQL is refused here, item by item.
   const texts: string[] = [];
   const positions: number[] = [];

@@ -92,7 +92,7 @@ describe('an outbox row Kafka refuses for good', () => {
     ]);
 
     // Each enqueue wrote a notification.queued event too; the two dead ones follow them.
-    const events = (await tk.readAll('events', 6)).map((m) => parseStatusEvent(m.value!));
+    const events = (await tk.readAll('events', 6)).map((m) => parseStatusEvent(m.value));
     const dead = events.filter((e) => e.ok && e.message.type === 'notification.dead');
     expect(dead.map((e) => (e.ok ? [e.message.id, e.message.type, e.message.dead_reason] : e)).sort()).toEqual(
       [

@@ -9,7 +9,7 @@ import { layout } from './layout.js';
 import { consoleSessionDelete, consoleSessionGet, consoleSessionInsert } from './session-store.js';
 
 /** The session cookie. */
-export const SESSION_COOKIE = 'notify_console';
+const SESSION_COOKIE = 'notify_console';
 
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
 

@@ -9,6 +9,7 @@ export type Html = HtmlEscapedString | Promise<HtmlEscapedString>;
 // sent #0d5c2e / #e6f4ea 7.0:1; dead #8c1d18 / #fce8e6 7.6:1; queued #5c4400 / #fef7e0 8.6:1;
 // cancelled #3c3c3c / #eeeeee 9.4:1; the nav #fff / #1f2a44 14.2:1.
 /** Every text colour of the stylesheet with its background, checked for WCAG AA (≥ 4.5:1) by layout.test.ts. */
+/** @internal Exported for its tests. */
 export const TEXT_COLOUR_PAIRS: readonly (readonly [string, string])[] = [
   ['#1b1b1b', '#ffffff'],
   ['#4d4d4d', '#ffffff'],

@@ -21,6 +21,7 @@ export interface Bar {
 }
 
 /** Colours of outcomes, each ≥ 3:1 against white (WCAG AA for graphics) and named in the legend. */
+/** @internal Exported for its tests. */
 export const OUTCOME_COLOURS: Readonly<Record<string, string>> = {
   sent: '#1e7d3a',
   transient: '#a35200',

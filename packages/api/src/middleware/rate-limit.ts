@@ -1,7 +1,6 @@
-import type { Context } from 'hono';
 import type { SqlExecutor } from '@notify/outbox';
 import type { Clock } from '@notify/runtime';
-import type { AppEnv, AuthContext } from '../env.js';
+import type { RateLimitCheck } from '../env.js';
 import { ProblemError } from '../problem.js';
 import { type RateBucketSpec, rateBucketTake } from '../sql/rate-bucket-take.js';
 
@@ -17,8 +16,6 @@ export interface ApiRateLimits {
   readonly perTenant?: TokenRate | undefined;
 }
 
-/** Checks one authenticated request against its buckets; throws a 429 problem when one is empty. */
-export type RateLimitCheck = (c: Context<AppEnv>, auth: AuthContext) => Promise<void>;
 
 /**
  * The rate-limit check that `bearerAuth` runs once it knows the caller. Buckets live in

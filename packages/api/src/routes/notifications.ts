@@ -138,7 +138,7 @@ export function notificationRoutes(deps: NotificationRoutesDeps): Hono<AppEnv> {
       }
       const positions = own.flatMap((p, i) => (p ? [] : [i]));
       const intents = positions.map(
-        (i) => ({ ...(items[i] as Omit<NotificationIntent, 'tenant_id'>), tenant_id: auth.tenantId, traceparent: trace.traceparent }) as NotificationIntent,
+        (i) => ({ ...(items[i] as Omit<NotificationIntent, 'tenant_id'>), tenant_id: auth.tenantId, traceparent: trace.traceparent }),
       );
       const results =
         intents.length === 0

@@ -16,7 +16,7 @@ export interface NotificationFilter {
 }
 
 /** The lowest id a notification created at `at` can have; ids are ULIDs, so a time bound is an id bound. */
-export function idAtOrAfter(at: Date): string {
+function idAtOrAfter(at: Date): string {
   return newNotificationId(at, (n) => new Uint8Array(n));
 }
 
