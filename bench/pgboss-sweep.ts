@@ -23,7 +23,9 @@ try {
   for (const s of SETTINGS) {
     const r = await runPgBoss({ quick, stack, log }, receiver, w, s).catch((err: Error) => err);
     if (r instanceof Error) {
-      process.stdout.write(`workers ${s.workers} × batch ${s.batchSize} × ${s.concurrencyPerWorker} concurrent: ${r.message.split('\n')[0]}\n`);
+      process.stdout.write(
+        `workers ${s.workers} × batch ${s.batchSize} × ${s.concurrencyPerWorker} concurrent: ${r.message.split('\n')[0]}\n`,
+      );
       continue;
     }
     process.stdout.write(

@@ -209,7 +209,13 @@ async function prefill(pool: pg.Pool, n: number): Promise<Row[]> {
   return rows;
 }
 
-async function relayRun(db: ReturnType<typeof createDb>, url: string, kafka: Kafka, pool: pg.Pool, batchSize: number): Promise<{ ms: number; publishMs: number }> {
+async function relayRun(
+  db: ReturnType<typeof createDb>,
+  url: string,
+  kafka: Kafka,
+  pool: pg.Pool,
+  batchSize: number,
+): Promise<{ ms: number; publishMs: number }> {
   const { rows } = await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM outbox WHERE published_at IS NULL');
   const total = rows[0]!.n;
   const relay = createRelay(

@@ -36,10 +36,12 @@ function parseArgs(argv: readonly string[]) {
   const flags = new Set(rest.filter((a) => a.startsWith('--')));
   const names = rest.filter((a) => !a.startsWith('--'));
   for (const f of flags) {
-    if (!['--quick', '--profile', '--list'].includes(f)) throw new Error(`unknown option ${f}; expected --quick, --profile, --list, --env NAME=value`);
+    if (!['--quick', '--profile', '--list'].includes(f))
+      throw new Error(`unknown option ${f}; expected --quick, --profile, --list, --env NAME=value`);
   }
   for (const n of names) {
-    if (!SCENARIOS.some((s) => s.name === n)) throw new Error(`unknown scenario "${n}"; expected one of ${SCENARIOS.map((s) => s.name).join(', ')}`);
+    if (!SCENARIOS.some((s) => s.name === n))
+      throw new Error(`unknown scenario "${n}"; expected one of ${SCENARIOS.map((s) => s.name).join(', ')}`);
   }
   return { quick: flags.has('--quick'), profile: flags.has('--profile'), list: flags.has('--list'), names, serviceEnv };
 }
@@ -140,7 +142,9 @@ async function main(): Promise<void> {
   // Every bench child runs compiled JS on plain node; its idle peak RSS is the floor the scenarios' figures start from.
   const floor = await runWorker('idle', 'bench/workers/idle.ts', {}, { timeoutMs: 30_000 });
   const machineInfo = await machine(stack.serverUrl, floor.peakRssBytes, args.serviceEnv);
-  log(`mode ${mode}, run ${stack.runId}, ${machineInfo.nproc} cores, node ${process.version}, PostgreSQL ${machineInfo.postgres}, idle child ${mib(floor.peakRssBytes)}`);
+  log(
+    `mode ${mode}, run ${stack.runId}, ${machineInfo.nproc} cores, node ${process.version}, PostgreSQL ${machineInfo.postgres}, idle child ${mib(floor.peakRssBytes)}`,
+  );
   if (selected.some((s) => s.needsKafka)) log(`Kafka at ${(await stack.kafkaBrokers()).join(',')}`);
 
   const ctx: BenchContext = {
@@ -188,7 +192,9 @@ async function main(): Promise<void> {
     report = { ...report, loadAverage: { start: Math.round(loadStart * 100) / 100, end: Math.round(os.loadavg()[0]! * 100) / 100 } };
     if (ctx.cpuProfDir) report = { ...report, details: { ...report.details, profiles: summariseProfiles(ctx.cpuProfDir, t0) } };
     const file = writeReport(outDir, report);
-    log(`${scenario.name} done in ${(report.durationMs / 1000).toFixed(1)} s (load average ${report.loadAverage?.start} → ${report.loadAverage?.end}) → ${path.relative(ROOT, file)}`);
+    log(
+      `${scenario.name} done in ${(report.durationMs / 1000).toFixed(1)} s (load average ${report.loadAverage?.start} → ${report.loadAverage?.end}) → ${path.relative(ROOT, file)}`,
+    );
     reports.push(report);
   }
   await stack.cleanup();

@@ -28,7 +28,10 @@ try {
   for (const dir of publishable) {
     const before = new Set(readdirSync(out));
     execFileSync('pnpm', ['pack', '--pack-destination', out], { cwd: path.join(root, dir), stdio: ['ignore', 'ignore', 'inherit'] });
-    const tarball = path.join(out, readdirSync(out).find((f) => !before.has(f)));
+    const tarball = path.join(
+      out,
+      readdirSync(out).find((f) => !before.has(f)),
+    );
     for (const [tool, args] of [
       ['publint', ['run', tarball, '--strict', '--pack', 'false']],
       // Data files exported beside the code (the AsyncAPI document) have no types to check.
@@ -45,5 +48,7 @@ try {
 } finally {
   rmSync(out, { recursive: true, force: true });
 }
-process.stdout.write(`\n${publishable.length} packages checked (${publishable.join(', ')}): ${failed === 0 ? 'no findings' : `${failed} check(s) failed`}\n`);
+process.stdout.write(
+  `\n${publishable.length} packages checked (${publishable.join(', ')}): ${failed === 0 ? 'no findings' : `${failed} check(s) failed`}\n`,
+);
 process.exit(failed === 0 ? 0 : 1);

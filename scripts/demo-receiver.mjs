@@ -23,4 +23,6 @@ http
       res.writeHead(status, status === 503 ? { 'retry-after': '1' } : {}).end();
     });
   })
-  .listen(port, '127.0.0.1', () => console.log(`demo receiver on http://127.0.0.1:${port}/ (503 to the first ${failFirst} deliveries of each notification)`));
+  .listen(port, '127.0.0.1', () =>
+    console.log(`demo receiver on http://127.0.0.1:${port}/ (503 to the first ${failFirst} deliveries of each notification)`),
+  );

@@ -18,7 +18,9 @@ describe('smoke', () => {
   it('has the migrated schema', async () => {
     const tables = await sql<{ table_name: string }>`
       SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY table_name`.execute(t.db);
-    expect(tables.rows.map((r) => r.table_name)).toEqual(expect.arrayContaining(['attempts', 'kysely_migration', 'notifications', 'outbox']));
+    expect(tables.rows.map((r) => r.table_name)).toEqual(
+      expect.arrayContaining(['attempts', 'kysely_migration', 'notifications', 'outbox']),
+    );
   });
 
   it('produces and consumes keyed messages through kafkajs, in order per key', async () => {

@@ -8,7 +8,9 @@ const TICKS_PER_SECOND = 100; // Linux USER_HZ
 /** utime + stime of a process in milliseconds, or undefined when it cannot be read (gone, or on another host). */
 function processCpuMs(pid: number): number | undefined {
   try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ');
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8')
+      .replace(/^.*\) /, '')
+      .split(' ');
     return ((Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND) * 1000;
   } catch {
     return undefined;

@@ -7,7 +7,9 @@ import { originOf, summariseProfile } from './cpu-profile.js';
 describe('originOf', () => {
   it('names the innermost npm package, a workspace package, node internals, or the V8 pseudo-frame', () => {
     expect(originOf('file:///w/node_modules/.pnpm/pg@8.16.3/node_modules/pg/lib/client.js', 'query')).toBe('pg');
-    expect(originOf('file:///w/node_modules/.pnpm/@hono+node-server@1/node_modules/@hono/node-server/dist/index.mjs', 'x')).toBe('@hono/node-server');
+    expect(originOf('file:///w/node_modules/.pnpm/@hono+node-server@1/node_modules/@hono/node-server/dist/index.mjs', 'x')).toBe(
+      '@hono/node-server',
+    );
     expect(originOf('file:///work/main/packages/dispatcher/src/handler.ts', 'x')).toBe('packages/dispatcher');
     expect(originOf('node:net', 'x')).toBe('node internals');
     expect(originOf('', '(garbage collector)')).toBe('(garbage collector)');

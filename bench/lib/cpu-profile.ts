@@ -47,7 +47,9 @@ export function originOf(url: string, functionName: string): string {
 
 function frameName(node: ProfileNode): string {
   const { functionName, url, lineNumber } = node.callFrame;
-  const file = url.replace(/^.*node_modules\/(?:\.pnpm\/[^/]+\/node_modules\/)?/, '').replace(/^file:\/\/.*?\/(packages|bench|migrations)\//, '$1/');
+  const file = url
+    .replace(/^.*node_modules\/(?:\.pnpm\/[^/]+\/node_modules\/)?/, '')
+    .replace(/^file:\/\/.*?\/(packages|bench|migrations)\//, '$1/');
   return `${functionName || '(anonymous)'} ${file}${url ? `:${lineNumber + 1}` : ''}`;
 }
 

@@ -11,7 +11,13 @@ const RECIPIENTS = 1_000;
 
 /** The notification every end-to-end scenario sends: a small webhook to the local receiver, recipient `n mod RECIPIENTS`. */
 export function webhookIntent(receiverUrl: string, n: number): NotificationIntent {
-  return { tenant_id: 'bench', channel: 'webhook', to: `${receiverUrl}/${n % RECIPIENTS}`, body: `Order ${n} has shipped.`, data: { order: n } };
+  return {
+    tenant_id: 'bench',
+    channel: 'webhook',
+    to: `${receiverUrl}/${n % RECIPIENTS}`,
+    body: `Order ${n} has shipped.`,
+    data: { order: n },
+  };
 }
 
 /** A notification for the one hot recipient: every one to the same URL, hence the same key. */
@@ -75,7 +81,12 @@ export interface OfferResult {
  * Issues `op(n)` at `rate` per second for `durationMs`, paced against the clock (not against
  * completions), with at most `maxInFlight` outstanding. Each op records its own timing.
  */
-export async function offerAtRate(options: { rate: number; durationMs: number; maxInFlight: number; op: (n: number) => Promise<void> }): Promise<OfferResult> {
+export async function offerAtRate(options: {
+  rate: number;
+  durationMs: number;
+  maxInFlight: number;
+  op: (n: number) => Promise<void>;
+}): Promise<OfferResult> {
   const start = performance.now();
   let issued = 0;
   let failed = 0;
@@ -140,15 +151,24 @@ export function createEnqueuer(url: string, clients: number) {
  * Warms a just-started service: `rate`/s of ordinary notifications for `durationMs` (JIT, pools,
  * consumer fetch sessions), then waits until they have all arrived. Nothing of it is measured.
  */
-export async function warmUp(url: string, receiverUrl: string, arrived: () => number, options: { rate: number; durationMs: number }): Promise<void> {
+export async function warmUp(
+  url: string,
+  receiverUrl: string,
+  arrived: () => number,
+  options: { rate: number; durationMs: number },
+): Promise<void> {
   const enqueuer = createEnqueuer(url, 8);
   const before = arrived();
   try {
-    const { issued } = await offerAtRate({ rate: options.rate, durationMs: options.durationMs, maxInFlight: 32, op: (n) => enqueuer.enqueueOne(webhookIntent(receiverUrl, n)).then(() => {}) });
+    const { issued } = await offerAtRate({
+      rate: options.rate,
+      durationMs: options.durationMs,
+      maxInFlight: 32,
+      op: (n) => enqueuer.enqueueOne(webhookIntent(receiverUrl, n)).then(() => {}),
+    });
     const deadline = performance.now() + 30_000;
     while (arrived() - before < issued && performance.now() < deadline) await sleep(100);
   } finally {
     await enqueuer.close();
   }
 }
-

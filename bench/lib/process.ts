@@ -126,11 +126,15 @@ export function startNode(options: StartNodeOptions): NodeChild {
     mkdirSync(dir, { recursive: true });
     profFlags.push('--cpu-prof', `--cpu-prof-dir=${dir}`);
   }
-  const child = spawn(process.execPath, [...profFlags, ...(options.nodeFlags ?? []), compiledScript(options.script), ...(options.args ?? [])], {
-    cwd: ROOT,
-    env: { ...process.env, ...options.env },
-    stdio: ['ignore', 'pipe', 'pipe', ...(options.ipc ? (['ipc'] as const) : [])],
-  });
+  const child = spawn(
+    process.execPath,
+    [...profFlags, ...(options.nodeFlags ?? []), compiledScript(options.script), ...(options.args ?? [])],
+    {
+      cwd: ROOT,
+      env: { ...process.env, ...options.env },
+      stdio: ['ignore', 'pipe', 'pipe', ...(options.ipc ? (['ipc'] as const) : [])],
+    },
+  );
   if (child.pid === undefined) throw new Error(`could not start ${options.script}`);
   live.add(child);
   child.on('exit', () => live.delete(child));
@@ -195,7 +199,10 @@ export function startNode(options: StartNodeOptions): NodeChild {
       const got = new Promise<string>((resolve, reject) => {
         waiter = { match, resolve };
         lineWaiters.add(waiter);
-        timer = setTimeout(() => reject(new Error(`${options.name}: no line matching ${match} within ${timeoutMs} ms; see ${path.relative(ROOT, logFile)}`)), timeoutMs);
+        timer = setTimeout(
+          () => reject(new Error(`${options.name}: no line matching ${match} within ${timeoutMs} ms; see ${path.relative(ROOT, logFile)}`)),
+          timeoutMs,
+        );
       });
       return Promise.race([got, exitedError(`printing ${match}`)]).finally(() => {
         clearTimeout(timer);

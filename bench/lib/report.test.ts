@@ -3,7 +3,14 @@ import { judge, renderTable } from './report.js';
 
 describe('judge', () => {
   it('computes the ratio to the baseline and passes a ratio target only when it is met', () => {
-    const figure = { id: 'x', label: 'x', value: 800, unit: '/s', baseline: { label: 'b', value: 1000 }, targets: [{ on: 'ratio', op: '>=', value: 0.8 }] } as const;
+    const figure = {
+      id: 'x',
+      label: 'x',
+      value: 800,
+      unit: '/s',
+      baseline: { label: 'b', value: 1000 },
+      targets: [{ on: 'ratio', op: '>=', value: 0.8 }],
+    } as const;
     const f = judge(figure);
     expect(f.ratio).toBeCloseTo(0.8);
     expect(f.pass).toBe(true);
@@ -11,7 +18,14 @@ describe('judge', () => {
   });
 
   it('prefers a paired ratio (median of per-round ratios) over the ratio of the medians', () => {
-    const figure = { id: 'x', label: 'x', value: 600, unit: '/s', baseline: { label: 'b', value: 1000 }, targets: [{ on: 'ratio', op: '>=', value: 0.7 }] } as const;
+    const figure = {
+      id: 'x',
+      label: 'x',
+      value: 600,
+      unit: '/s',
+      baseline: { label: 'b', value: 1000 },
+      targets: [{ on: 'ratio', op: '>=', value: 0.7 }],
+    } as const;
     expect(judge(figure).pass).toBe(false);
     expect(judge({ ...figure, ratio: 0.8 })).toMatchObject({ ratio: 0.8, pass: true });
   });
@@ -29,7 +43,9 @@ describe('judge', () => {
 
   it('misses a target it cannot evaluate (no baseline, NaN) instead of passing it', () => {
     expect(judge({ id: 'x', label: 'x', value: 5, unit: '', targets: [{ on: 'ratio', op: '>=', value: 1 }] }).pass).toBe(false);
-    expect(judge({ id: 'x', label: 'x', value: Number.NaN, unit: 'ms', targets: [{ on: 'value', op: '<=', value: 100 }] }).pass).toBe(false);
+    expect(judge({ id: 'x', label: 'x', value: Number.NaN, unit: 'ms', targets: [{ on: 'value', op: '<=', value: 100 }] }).pass).toBe(
+      false,
+    );
   });
 
   it('leaves pass undefined without a target', () => {
@@ -46,11 +62,30 @@ describe('renderTable', () => {
         startedAt: '',
         durationMs: 0,
         machine: {},
-        figures: [judge({ id: 'a', label: 'enqueue() tx/s', value: 500, unit: '/s', baseline: { label: 'plain', value: 1000 }, targets: [{ on: 'ratio', op: '>=', value: 0.8 }] })],
+        figures: [
+          judge({
+            id: 'a',
+            label: 'enqueue() tx/s',
+            value: 500,
+            unit: '/s',
+            baseline: { label: 'plain', value: 1000 },
+            targets: [{ on: 'ratio', op: '>=', value: 0.8 }],
+          }),
+        ],
         peakRssMiB: { worker: 100 },
         details: {},
       },
-      { scenario: 'relay', mode: 'quick', startedAt: '', durationMs: 0, machine: {}, figures: [], peakRssMiB: {}, details: {}, error: 'broker down\nstack' },
+      {
+        scenario: 'relay',
+        mode: 'quick',
+        startedAt: '',
+        durationMs: 0,
+        machine: {},
+        figures: [],
+        peakRssMiB: {},
+        details: {},
+        error: 'broker down\nstack',
+      },
     ]);
     expect(table).toContain('| enqueue  | enqueue() tx/s');
     expect(table).toMatch(/500 \/s\s+\| 1,000 \/s \(plain\)\s+\| 0\.5×\s+\| ≥ 0\.8× base\s+\| MISS/);

@@ -40,7 +40,10 @@ async function checkPostgres(serverUrl: string): Promise<void> {
     await client.connect();
     await client.query('SELECT 1');
   } catch (err) {
-    throw new Error(`PostgreSQL does not answer at ${serverUrl.replace(/:[^:@/]*@/, ':***@')}: ${(err as Error).message}. Start it or set DATABASE_URL.`, { cause: err });
+    throw new Error(
+      `PostgreSQL does not answer at ${serverUrl.replace(/:[^:@/]*@/, ':***@')}: ${(err as Error).message}. Start it or set DATABASE_URL.`,
+      { cause: err },
+    );
   } finally {
     await client.end().catch(() => {});
   }
@@ -99,7 +102,9 @@ export async function createStack(env: NodeJS.ProcessEnv, log: (line: string) =>
       return `bench.${runId}.${label}`;
     },
     kafkaBrokers() {
-      brokers ??= kafkaScript().then(({ ensureKafka }) => ensureKafka({ log: (l) => log(`[kafka] ${l}`) })).then((k) => k.brokers.split(','));
+      brokers ??= kafkaScript()
+        .then(({ ensureKafka }) => ensureKafka({ log: (l) => log(`[kafka] ${l}`) }))
+        .then((k) => k.brokers.split(','));
       return brokers;
     },
     deleteTopics,

@@ -18,7 +18,11 @@ export interface StageBreakdown {
  * Splits each notification's enqueue → arrival time into stages, from the rows the service wrote
  * (all timestamps come from this machine's clock) and the receiver's arrival instants.
  */
-export async function stageBreakdown(pool: pg.Pool, firstDelivered: ReadonlyMap<string, number>, ids: readonly string[]): Promise<StageBreakdown> {
+export async function stageBreakdown(
+  pool: pg.Pool,
+  firstDelivered: ReadonlyMap<string, number>,
+  ids: readonly string[],
+): Promise<StageBreakdown> {
   const { rows } = await pool.query<{ id: string; created_at: Date; published_at: Date | null; started_at: Date | null }>(
     `SELECT n.id, n.created_at, o.published_at, a.started_at
        FROM notifications n

@@ -39,7 +39,10 @@ export function sleep(ms: number): Promise<void> {
 }
 
 /** Polls `condition` every `intervalMs` until it returns true or `timeoutMs` passes (then throws with `message`). */
-export async function waitUntil(condition: () => boolean | Promise<boolean>, options: { timeoutMs: number; intervalMs?: number; message: string }): Promise<void> {
+export async function waitUntil(
+  condition: () => boolean | Promise<boolean>,
+  options: { timeoutMs: number; intervalMs?: number; message: string },
+): Promise<void> {
   const deadline = performance.now() + options.timeoutMs;
   const interval = options.intervalMs ?? 50;
   for (;;) {

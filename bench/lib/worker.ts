@@ -23,7 +23,12 @@ export function workerMain<I, O>(fn: (input: I) => Promise<O>): void {
     fn(input).then(
       (output) => send({ type: 'bench-result', ok: true, output, maxRssBytes: process.resourceUsage().maxRSS * 1024 }),
       (err: unknown) =>
-        send({ type: 'bench-result', ok: false, error: err instanceof Error ? (err.stack ?? err.message) : String(err), maxRssBytes: process.resourceUsage().maxRSS * 1024 }),
+        send({
+          type: 'bench-result',
+          ok: false,
+          error: err instanceof Error ? (err.stack ?? err.message) : String(err),
+          maxRssBytes: process.resourceUsage().maxRSS * 1024,
+        }),
     );
   });
   function send(result: WorkerResult<O>): void {

@@ -26,7 +26,13 @@ export const batchEnqueueScenario: Scenario = {
       const rounds = ctx.quick ? 2 : 3;
       const roundMs = ctx.quick ? 700 : 3_000;
       let n = 0;
-      const intent = (): NotificationIntent => ({ tenant_id: 'bench', channel: 'email', to: `user${n++ % 1000}@example.com`, subject: 'Hi', body: 'Welcome' });
+      const intent = (): NotificationIntent => ({
+        tenant_id: 'bench',
+        channel: 'email',
+        to: `user${n++ % 1000}@example.com`,
+        subject: 'Hi',
+        body: 'Welcome',
+      });
       const runRound = async (mode: Mode): Promise<number> => {
         const deadline = Date.now() + roundMs;
         let rows = 0;
@@ -54,9 +60,12 @@ export const batchEnqueueScenario: Scenario = {
       await runRound('batch');
       const rates: Record<Mode, number[]> = { single: [], batch: [] };
       for (let r = 0; r < rounds; r++) {
-        for (const mode of r % 2 === 0 ? (['single', 'batch'] as const) : (['batch', 'single'] as const)) rates[mode].push(await runRound(mode));
+        for (const mode of r % 2 === 0 ? (['single', 'batch'] as const) : (['batch', 'single'] as const))
+          rates[mode].push(await runRound(mode));
       }
-      ctx.log(`batch-enqueue: single ${rates.single.map(Math.round).join(', ')} rows/s; batch ${rates.batch.map(Math.round).join(', ')} rows/s`);
+      ctx.log(
+        `batch-enqueue: single ${rates.single.map(Math.round).join(', ')} rows/s; batch ${rates.batch.map(Math.round).join(', ')} rows/s`,
+      );
       const figures: Figure[] = [
         {
           id: 'batch.rows',

@@ -168,14 +168,18 @@ async function runNotify(ctx: BenchContext, receiver: Receiver, w: E2eWorkload, 
         parts: { service: service.child.pid, database: db.name, admin: pool, kafka: true },
         timeoutMs: Math.max(120_000, w.backlog * 20), // a busy shared machine drained at ~150/s
       });
-      ctx.log(`end-to-end/notify round ${round + 1}: drained ${w.backlog} in ${Math.round(drain.drainMs)} ms (${Math.round(drain.perSec)}/s)`);
+      ctx.log(
+        `end-to-end/notify round ${round + 1}: drained ${w.backlog} in ${Math.round(drain.drainMs)} ms (${Math.round(drain.perSec)}/s)`,
+      );
       const latency: LatencyPoint[] = [];
       if (round === 0) {
         const enqueuer = createEnqueuer(db.url, 32);
         try {
           for (const rate of w.rates) {
             ctx.log(`end-to-end/notify: ${rate}/s for ${w.latencyWindowMs} ms`);
-            const { ids, ...point } = await latencyAtRate(receiver, rate, w.latencyWindowMs, (n) => enqueuer.enqueueOne(webhookIntent(receiver.url, n)));
+            const { ids, ...point } = await latencyAtRate(receiver, rate, w.latencyWindowMs, (n) =>
+              enqueuer.enqueueOne(webhookIntent(receiver.url, n)),
+            );
             latency.push({ ...point, stages: await stageBreakdown(pool, receiver.firstDelivered, ids) });
           }
         } finally {
@@ -214,14 +218,23 @@ export async function runPgBoss(
   const pool = new pg.Pool({ connectionString: db.url, max: 2 });
   pool.on('error', () => {});
   // The producer side: what an application would run to queue jobs. It does no maintenance.
-  const boss = new PgBoss({ connectionString: db.url, max: 16, supervise: false, schedule: false, application_name: 'notify-bench-pgboss-producer' });
+  const boss = new PgBoss({
+    connectionString: db.url,
+    max: 16,
+    supervise: false,
+    schedule: false,
+    application_name: 'notify-bench-pgboss-producer',
+  });
   boss.on('error', () => {});
   try {
     await boss.start();
     await boss.createQueue(PGBOSS_QUEUE);
     const t0 = performance.now();
     for (let i = 0; i < w.backlog; i += 1_000) {
-      const chunk = Array.from({ length: Math.min(1_000, w.backlog - i) }, (_, k) => ({ name: PGBOSS_QUEUE, data: job(`Order ${i + k} has shipped.`, i + k) }));
+      const chunk = Array.from({ length: Math.min(1_000, w.backlog - i) }, (_, k) => ({
+        name: PGBOSS_QUEUE,
+        data: job(`Order ${i + k} has shipped.`, i + k),
+      }));
       await boss.insert(chunk);
     }
     ctx.log(`end-to-end/pg-boss: ${w.backlog} jobs queued in ${Math.round(performance.now() - t0)} ms; starting the worker`);
@@ -245,7 +258,9 @@ export async function runPgBoss(
         parts: { service: worker.pid, database: db.name, admin: pool },
         timeoutMs: Math.max(120_000, w.backlog * 5),
       });
-      ctx.log(`end-to-end/pg-boss round ${round + 1}: drained ${w.backlog} in ${Math.round(drain.drainMs)} ms (${Math.round(drain.perSec)}/s)`);
+      ctx.log(
+        `end-to-end/pg-boss round ${round + 1}: drained ${w.backlog} in ${Math.round(drain.drainMs)} ms (${Math.round(drain.perSec)}/s)`,
+      );
       const latency: LatencyPoint[] = [];
       if (round === 0) {
         for (const rate of w.rates) {
@@ -315,7 +330,13 @@ async function pairedRounds(ctx: BenchContext, receiver: Receiver, w: E2eWorkloa
 function latencyFigures(ours: LatencyPoint, peer: LatencyPoint | undefined, targetP99Ms: number | undefined): Figure[] {
   const at = `at ${ours.rate}/s`;
   return [
-    { id: `p50.${ours.rate}`, label: `commit → delivery p50 ${at}`, value: ours.latencyMs.p50, unit: 'ms', ...(peer ? { baseline: { label: 'pg-boss', value: peer.latencyMs.p50 } } : {}) },
+    {
+      id: `p50.${ours.rate}`,
+      label: `commit → delivery p50 ${at}`,
+      value: ours.latencyMs.p50,
+      unit: 'ms',
+      ...(peer ? { baseline: { label: 'pg-boss', value: peer.latencyMs.p50 } } : {}),
+    },
     {
       id: `p99.${ours.rate}`,
       label: `commit → delivery p99 ${at}`,
@@ -342,7 +363,8 @@ function latencyFigures(ours: LatencyPoint, peer: LatencyPoint | undefined, targ
  */
 export const endToEndScenario: Scenario = {
   name: 'end-to-end',
-  description: 'enqueue → sent through notify start and a local receiver: backlog drain vs pg-boss in paired rounds, p50/p99 at 100/500/1,000 per s',
+  description:
+    'enqueue → sent through notify start and a local receiver: backlog drain vs pg-boss in paired rounds, p50/p99 at 100/500/1,000 per s',
   needsKafka: true,
   async run(ctx) {
     const w = e2eWorkload(ctx.quick);
@@ -391,14 +413,37 @@ export const endToEndScenario: Scenario = {
           baseline: { label: 'pg-boss worker', value: p.cpu.serviceMs },
           targets: [{ on: 'value', op: '<=', value: 0.25 }],
         },
-        { id: 'cpu.postgres', label: 'CPU ms per notification, PostgreSQL backends', value: o.cpu.postgresMs, unit: 'ms', baseline: { label: 'pg-boss', value: p.cpu.postgresMs } },
-        ...(o.cpu.kafkaMs !== undefined ? [{ id: 'cpu.kafka', label: 'CPU ms per notification, Kafka broker (shared)', value: o.cpu.kafkaMs, unit: 'ms' }] : []),
-        { id: 'db.commits', label: 'PostgreSQL commits per notification', value: o.cpu.commits, unit: '', baseline: { label: 'pg-boss', value: p.cpu.commits } },
-        { id: 'db.rows', label: 'rows written per notification', value: o.cpu.rowsWritten, unit: '', baseline: { label: 'pg-boss', value: p.cpu.rowsWritten } },
+        {
+          id: 'cpu.postgres',
+          label: 'CPU ms per notification, PostgreSQL backends',
+          value: o.cpu.postgresMs,
+          unit: 'ms',
+          baseline: { label: 'pg-boss', value: p.cpu.postgresMs },
+        },
+        ...(o.cpu.kafkaMs !== undefined
+          ? [{ id: 'cpu.kafka', label: 'CPU ms per notification, Kafka broker (shared)', value: o.cpu.kafkaMs, unit: 'ms' }]
+          : []),
+        {
+          id: 'db.commits',
+          label: 'PostgreSQL commits per notification',
+          value: o.cpu.commits,
+          unit: '',
+          baseline: { label: 'pg-boss', value: p.cpu.commits },
+        },
+        {
+          id: 'db.rows',
+          label: 'rows written per notification',
+          value: o.cpu.rowsWritten,
+          unit: '',
+          baseline: { label: 'pg-boss', value: p.cpu.rowsWritten },
+        },
       ];
       return {
         figures,
-        peakRss: { 'notify start (all roles)': Math.max(...ours.map((r) => r.peakRssBytes)), 'pg-boss worker': Math.max(...peer.map((r) => r.peakRssBytes)) },
+        peakRss: {
+          'notify start (all roles)': Math.max(...ours.map((r) => r.peakRssBytes)),
+          'pg-boss worker': Math.max(...peer.map((r) => r.peakRssBytes)),
+        },
         details: { workload: w, pgboss: PGBOSS_SETTINGS, serviceEnv: ctx.serviceEnv ?? {}, notify: ours, pgbossResult: peer },
       };
     } finally {

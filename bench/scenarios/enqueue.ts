@@ -29,10 +29,15 @@ export const enqueueScenario: Scenario = {
         warmupMs: ctx.quick ? 200 : 1_000,
       };
       ctx.log(`enqueue: ${input.rounds} rounds × ${input.roundMs} ms per variant (${variants.join(', ')}) and concurrency`);
-      const { output, peakRssBytes } = await runWorker<EnqueueLoadInput, EnqueueLoadOutput>('enqueue-load', 'bench/workers/enqueue-load.ts', input, {
-        timeoutMs: 10 * 60_000,
-        profileDir: ctx.cpuProfDir,
-      });
+      const { output, peakRssBytes } = await runWorker<EnqueueLoadInput, EnqueueLoadOutput>(
+        'enqueue-load',
+        'bench/workers/enqueue-load.ts',
+        input,
+        {
+          timeoutMs: 10 * 60_000,
+          profileDir: ctx.cpuProfDir,
+        },
+      );
       const figures: Figure[] = [];
       for (const [c, r] of Object.entries(output)) {
         const plain = r.plain!;
@@ -49,11 +54,25 @@ export const enqueueScenario: Scenario = {
         });
         const paired = (v: EnqueueVariant) => pairedRatio(r[v]!.rates, plain.rates);
         if (r.kysely) {
-          figures.push({ id: `c${c}.kysely`, label: `${ENQUEUE_VARIANTS.kysely} tx/s, ${c} clients`, value: rate('kysely'), unit: '/s', baseline: base, ratio: paired('kysely') });
+          figures.push({
+            id: `c${c}.kysely`,
+            label: `${ENQUEUE_VARIANTS.kysely} tx/s, ${c} clients`,
+            value: rate('kysely'),
+            unit: '/s',
+            baseline: base,
+            ratio: paired('kysely'),
+          });
         }
         for (const v of ['unprepared', 'noTrigger'] as const) {
           if (r[v]) {
-            figures.push({ id: `c${c}.${v}`, label: `diag: ${ENQUEUE_VARIANTS[v]} tx/s, ${c} clients`, value: rate(v), unit: '/s', baseline: base, ratio: paired(v) });
+            figures.push({
+              id: `c${c}.${v}`,
+              label: `diag: ${ENQUEUE_VARIANTS[v]} tx/s, ${c} clients`,
+              value: rate(v),
+              unit: '/s',
+              baseline: base,
+              ratio: paired(v),
+            });
           }
         }
         figures.push({

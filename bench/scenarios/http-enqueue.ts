@@ -18,7 +18,13 @@ interface Round {
 
 async function hammer(url: string, headers: Record<string, string>, body: string, seconds: number): Promise<Round> {
   const result = await autocannon({ url, method: 'POST', headers, body, connections: CONNECTIONS, duration: seconds });
-  return { rps: result['2xx'] / result.duration, p50: result.latency.p50, p99: result.latency.p99, non2xx: result.non2xx, errors: result.errors };
+  return {
+    rps: result['2xx'] / result.duration,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    non2xx: result.non2xx,
+    errors: result.errors,
+  };
 }
 
 /**
@@ -37,7 +43,12 @@ export const httpEnqueueScenario: Scenario = {
     const admin = new pg.Client({ connectionString: db.url });
     await admin.connect();
     try {
-      await admin.query('INSERT INTO api_keys (id, tenant_id, key_hash, name) VALUES ($1, $2, $3, $4)', [id, 'bench', hashApiKey(key), 'bench']);
+      await admin.query('INSERT INTO api_keys (id, tenant_id, key_hash, name) VALUES ($1, $2, $3, $4)', [
+        id,
+        'bench',
+        hashApiKey(key),
+        'bench',
+      ]);
     } finally {
       await admin.end();
     }
@@ -49,7 +60,10 @@ export const httpEnqueueScenario: Scenario = {
       profileDir: ctx.cpuProfDir,
     });
     try {
-      const { port } = await server.message((m): m is { type: 'listening'; port: number } => (m as { type?: string })?.type === 'listening', 60_000);
+      const { port } = await server.message(
+        (m): m is { type: 'listening'; port: number } => (m as { type?: string })?.type === 'listening',
+        60_000,
+      );
       const base = `http://127.0.0.1:${port}`;
       const headers = { 'content-type': 'application/json', authorization: `Bearer ${key}` };
       const body = JSON.stringify({ channel: 'webhook', to: 'https://hooks.example.com/orders', body: 'Your order has shipped.' });
@@ -84,7 +98,13 @@ export const httpEnqueueScenario: Scenario = {
           ),
           targets: [{ on: 'ratio', op: '>=', value: 0.5 }],
         },
-        { id: 'p50', label: 'POST /v1/notifications p50', value: median(api.map((r) => r.p50)), unit: 'ms', baseline: { label: 'trivial route', value: median(noop.map((r) => r.p50)) } },
+        {
+          id: 'p50',
+          label: 'POST /v1/notifications p50',
+          value: median(api.map((r) => r.p50)),
+          unit: 'ms',
+          baseline: { label: 'trivial route', value: median(noop.map((r) => r.p50)) },
+        },
         {
           id: 'p99',
           label: 'POST /v1/notifications p99',

@@ -10,4 +10,14 @@ import { soakScenario } from './soak.js';
 import type { Scenario } from './types.js';
 
 /** Every scenario, in the order `pnpm bench` runs them. */
-export const SCENARIOS: readonly Scenario[] = [enqueueScenario, batchEnqueueScenario, httpEnqueueScenario, relayScenario, endToEndScenario, hotKeyScenario, longTxScenario, retryHeavyScenario, soakScenario];
+export const SCENARIOS: readonly Scenario[] = [
+  enqueueScenario,
+  batchEnqueueScenario,
+  httpEnqueueScenario,
+  relayScenario,
+  endToEndScenario,
+  hotKeyScenario,
+  longTxScenario,
+  retryHeavyScenario,
+  soakScenario,
+];

@@ -11,7 +11,11 @@ const RATE = 50;
 async function window(url: string, receiver: Receiver, windowMs: number, afterOffer: () => Promise<void>) {
   const enqueuer = createEnqueuer(url, 8);
   try {
-    return await latencyAtRate(receiver, RATE, windowMs, (n) => enqueuer.enqueueOne(webhookIntent(receiver.url, n)), { maxInFlight: 32, waitMs: 60_000, afterOffer });
+    return await latencyAtRate(receiver, RATE, windowMs, (n) => enqueuer.enqueueOne(webhookIntent(receiver.url, n)), {
+      maxInFlight: 32,
+      waitMs: 60_000,
+      afterOffer,
+    });
   } finally {
     await enqueuer.close();
   }
@@ -46,7 +50,9 @@ export const longTxScenario: Scenario = {
       try {
         await warmUp(db.url, receiver.url, () => receiver.delivered(), { rate: RATE, durationMs: 3_000 });
         const base = await window(db.url, receiver, baselineMs, async () => {});
-        ctx.log(`long-tx: baseline p99 ${Math.round(base.latencyMs.p99)} ms; opening a ${holdMs / 1000} s write transaction in ${other.name}`);
+        ctx.log(
+          `long-tx: baseline p99 ${Math.round(base.latencyMs.p99)} ms; opening a ${holdMs / 1000} s write transaction in ${other.name}`,
+        );
         const holder = new pg.Client({ connectionString: other.url, application_name: 'notify-bench-long-tx' });
         holder.on('error', () => {});
         await holder.connect();
@@ -62,7 +68,9 @@ export const longTxScenario: Scenario = {
           await holder.end().catch(() => {});
         }
         const added = held.latencyMs.p99 - base.latencyMs.p99;
-        ctx.log(`long-tx: p99 with the transaction open ${Math.round(held.latencyMs.p99)} ms (+${Math.round(added)} ms), lost ${held.undelivered}`);
+        ctx.log(
+          `long-tx: p99 with the transaction open ${Math.round(held.latencyMs.p99)} ms (+${Math.round(added)} ms), lost ${held.undelivered}`,
+        );
         const peak = await service.child.stop();
         return {
           figures: [
@@ -74,8 +82,20 @@ export const longTxScenario: Scenario = {
               targets: [{ on: 'value', op: '<=', value: 1_000 }],
               note: `p99 ${Math.round(held.latencyMs.p99)} ms with it, ${Math.round(base.latencyMs.p99)} ms without, at ${RATE}/s`,
             },
-            { id: 'p50.held', label: 'commit → delivery p50 while it is open', value: held.latencyMs.p50, unit: 'ms', baseline: { label: 'without', value: base.latencyMs.p50 } },
-            { id: 'lost', label: 'notifications never delivered (long-tx window)', value: held.undelivered + base.undelivered, unit: '', targets: [{ on: 'value', op: '<=', value: 0 }] },
+            {
+              id: 'p50.held',
+              label: 'commit → delivery p50 while it is open',
+              value: held.latencyMs.p50,
+              unit: 'ms',
+              baseline: { label: 'without', value: base.latencyMs.p50 },
+            },
+            {
+              id: 'lost',
+              label: 'notifications never delivered (long-tx window)',
+              value: held.undelivered + base.undelivered,
+              unit: '',
+              targets: [{ on: 'value', op: '<=', value: 0 }],
+            },
           ],
           peakRss: { 'notify start (all roles)': peak },
           details: { rate: RATE, holdMs, baseline: base, held },

@@ -45,7 +45,9 @@ export const relayScenario: Scenario = {
     ctx.log(`relay: bench/relay.ts --rows ${rows} --rounds ${rounds} (log: ${path.relative(ROOT, child.logFile)})`);
     const { code } = await Promise.race([
       child.exited,
-      new Promise<never>((_, reject) => setTimeout(() => reject(new Error('bench/relay.ts did not finish within 10 minutes')), 10 * 60_000).unref()),
+      new Promise<never>((_, reject) =>
+        setTimeout(() => reject(new Error('bench/relay.ts did not finish within 10 minutes')), 10 * 60_000).unref(),
+      ),
     ]);
     const peak = child.memory.peakBytes();
     if (code !== 0) throw new Error(`bench/relay.ts exited with code ${code}; see ${path.relative(ROOT, child.logFile)}`);

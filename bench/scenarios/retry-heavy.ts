@@ -55,21 +55,30 @@ async function runOnce(ctx: BenchContext, jitter: number, label: string): Promis
       await warmUp(db.url, receiver.url, () => receiver.delivered(), { rate: RATE, durationMs: ctx.quick ? 3_000 : 5_000 });
       receiver.setFailureRate(FAILURE_RATE);
       const enqueuer = createEnqueuer(db.url, 8);
-      ctx.log(`retry-heavy (${label}): ${RATE}/s for ${durationMs / 1000} s, receiver fails ${FAILURE_RATE * 100} %, NOTIFY_JITTER=${jitter}`);
+      ctx.log(
+        `retry-heavy (${label}): ${RATE}/s for ${durationMs / 1000} s, receiver fails ${FAILURE_RATE * 100} %, NOTIFY_JITTER=${jitter}`,
+      );
       const loadStart = new Date();
-      const offered = await offerAtRate({ rate: RATE, durationMs, maxInFlight: 32, op: (n) => enqueuer.enqueueOne(webhookIntent(receiver.url, n)).then(() => {}) });
+      const offered = await offerAtRate({
+        rate: RATE,
+        durationMs,
+        maxInFlight: 32,
+        op: (n) => enqueuer.enqueueOne(webhookIntent(receiver.url, n)).then(() => {}),
+      });
       const loadEnd = new Date();
       await enqueuer.close();
       await sleep(settleMs);
       const measuredAt = new Date();
 
       const windowStart = new Date(loadStart.getTime() + warmMs);
-      const sent = await pool.query<{ n: number }>("SELECT count(*)::int AS n FROM notifications WHERE state = 'sent' AND sent_at >= $1 AND sent_at < $2", [
-        windowStart,
-        loadEnd,
-      ]);
+      const sent = await pool.query<{ n: number }>(
+        "SELECT count(*)::int AS n FROM notifications WHERE state = 'sent' AND sent_at >= $1 AND sent_at < $2",
+        [windowStart, loadEnd],
+      );
       const states = await pool.query<{ state: string; n: number }>('SELECT state, count(*)::int AS n FROM notifications GROUP BY state');
-      const attempts = await pool.query<{ outcome: string; n: number }>('SELECT outcome, count(*)::int AS n FROM attempts GROUP BY outcome');
+      const attempts = await pool.query<{ outcome: string; n: number }>(
+        'SELECT outcome, count(*)::int AS n FROM attempts GROUP BY outcome',
+      );
       const retries = await pool.query<RetryRow>(
         `SELECT o.topic, (o.headers->>'due-at')::timestamptz AS due, a.started_at
            FROM outbox o
@@ -156,11 +165,19 @@ export const retryHeavyScenario: Scenario = {
           value: r.lateness.p99,
           unit: 'ms',
           targets: [{ on: 'value', op: '<=', value: 1_000 }],
-          note: `${r.lateness.count} retries (${r.pendingOverdue} pending past due), max ${Math.round(r.lateness.max)} ms; p99 by tier: ${Object.entries(r.byTier)
+          note: `${r.lateness.count} retries (${r.pendingOverdue} pending past due), max ${Math.round(r.lateness.max)} ms; p99 by tier: ${Object.entries(
+            r.byTier,
+          )
             .map(([t, s]) => `${t.replace('retry.', '')} ${Math.round(s.p99)}`)
             .join(', ')}`,
         },
-        { id: `j${r.jitter}.early`, label: `retries fired before their due time, ${j}`, value: r.early, unit: '', targets: [{ on: 'value', op: '<=', value: 0 }] },
+        {
+          id: `j${r.jitter}.early`,
+          label: `retries fired before their due time, ${j}`,
+          value: r.early,
+          unit: '',
+          targets: [{ on: 'value', op: '<=', value: 0 }],
+        },
       );
     }
     return {

@@ -59,7 +59,10 @@ export const soakScenario: Scenario = {
         });
         const endAt = service.child.memory.sample()?.atMs ?? startAt + durationMs;
         await enqueuer.close();
-        await waitUntil(() => [...committed.keys()].every((id) => receiver.firstDelivered.has(id)), { timeoutMs: 30_000, message: 'every soak notification' }).catch(() => {});
+        await waitUntil(() => [...committed.keys()].every((id) => receiver.firstDelivered.has(id)), {
+          timeoutMs: 30_000,
+          message: 'every soak notification',
+        }).catch(() => {});
         const readings = service.child.memory.readings;
         const span = endAt - startAt;
         const earlyWindow = rssIn(readings, startAt + 0.2 * span, startAt + 0.4 * span);
@@ -94,7 +97,13 @@ export const soakScenario: Scenario = {
             unit: '%',
             note: `median ${Math.round(earlyMedian / 2 ** 20)} MiB → ${Math.round(lateMedian / 2 ** 20)} MiB`,
           },
-          { id: 'p99', label: `commit → delivery p99 at ${rate}/s (soak)`, value: lat.p99, unit: 'ms', note: `p50 ${Math.round(lat.p50)} ms, ${lat.count} of ${committed.size} delivered` },
+          {
+            id: 'p99',
+            label: `commit → delivery p99 at ${rate}/s (soak)`,
+            value: lat.p99,
+            unit: 'ms',
+            note: `p50 ${Math.round(lat.p50)} ms, ${lat.count} of ${committed.size} delivered`,
+          },
           ...stageFigures(stages, `at ${rate}/s`),
         ];
         return {
@@ -110,7 +119,9 @@ export const soakScenario: Scenario = {
             rssMedianLateBytes: lateMedian,
             latencyMs: lat,
             stages,
-            rssTimeline: readings.filter((_, i) => i % 4 === 0).map((r) => ({ atMs: Math.round(r.atMs), rssMiB: Math.round((r.rssBytes / 2 ** 20) * 10) / 10 })),
+            rssTimeline: readings
+              .filter((_, i) => i % 4 === 0)
+              .map((r) => ({ atMs: Math.round(r.atMs), rssMiB: Math.round((r.rssBytes / 2 ** 20) * 10) / 10 })),
           },
         };
       } finally {

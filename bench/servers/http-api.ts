@@ -20,7 +20,11 @@ type Serve = (
 const { serve } = (await import(pathToFileURL(fromCli.resolve('@hono/node-server')).href)) as { serve: Serve };
 
 const config = loadConfig(process.env);
-const db = createDb({ connectionString: config.databaseUrl, max: Number(process.env.BENCH_DB_POOL ?? 10), applicationName: 'notify-bench-api' });
+const db = createDb({
+  connectionString: config.databaseUrl,
+  max: Number(process.env.BENCH_DB_POOL ?? 10),
+  applicationName: 'notify-bench-api',
+});
 const logger = createLogger({ level: config.logLevel, base: { role: 'api' } });
 const app = createApp({ db, config, logger });
 

@@ -76,7 +76,9 @@ function cpuOfPids(pids: readonly number[]): number {
   let ticks = 0;
   for (const pid of pids) {
     try {
-      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ');
+      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8')
+        .replace(/^.*\) /, '')
+        .split(' ');
       ticks += Number(fields[11]) + Number(fields[12]);
     } catch {
       return Number.NaN;
@@ -122,7 +124,12 @@ async function timedLoop(
   const cpu = process.cpuUsage(cpu0);
   const serverCpu = cpuOfPids(backendPids) - server0;
   const n = Math.max(1, count);
-  return { rate: count / ((performance.now() - start) / 1000), latencies, cpuUsPerTx: (cpu.user + cpu.system) / n, serverCpuUsPerTx: serverCpu / n };
+  return {
+    rate: count / ((performance.now() - start) / 1000),
+    latencies,
+    cpuUsPerTx: (cpu.user + cpu.system) / n,
+    serverCpuUsPerTx: serverCpu / n,
+  };
 }
 
 async function run(input: EnqueueLoadInput): Promise<EnqueueLoadOutput> {
@@ -163,7 +170,9 @@ async function run(input: EnqueueLoadInput): Promise<EnqueueLoadOutput> {
   try {
     for (const c of input.concurrencies) {
       const clients = await Promise.all(Array.from({ length: c }, () => pool.connect()));
-      const backendPids = await Promise.all(clients.map(async (cl) => (await cl.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid));
+      const backendPids = await Promise.all(
+        clients.map(async (cl) => (await cl.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid),
+      );
       try {
         const runVariant = async (v: EnqueueVariant, ms: number) => {
           if (v === 'noTrigger') await setTrigger(false);

@@ -37,10 +37,16 @@ function post(url: URL, job: BenchJob): Promise<void> {
   return new Promise((resolve, reject) => {
     const req = http.request(
       url,
-      { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'webhook-id': job.id } },
+      {
+        method: 'POST',
+        agent,
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'webhook-id': job.id },
+      },
       (res) => {
         res.resume();
-        res.on('end', () => (res.statusCode! >= 200 && res.statusCode! < 300 ? resolve() : reject(new Error(`receiver answered ${res.statusCode}`))));
+        res.on('end', () =>
+          res.statusCode! >= 200 && res.statusCode! < 300 ? resolve() : reject(new Error(`receiver answered ${res.statusCode}`)),
+        );
       },
     );
     req.setTimeout(2_000, () => req.destroy(new Error('timeout')));
@@ -62,7 +68,11 @@ async function forEachLimited<T>(items: readonly T[], limit: number, fn: (item: 
 process.once('message', (input: PgBossWorkerInput) => void runWorker(input));
 
 async function runWorker(input: PgBossWorkerInput): Promise<void> {
-  const boss = new PgBoss({ connectionString: input.connectionString, max: input.poolSize, application_name: 'notify-bench-pgboss-worker' });
+  const boss = new PgBoss({
+    connectionString: input.connectionString,
+    max: input.poolSize,
+    application_name: 'notify-bench-pgboss-worker',
+  });
   boss.on('error', (err) => process.stderr.write(`pg-boss: ${err.message}\n`));
   await boss.start();
   const url = new URL(input.receiverUrl);

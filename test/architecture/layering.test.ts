@@ -25,7 +25,10 @@ function workspace(files: Record<string, string>): string {
   write('tsconfig.json', JSON.stringify({ compilerOptions: { module: 'NodeNext', moduleResolution: 'NodeNext', strict: true } }));
   mkdirSync(path.join(dir, 'node_modules/@notify'), { recursive: true });
   for (const name of PACKAGES) {
-    write(`packages/${name}/package.json`, JSON.stringify({ name: `@notify/${name}`, type: 'module', exports: { '.': { '@notify/source': './src/index.ts' } } }));
+    write(
+      `packages/${name}/package.json`,
+      JSON.stringify({ name: `@notify/${name}`, type: 'module', exports: { '.': { '@notify/source': './src/index.ts' } } }),
+    );
     write(`packages/${name}/src/index.ts`, `export const ${name} = 1;\n`);
     write(`packages/${name}/src/internal.ts`, `export const hidden = 1;\n`);
     symlinkSync(path.join(dir, 'packages', name), path.join(dir, 'node_modules/@notify', name), 'dir');
@@ -42,9 +45,10 @@ interface Violation {
 
 async function cruise(dir: string): Promise<Violation[]> {
   // depcruise exits non-zero when it finds violations; the JSON report is on stdout either way.
-  const { stdout } = await promisify(execFile)(DEPCRUISE, ['--config', CONFIG, '--output-type', 'json', 'packages'], { cwd: dir, maxBuffer: 64 << 20 }).catch(
-    (err: { stdout?: string }) => ({ stdout: err.stdout ?? '' }),
-  );
+  const { stdout } = await promisify(execFile)(DEPCRUISE, ['--config', CONFIG, '--output-type', 'json', 'packages'], {
+    cwd: dir,
+    maxBuffer: 64 << 20,
+  }).catch((err: { stdout?: string }) => ({ stdout: err.stdout ?? '' }));
   const report = JSON.parse(stdout) as { summary: { violations: { rule: { name: string }; from: string; to: string }[] } };
   return report.summary.violations.map((v) => ({ rule: v.rule.name, from: v.from, to: v.to }));
 }
@@ -86,6 +90,8 @@ describe('architecture rules (.dependency-cruiser.cjs)', () => {
         'no-relative-import-across-packages: packages/dispatcher/src/relative.ts -> packages/runtime/src/internal.ts',
       ]),
     );
-    expect(found.some((v) => v.startsWith('no-circular: packages/relay/src/a.ts') || v.startsWith('no-circular: packages/relay/src/b.ts'))).toBe(true);
+    expect(
+      found.some((v) => v.startsWith('no-circular: packages/relay/src/a.ts') || v.startsWith('no-circular: packages/relay/src/b.ts')),
+    ).toBe(true);
   });
 });

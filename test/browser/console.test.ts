@@ -18,7 +18,9 @@ import { waitFor } from '../support/wait.js';
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/lib/chromium/chromium';
 // Screenshots go to .cache/console-screenshots/ so a test run leaves the work tree clean;
 // NOTIFY_UPDATE_SCREENSHOTS=1 writes the ones the README and docs/console.md show instead.
-const SHOTS = fileURLToPath(new URL(process.env.NOTIFY_UPDATE_SCREENSHOTS === '1' ? '../../docs/console/' : '../../.cache/console-screenshots/', import.meta.url));
+const SHOTS = fileURLToPath(
+  new URL(process.env.NOTIFY_UPDATE_SCREENSHOTS === '1' ? '../../docs/console/' : '../../.cache/console-screenshots/', import.meta.url),
+);
 mkdirSync(SHOTS, { recursive: true });
 const KEYS = { acme: 'console-acme-key-0123456789', globex: 'console-globex-key-0123456789' };
 

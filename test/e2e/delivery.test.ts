@@ -51,7 +51,13 @@ beforeAll(async () => {
       const payload = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { id: string; attempt: number };
       const status = hits.filter((h) => h.id === payload.id).length < 2 ? 503 : 200;
       const webhookId = req.headers['webhook-id'];
-      hits.push({ id: payload.id, attempt: payload.attempt, at: Date.now(), status, webhookId: Array.isArray(webhookId) ? webhookId[0] : webhookId });
+      hits.push({
+        id: payload.id,
+        attempt: payload.attempt,
+        at: Date.now(),
+        status,
+        webhookId: Array.isArray(webhookId) ? webhookId[0] : webhookId,
+      });
       res.writeHead(status).end();
     });
   });
@@ -87,7 +93,13 @@ describe('end to end: enqueue → relay → Kafka → dispatcher → HTTP receiv
     await tk.createTopics(dispatcherTopicSuffixes(config.retry), config.topicPartitions);
     const kafka = new Kafka({ clientId: 'notify-e2e', brokers: [...config.kafkaBrokers], logLevel: logLevel.NOTHING });
     const deps = { db: tdb.db, clock: systemClock, logger: silentLogger };
-    relay = createRelay(relayConfigFrom(config), { db: tdb.db, connectionString: config.databaseUrl, kafka, clock: systemClock, logger: silentLogger });
+    relay = createRelay(relayConfigFrom(config), {
+      db: tdb.db,
+      connectionString: config.databaseUrl,
+      kafka,
+      clock: systemClock,
+      logger: silentLogger,
+    });
     dispatcher = createDispatcher(dispatcherConfigFrom(config), {
       ...deps,
       kafka,
@@ -123,7 +135,12 @@ describe('end to end: enqueue → relay → Kafka → dispatcher → HTTP receiv
     ]);
     const events = await tk.readAll(TOPICS.events, 4, 20_000);
     const statuses = events.map((m) => parseStatusEvent(m.value)).flatMap((p) => (p.ok ? [p.message] : []));
-    expect(statuses.map((s) => s.type)).toEqual(['notification.queued', 'notification.retry_scheduled', 'notification.retry_scheduled', 'notification.sent']);
+    expect(statuses.map((s) => s.type)).toEqual([
+      'notification.queued',
+      'notification.retry_scheduled',
+      'notification.retry_scheduled',
+      'notification.sent',
+    ]);
     const dues = statuses.filter((s) => s.type === 'notification.retry_scheduled').map((s) => Date.parse(s.next_attempt_at as string));
     const [h1, h2, h3] = hits as [Hit, Hit, Hit];
     const [due2, due3] = dues as [number, number];
@@ -135,6 +152,8 @@ describe('end to end: enqueue → relay → Kafka → dispatcher → HTTP receiv
     expect(h3.at - h2.at).toBeGreaterThanOrEqual(1000);
     expect(h2.at - due2).toBeLessThan(TOLERANCE_MS);
     expect(h3.at - due3).toBeLessThan(TOLERANCE_MS);
-    console.log(`e2e schedule: gaps ${h2.at - h1.at} ms and ${h3.at - h2.at} ms (backoff 500 and 1000); late by ${h2.at - due2} and ${h3.at - due3} ms`);
+    console.log(
+      `e2e schedule: gaps ${h2.at - h1.at} ms and ${h3.at - h2.at} ms (backoff 500 and 1000); late by ${h2.at - due2} and ${h3.at - due3} ms`,
+    );
   });
 });

@@ -26,9 +26,15 @@ beforeEach(async () => {
 async function make(n: number): Promise<string[]> {
   const ids: string[] = [];
   for (let i = 0; i < n; i++) {
-    const { notification } = await t.db.transaction().execute((trx) =>
-      enqueue(trx, { tenant_id: 'audit', channel: 'webhook', to: `https://h.example.com/${i}`, body: 'b' }, { maxAttempts: 5, defaultTtlMs: 3_600_000 }),
-    );
+    const { notification } = await t.db
+      .transaction()
+      .execute((trx) =>
+        enqueue(
+          trx,
+          { tenant_id: 'audit', channel: 'webhook', to: `https://h.example.com/${i}`, body: 'b' },
+          { maxAttempts: 5, defaultTtlMs: 3_600_000 },
+        ),
+      );
     ids.push(notification.id);
   }
   await t.pool.query('UPDATE outbox SET published_at = now()');
@@ -52,9 +58,15 @@ async function settle(id: string, outcomes: readonly ('sent' | 'transient' | 'pe
   }
   const last = outcomes[outcomes.length - 1];
   if (last === 'sent') {
-    await t.pool.query("UPDATE notifications SET state = 'sent', sent_at = now(), next_attempt_at = NULL, attempts = $2 WHERE id = $1", [id, outcomes.length]);
+    await t.pool.query("UPDATE notifications SET state = 'sent', sent_at = now(), next_attempt_at = NULL, attempts = $2 WHERE id = $1", [
+      id,
+      outcomes.length,
+    ]);
   } else if (last === 'permanent') {
-    await t.pool.query("UPDATE notifications SET state = 'dead', dead_reason = 'permanent', next_attempt_at = NULL, attempts = $2 WHERE id = $1", [id, outcomes.length]);
+    await t.pool.query(
+      "UPDATE notifications SET state = 'dead', dead_reason = 'permanent', next_attempt_at = NULL, attempts = $2 WHERE id = $1",
+      [id, outcomes.length],
+    );
   } else {
     await t.pool.query('UPDATE notifications SET attempts = $2 WHERE id = $1', [id, outcomes.length]);
   }
@@ -68,11 +80,23 @@ describe('auditRun', () => {
     await settle(ids[0]!, ['sent']);
     await settle(ids[1]!, ['transient', 'transient', 'sent'], { gapMs: 40 });
     await settle(ids[2]!, ['sent']);
-    const report = await auditRun({ scenario: 'clean', db, ids, deliveries: [got(ids[0]!), got(ids[1]!), got(ids[1]!), got(ids[1]!, false), got(ids[2]!)], retry });
+    const report = await auditRun({
+      scenario: 'clean',
+      db,
+      ids,
+      deliveries: [got(ids[0]!), got(ids[1]!), got(ids[1]!), got(ids[1]!, false), got(ids[2]!)],
+      retry,
+    });
     expect(report.problems).toEqual([]);
     // ids[1] failed twice before its 'sent': its second delivery is explained by a failed attempt.
     expect(report.row).toMatchObject({ notifications: 3, lost: 0, duplicates: 1, redelivered: 0, sent: 3, dead: 0, waiting: 0 });
-    const again = await auditRun({ scenario: 'clean', db, ids, deliveries: [got(ids[0]!), got(ids[0]!), got(ids[1]!), got(ids[2]!)], retry });
+    const again = await auditRun({
+      scenario: 'clean',
+      db,
+      ids,
+      deliveries: [got(ids[0]!), got(ids[0]!), got(ids[1]!), got(ids[2]!)],
+      retry,
+    });
     expect(again.row).toMatchObject({ duplicates: 1, redelivered: 1 });
     expect(report.row.maxLatenessMs).toBeGreaterThanOrEqual(40);
     expect(report.early).toBe(0);
@@ -97,7 +121,9 @@ describe('auditRun', () => {
     await settle(ids[2]!, ['permanent']);
     await settle(ids[3]!, ['sent']);
     await t.pool.query("UPDATE attempts SET outcome = 'transient' WHERE notification_id = $1", [ids[3]]); // sent without a sent attempt
-    await t.pool.query("UPDATE outbox SET published_at = NULL, created_at = now() - interval '1 minute' WHERE id = (SELECT min(id) FROM outbox)");
+    await t.pool.query(
+      "UPDATE outbox SET published_at = NULL, created_at = now() - interval '1 minute' WHERE id = (SELECT min(id) FROM outbox)",
+    );
     const report = await auditRun({
       scenario: 'broken',
       db,

@@ -18,7 +18,10 @@ describe('poison messages', () => {
     const sink: { dlq?: KafkaMessage[] } = {};
     const result = await runScenario(poisonScenario({ notifications: 200, spreadMs: 6_000, seed: chaosSeed() }, sink));
     const dlq = sink.dlq ?? [];
-    const reasons = dlq.map((m) => `${m.headers?.['chaos-poison']?.toString()} ← ${m.headers?.[HEADERS.dlqSourceTopic]?.toString()}: ${m.headers?.[HEADERS.dlqReason]?.toString()}`);
+    const reasons = dlq.map(
+      (m) =>
+        `${m.headers?.['chaos-poison']?.toString()} ← ${m.headers?.[HEADERS.dlqSourceTopic]?.toString()}: ${m.headers?.[HEADERS.dlqReason]?.toString()}`,
+    );
     console.info(`[chaos] dead letters:\n  ${reasons.join('\n  ')}`);
     expectNothingLost(task, result);
     // Every poison message, from both topics, is on the DLQ exactly as injected, with a reason.

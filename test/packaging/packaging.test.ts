@@ -155,17 +155,32 @@ beforeAll(async () => {
   const tarballs = (await readdir(dir)).filter((f) => f.endsWith('.tgz')).map((f) => join(dir, f));
   expect(tarballs).toHaveLength(2);
   await writeFile(join(dir, 'package.json'), JSON.stringify({ name: 'a-domain-service', private: true, type: 'module' }));
-  await run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', ...tarballs, 'pg@^8', 'kysely@~0.28', '@types/pg@^8', '@types/node@^20'], {
-    cwd: dir,
-    timeout: 240_000,
-  });
+  await run(
+    'npm',
+    ['install', '--no-audit', '--no-fund', '--prefer-offline', ...tarballs, 'pg@^8', 'kysely@~0.28', '@types/pg@^8', '@types/node@^20'],
+    {
+      cwd: dir,
+      timeout: 240_000,
+    },
+  );
   await writeFile(join(dir, 'consumer.mjs'), CONSUMER);
   await writeFile(join(dir, 'consumer.ts'), TS_CONSUMER);
   await writeFile(join(dir, 'consumer.cjs'), CJS_CONSUMER);
   await writeFile(join(dir, 'consumer-cjs.cts'), CTS_CONSUMER);
   await writeFile(
     join(dir, 'tsconfig.json'),
-    JSON.stringify({ compilerOptions: { module: 'NodeNext', moduleResolution: 'NodeNext', target: 'ES2022', strict: true, noEmit: true, skipLibCheck: false, types: ['node'] }, files: ['consumer.ts', 'consumer-cjs.cts'] }),
+    JSON.stringify({
+      compilerOptions: {
+        module: 'NodeNext',
+        moduleResolution: 'NodeNext',
+        target: 'ES2022',
+        strict: true,
+        noEmit: true,
+        skipLibCheck: false,
+        types: ['node'],
+      },
+      files: ['consumer.ts', 'consumer-cjs.cts'],
+    }),
   );
 
   notify = await startNotifyProcess([], {
@@ -191,12 +206,17 @@ afterAll(async () => {
 describe('the packed libraries, installed with npm outside the workspace', () => {
   it('ship compiled JavaScript and types only: no workspace-only export condition survives packing', async () => {
     for (const pkg of ['outbox', 'contract']) {
-      const manifest = JSON.parse((await run('node', ['-p', 'JSON.stringify(require("./package.json"))'], { cwd: join(dir, 'node_modules', '@notify', pkg) })).stdout);
+      const manifest = JSON.parse(
+        (await run('node', ['-p', 'JSON.stringify(require("./package.json"))'], { cwd: join(dir, 'node_modules', '@notify', pkg) })).stdout,
+      );
       expect(JSON.stringify(manifest.exports)).not.toContain('@notify/source');
       expect(manifest.private).toBeUndefined();
       expect(manifest.license).toBe('Apache-2.0');
     }
-    const outbox = JSON.parse((await run('node', ['-p', 'JSON.stringify(require("./package.json"))'], { cwd: join(dir, 'node_modules', '@notify', 'outbox') })).stdout);
+    const outbox = JSON.parse(
+      (await run('node', ['-p', 'JSON.stringify(require("./package.json"))'], { cwd: join(dir, 'node_modules', '@notify', 'outbox') }))
+        .stdout,
+    );
     expect(outbox.dependencies).toBeUndefined(); // pg and kysely are the caller's (optional peers)
   });
 
@@ -213,7 +233,10 @@ describe('the packed libraries, installed with npm outside the workspace', () =>
     expect(out.request.roundTrip).toBe(true);
 
     // The service delivers both committed notifications, and nothing of the rolled-back one.
-    await waitFor(() => delivered.includes(out.committed.id) && delivered.includes(out.kysely.id), { timeoutMs: 30_000, message: 'both delivered' });
+    await waitFor(() => delivered.includes(out.committed.id) && delivered.includes(out.kysely.id), {
+      timeoutMs: 30_000,
+      message: 'both delivered',
+    });
     const rows = await t.db.selectFrom('notifications').select(['id', 'state', 'idempotency_key']).orderBy('idempotency_key').execute();
     expect(rows.map((r) => [r.idempotency_key, r.state])).toEqual([
       ['committed', 'sent'],

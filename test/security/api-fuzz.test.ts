@@ -54,7 +54,11 @@ afterAll(async () => {
 });
 
 /** Sends one request and checks the invariants every answer must keep. */
-async function send(method: string, path: string, init: { headers?: Record<string, string>; body?: string | Uint8Array } = {}): Promise<Response> {
+async function send(
+  method: string,
+  path: string,
+  init: { headers?: Record<string, string>; body?: string | Uint8Array } = {},
+): Promise<Response> {
   let timer: NodeJS.Timeout | undefined;
   const res = await Promise.race([
     app.request(path, { method, headers: init.headers, body: init.body }),
@@ -132,7 +136,10 @@ const nearIntent = fc
       template_version: anyValue,
       data: fc.oneof(fc.constant({ secret: MARKER }), fc.dictionary(nastyString, anyValue, { maxKeys: 4 }), anyValue),
       category: anyValue,
-      expires_at: fc.oneof(fc.date({ noInvalidDate: true }).map((d) => d.toISOString()), anyValue),
+      expires_at: fc.oneof(
+        fc.date({ noInvalidDate: true }).map((d) => d.toISOString()),
+        anyValue,
+      ),
       ttl_seconds: anyValue,
       metadata: fc.oneof(fc.dictionary(nastyString, nastyString, { maxKeys: 4 }), anyValue),
       [MARKER]: anyValue,
@@ -178,20 +185,35 @@ describe('POST /v1/notifications with hostile bodies', () => {
       expect([200, 202, 422]).toContain(res.status);
     });
     // A lone surrogate is valid in a JSON string but not in UTF-8 or jsonb.
-    it.each(cases.map(([where, intent]): [string, Record<string, unknown>] => [where, JSON.parse(JSON.stringify(intent).replaceAll('\\u0000', '\\ud800'))]))(
-      'lone surrogate in %s',
-      async (_where, intent) => {
-        const res = await post(JSON.stringify(intent));
-        expect([200, 202, 422]).toContain(res.status);
-      },
-    );
+    it.each(
+      cases.map(([where, intent]): [string, Record<string, unknown>] => [
+        where,
+        JSON.parse(JSON.stringify(intent).replaceAll('\\u0000', '\\ud800')),
+      ]),
+    )('lone surrogate in %s', async (_where, intent) => {
+      const res = await post(JSON.stringify(intent));
+      expect([200, 202, 422]).toContain(res.status);
+    });
   });
 
   it('raw bytes: invalid UTF-8, binary, truncated JSON, under any content type', async () => {
-    const contentType = fc.constantFrom('application/json', 'application/json; charset=utf-8', 'application/problem+json', 'text/plain', 'application/x-www-form-urlencoded', '', 'application/json; charset=latin1', 'multipart/form-data; boundary=x');
+    const contentType = fc.constantFrom(
+      'application/json',
+      'application/json; charset=utf-8',
+      'application/problem+json',
+      'text/plain',
+      'application/x-www-form-urlencoded',
+      '',
+      'application/json; charset=latin1',
+      'multipart/form-data; boundary=x',
+    );
     const bytes = fc.oneof(
       fc.uint8Array({ maxLength: 2048 }),
-      fc.constantFrom(Uint8Array.from([0xc3, 0x28]), Uint8Array.from([0xff, 0xfe, 0x7b, 0x7d]), Uint8Array.from([0x7b, 0x22, 0x61, 0x22, 0x3a, 0xed, 0xa0, 0x80, 0x7d])),
+      fc.constantFrom(
+        Uint8Array.from([0xc3, 0x28]),
+        Uint8Array.from([0xff, 0xfe, 0x7b, 0x7d]),
+        Uint8Array.from([0x7b, 0x22, 0x61, 0x22, 0x3a, 0xed, 0xa0, 0x80, 0x7d]),
+      ),
       fc.string({ maxLength: 200 }).map((s) => new TextEncoder().encode(`{"channel":"webhook","to":"https://h.example.com","body":"${s}`)),
       fc.uint8Array({ minLength: 1, maxLength: 64 }).map((b) => {
         // A valid intent with invalid UTF-8 spliced into the body string.
@@ -224,7 +246,9 @@ describe('POST /v1/notifications with hostile bodies', () => {
       { numRuns: Math.min(RUNS, 40) },
     );
     // Just under the 64 KiB limits it is a valid notification; above them a 413 (body) or 422 (content).
-    const under = await post(JSON.stringify({ channel: 'webhook', to: 'https://h.example.com', body: `${MARKER}${'y'.repeat(64 * 1024 - 200)}` }));
+    const under = await post(
+      JSON.stringify({ channel: 'webhook', to: 'https://h.example.com', body: `${MARKER}${'y'.repeat(64 * 1024 - 200)}` }),
+    );
     expect(under.status).toBe(202);
     for (const size of [64 * 1024 + 1, 1024 * 1024, 8 * 1024 * 1024]) {
       const res = await post(JSON.stringify({ channel: 'webhook', to: 'https://h.example.com', body: `${MARKER}${'y'.repeat(size)}` }));
@@ -239,10 +263,20 @@ describe('header abuse', () => {
   it('random Authorization, Content-Type, Idempotency-Key, traceparent and X-Request-Id values', async () => {
     const headerSet = fc.record(
       {
-        authorization: fc.oneof(latin1, latin1.map((s) => `Bearer ${s}`), fc.constant(`Bearer ${'A'.repeat(10_000)}`), fc.constant('bearer   '), fc.constant(`Basic ${Buffer.from('a:b').toString('base64')}`)),
+        authorization: fc.oneof(
+          latin1,
+          latin1.map((s) => `Bearer ${s}`),
+          fc.constant(`Bearer ${'A'.repeat(10_000)}`),
+          fc.constant('bearer   '),
+          fc.constant(`Basic ${Buffer.from('a:b').toString('base64')}`),
+        ),
         'content-type': fc.oneof(latin1, fc.constant('application/json')),
         'idempotency-key': fc.oneof(latin1, fc.constant('k'.repeat(300))),
-        traceparent: fc.oneof(latin1, fc.constant('00-00000000000000000000000000000000-0000000000000000-00'), fc.constant('ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01')),
+        traceparent: fc.oneof(
+          latin1,
+          fc.constant('00-00000000000000000000000000000000-0000000000000000-00'),
+          fc.constant('ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01'),
+        ),
         'x-request-id': latin1,
         'content-length': fc.constantFrom('0', '1', '-1', '99999999999', 'abc'),
       },
@@ -252,7 +286,10 @@ describe('header abuse', () => {
       fc.asyncProperty(headerSet, fc.boolean(), async (headers, validAuth) => {
         const h: Record<string, string> = { ...headers };
         if (validAuth) h.authorization = auth().authorization;
-        await send('POST', '/v1/notifications', { headers: h, body: JSON.stringify({ channel: 'webhook', to: 'https://h.example.com', body: `b ${MARKER}` }) });
+        await send('POST', '/v1/notifications', {
+          headers: h,
+          body: JSON.stringify({ channel: 'webhook', to: 'https://h.example.com', body: `b ${MARKER}` }),
+        });
       }),
       { numRuns: RUNS },
     );
@@ -263,7 +300,9 @@ describe('header abuse', () => {
       fc.string({ maxLength: 60 }).map(encodeURIComponent),
       fc.constantFrom('ntf_', 'ntf_01J00000000000000000000000', '%00', '%ff%fe', '..%2f..%2f', '%', '%zz', ';', 'ntf_' + 'Z'.repeat(500)),
     );
-    const query = fc.dictionary(fc.constantFrom('state', 'to', 'limit', 'cursor', 'x', 'limit[]'), fc.string({ maxLength: 40 }), { maxKeys: 4 });
+    const query = fc.dictionary(fc.constantFrom('state', 'to', 'limit', 'cursor', 'x', 'limit[]'), fc.string({ maxLength: 40 }), {
+      maxKeys: 4,
+    });
     const route = fc.constantFrom('', '/attempts', '/actions', '/cancel', '/retry');
     await fc.assert(
       fc.asyncProperty(segment, route, query, fc.constantFrom('GET', 'POST', 'PUT', 'DELETE', 'PATCH'), async (id, sub, q, method) => {

@@ -36,7 +36,10 @@ beforeAll(async () => {
     ids[state] = ((await res.json()) as { id: string }).id;
   }
   // Terminal states as the dispatcher would leave them (this file runs no dispatcher).
-  await t.pool.query("UPDATE notifications SET state = 'dead', dead_reason = 'permanent', next_attempt_at = NULL, last_error = 'x' WHERE id = $1", [ids.dead]);
+  await t.pool.query(
+    "UPDATE notifications SET state = 'dead', dead_reason = 'permanent', next_attempt_at = NULL, last_error = 'x' WHERE id = $1",
+    [ids.dead],
+  );
   await t.pool.query("UPDATE notifications SET state = 'sent', sent_at = now(), next_attempt_at = NULL WHERE id = $1", [ids.sent]);
 });
 
@@ -97,7 +100,7 @@ describe('authentication', () => {
   });
 });
 
-describe('tenancy: another tenant\'s ids are 404, exactly like ids that do not exist', () => {
+describe("tenancy: another tenant's ids are 404, exactly like ids that do not exist", () => {
   it.each(['queued', 'dead', 'sent'] as const)('a %s notification of acme, seen by globex', async (state) => {
     const id = ids[state];
     const before = (await t.pool.query('SELECT * FROM notifications WHERE id = $1', [id])).rows[0];
@@ -115,11 +118,14 @@ describe('tenancy: another tenant\'s ids are 404, exactly like ids that do not e
     }
     const after = (await t.pool.query('SELECT * FROM notifications WHERE id = $1', [id])).rows[0];
     expect(after).toEqual(before);
-    const { rows: actions } = await t.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM notification_actions WHERE notification_id = $1', [id]);
+    const { rows: actions } = await t.pool.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM notification_actions WHERE notification_id = $1',
+      [id],
+    );
     expect(actions[0]!.n).toBe(0);
   });
 
-  it('lists and filters never show another tenant\'s notifications', async () => {
+  it("lists and filters never show another tenant's notifications", async () => {
     for (const query of ['', '?to=https%3A%2F%2Fhooks.example.com%2Fqueued', '?state=dead', '?state=sent', '?limit=100']) {
       const res = await call(globex, 'GET', `/v1/notifications${query}`);
       expect(res.status).toBe(200);
@@ -130,7 +136,8 @@ describe('tenancy: another tenant\'s ids are 404, exactly like ids that do not e
     const cursor = Buffer.from(ids.sent).toString('base64url');
     const res = await call(globex, 'GET', `/v1/notifications?cursor=${cursor}`);
     expect([200, 400]).toContain(res.status);
-    if (res.status === 200) for (const n of ((await res.json()) as { data: { id: string }[] }).data) expect(Object.values(ids)).not.toContain(n.id);
+    if (res.status === 200)
+      for (const n of ((await res.json()) as { data: { id: string }[] }).data) expect(Object.values(ids)).not.toContain(n.id);
   });
 
   it('the owner still sees and acts on its own notifications (the 404s above are not a broken route)', async () => {
@@ -140,10 +147,18 @@ describe('tenancy: another tenant\'s ids are 404, exactly like ids that do not e
     expect((await call(acme, 'POST', `/v1/notifications/${ids.queued}/cancel`)).status).toBe(200);
   });
 
-  it('an idempotency key of one tenant does not collide with, or reveal, another tenant\'s request', async () => {
+  it("an idempotency key of one tenant does not collide with, or reveal, another tenant's request", async () => {
     const body = { channel: 'webhook', to: 'https://hooks.example.com/idem', body: 'same' };
-    const a = await app.request('/v1/notifications', { method: 'POST', headers: { authorization: `Bearer ${acme.key}`, 'content-type': 'application/json', 'idempotency-key': 'shared-key' }, body: JSON.stringify(body) });
-    const b = await app.request('/v1/notifications', { method: 'POST', headers: { authorization: `Bearer ${globex.key}`, 'content-type': 'application/json', 'idempotency-key': 'shared-key' }, body: JSON.stringify({ ...body, body: 'different' }) });
+    const a = await app.request('/v1/notifications', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${acme.key}`, 'content-type': 'application/json', 'idempotency-key': 'shared-key' },
+      body: JSON.stringify(body),
+    });
+    const b = await app.request('/v1/notifications', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${globex.key}`, 'content-type': 'application/json', 'idempotency-key': 'shared-key' },
+      body: JSON.stringify({ ...body, body: 'different' }),
+    });
     expect(a.status).toBe(202);
     expect(b.status).toBe(202);
     expect(((await a.json()) as { id: string }).id).not.toBe(((await b.json()) as { id: string }).id);

@@ -61,7 +61,11 @@ function leakForms(): Record<string, string[]> {
 async function api(path: string, init: RequestInit & { key?: string; admin?: boolean } = {}): Promise<Response> {
   const res = await fetch(`${init.admin ? stack.adminUrl : stack.url}${path}`, {
     ...init,
-    headers: { authorization: `Bearer ${init.key ?? seededKey}`, 'content-type': 'application/json', ...(init.headers as Record<string, string>) },
+    headers: {
+      authorization: `Bearer ${init.key ?? seededKey}`,
+      'content-type': 'application/json',
+      ...(init.headers as Record<string, string>),
+    },
   });
   const text = await res.text();
   // The answer only (status, headers, body): the request path may carry what the test sent on purpose.
@@ -115,7 +119,13 @@ describe('secrets never leave the process', () => {
   const ids: string[] = [];
 
   it('deliveries of every kind: signed webhooks (global and tenant secret), failing, dying, email, SMS', async () => {
-    receiver.setBehaviour((req) => (req.path.endsWith('/flaky') && req.seen === 0 ? { kind: 'status', status: 503 } : req.path.endsWith('/broken') ? { kind: 'status', status: 500 } : { kind: 'ok' }));
+    receiver.setBehaviour((req) =>
+      req.path.endsWith('/flaky') && req.seen === 0
+        ? { kind: 'status', status: 503 }
+        : req.path.endsWith('/broken')
+          ? { kind: 'status', status: 500 }
+          : { kind: 'ok' },
+    );
     const posts: [string | undefined, Record<string, unknown>][] = [
       [undefined, { channel: 'webhook', to: `${receiver.url}/ok`, body: `hello ${MARKER}`, data: { secret: MARKER } }],
       [undefined, { channel: 'webhook', to: `${receiver.url}/flaky`, body: `flaky ${MARKER}` }],
@@ -141,7 +151,9 @@ describe('secrets never leave the process', () => {
       await api(`/v1/notifications/${id}/attempts`, i === 3 ? { key: issued.key } : {});
     }
     await api('/v1/notifications?limit=100');
-    const { rows } = await t.pool.query<{ state: string; n: number }>('SELECT state, count(*)::int AS n FROM notifications GROUP BY state ORDER BY state');
+    const { rows } = await t.pool.query<{ state: string; n: number }>(
+      'SELECT state, count(*)::int AS n FROM notifications GROUP BY state ORDER BY state',
+    );
     expect(Object.fromEntries(rows.map((r) => [r.state, r.n]))).toMatchObject({ sent: expect.any(Number), dead: expect.any(Number) });
 
     // The webhooks were signed, acme's with the global secret and globex's with its own.
@@ -156,7 +168,11 @@ describe('secrets never leave the process', () => {
     const capture = await startHttpReceiver();
     try {
       for (const key of [seededKey, issued.key]) {
-        const res = await api('/v1/notifications', { method: 'POST', key, body: JSON.stringify({ channel: 'webhook', to: `${capture.url}/sig`, body: 'signed?' }) });
+        const res = await api('/v1/notifications', {
+          method: 'POST',
+          key,
+          body: JSON.stringify({ channel: 'webhook', to: `${capture.url}/sig`, body: 'signed?' }),
+        });
         expect(res.status).toBe(202);
       }
       await waitFor(() => capture.requests.length >= 2, { timeoutMs: 30_000, message: 'two signed webhooks' });
@@ -164,7 +180,12 @@ describe('secrets never leave the process', () => {
         global: verifyWebhookSignature({ secret: globalSecret, headers: r.headers, body: r.body, now: new Date() }).ok,
         tenant: verifyWebhookSignature({ secret: tenantSecret, headers: r.headers, body: r.body, now: new Date() }).ok,
       }));
-      expect(results).toEqual(expect.arrayContaining([{ global: true, tenant: false }, { global: false, tenant: true }]));
+      expect(results).toEqual(
+        expect.arrayContaining([
+          { global: true, tenant: false },
+          { global: false, tenant: true },
+        ]),
+      );
     } finally {
       await capture.close();
     }
@@ -176,7 +197,10 @@ describe('secrets never leave the process', () => {
     }
     expect((await api(`/v1/notifications?api_key=${encodeURIComponent(seededKey)}`)).status).toBe(400);
     expect((await api(`/v1/notifications?to=${encodeURIComponent(globalSecret)}`)).status).toBe(200);
-    const res = await api('/v1/notifications', { method: 'POST', body: JSON.stringify({ channel: 'webhook', to: 'https://h.example.com', body: 'x', [`k${MARKER}`]: 1 }) });
+    const res = await api('/v1/notifications', {
+      method: 'POST',
+      body: JSON.stringify({ channel: 'webhook', to: 'https://h.example.com', body: 'x', [`k${MARKER}`]: 1 }),
+    });
     expect(res.status).toBe(422);
   });
 
@@ -197,10 +221,17 @@ describe('secrets never leave the process', () => {
       Buffer.from(`GET /v1/notifications/\xc3\x28 HTTP/1.1\r\nHost: x\r\n\r\n`, 'latin1'),
       Buffer.from('GET /v1/notifications HTTP/1.1\r\nHost: x\r\nX-Nul: a\x00b\r\n\r\n', 'latin1'),
       Buffer.from(`GET / HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(100_000)}\r\n\r\n`),
-      Buffer.from('POST /v1/notifications HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Type: application/json\r\n\r\nzz\r\n{}\r\n0\r\n\r\n'),
-      Buffer.from(`POST /v1/notifications HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAuthorization: Bearer ${seededKey}\r\nContent-Length: 10\r\n\r\n{"a":`),
+      Buffer.from(
+        'POST /v1/notifications HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Type: application/json\r\n\r\nzz\r\n{}\r\n0\r\n\r\n',
+      ),
+      Buffer.from(
+        `POST /v1/notifications HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAuthorization: Bearer ${seededKey}\r\nContent-Length: 10\r\n\r\n{"a":`,
+      ),
       Buffer.from('POST /v1/notifications HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!'),
-      Buffer.from(`POST /v1/notifications HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAuthorization: Bearer ${seededKey}\r\nContent-Length: 20\r\n\r\n{"channel":"\xff\xfe"}`, 'latin1'),
+      Buffer.from(
+        `POST /v1/notifications HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAuthorization: Bearer ${seededKey}\r\nContent-Length: 20\r\n\r\n{"channel":"\xff\xfe"}`,
+        'latin1',
+      ),
     ];
     for (const bytes of raw) {
       const answer = await new Promise<string>((resolve) => {
@@ -214,7 +245,9 @@ describe('secrets never leave the process', () => {
       });
       const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(answer)?.[1] ?? 0);
       // Either the HTTP parser refused it (4xx, or a closed connection), or the app answered a 4xx.
-      expect(status === 0 || (status >= 400 && status < 500), `${bytes.subarray(0, 60).toString('latin1')} → ${answer.slice(0, 120)}`).toBe(true);
+      expect(status === 0 || (status >= 400 && status < 500), `${bytes.subarray(0, 60).toString('latin1')} → ${answer.slice(0, 120)}`).toBe(
+        true,
+      );
       apiOutput.push(answer);
     }
     expect(stack.exited).toBe(false);

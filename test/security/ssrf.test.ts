@@ -50,7 +50,12 @@ beforeAll(async () => {
     databaseUrl: t.url,
     brokers: inject('kafkaBrokers').split(','),
     prefix: `${inject('runId')}.ssrf.${randomBytes(3).toString('hex')}`,
-    extra: { NOTIFY_API_KEYS: `acme:${KEY}`, NOTIFY_WEBHOOK_ALLOW_CIDRS: '127.0.0.3/32', NOTIFY_MAX_ATTEMPTS: '3', NOTIFY_SEND_TIMEOUT_MS: '2000' },
+    extra: {
+      NOTIFY_API_KEYS: `acme:${KEY}`,
+      NOTIFY_WEBHOOK_ALLOW_CIDRS: '127.0.0.3/32',
+      NOTIFY_MAX_ATTEMPTS: '3',
+      NOTIFY_SEND_TIMEOUT_MS: '2000',
+    },
   });
   const admin = new Kafka({ brokers: env.KAFKA_BROKERS!.split(','), logLevel: logLevel.NOTHING }).admin();
   await admin.connect();
@@ -125,9 +130,13 @@ describe('SSRF through the API, end to end', () => {
       `gopher://127.0.0.1:${P}/`,
     ];
     // An allowed receiver (127.0.0.3) that redirects to a refused one.
-    const redirects = [`http://127.0.0.1:${P}/admin`, `http://[::1]:${P}/`, `http://localhost:${P}/`, 'http://169.254.169.254/latest/meta-data/', `http://2130706433:${P}/`].map(
-      (to) => `${redirectorUrl}/r?to=${encodeURIComponent(to)}`,
-    );
+    const redirects = [
+      `http://127.0.0.1:${P}/admin`,
+      `http://[::1]:${P}/`,
+      `http://localhost:${P}/`,
+      'http://169.254.169.254/latest/meta-data/',
+      `http://2130706433:${P}/`,
+    ].map((to) => `${redirectorUrl}/r?to=${encodeURIComponent(to)}`);
     const targets = [...direct, ...redirects];
     expect(targets.length).toBeGreaterThanOrEqual(40);
 
@@ -150,11 +159,17 @@ describe('SSRF through the API, end to end', () => {
       },
       { timeoutMs: 60_000, intervalMs: 200, message: 'every hostile notification to end' },
     );
-    const { rows } = await t.pool.query<{ id: string; state: string; dead_reason: string | null; attempts: number; last_error: string | null }>(
-      'SELECT id, state, dead_reason, attempts, last_error FROM notifications',
-    );
+    const { rows } = await t.pool.query<{
+      id: string;
+      state: string;
+      dead_reason: string | null;
+      attempts: number;
+      last_error: string | null;
+    }>('SELECT id, state, dead_reason, attempts, last_error FROM notifications');
     const outcomes = rows.map((r) => `${accepted.get(r.id)} → ${r.state}/${r.dead_reason} after ${r.attempts}: ${r.last_error}`);
-    console.info(`[ssrf] ${rejected.length} refused at the API (422):\n  ${rejected.join('\n  ')}\n[ssrf] ${rows.length} refused by the dispatcher:\n  ${outcomes.join('\n  ')}`);
+    console.info(
+      `[ssrf] ${rejected.length} refused at the API (422):\n  ${rejected.join('\n  ')}\n[ssrf] ${rows.length} refused by the dispatcher:\n  ${outcomes.join('\n  ')}`,
+    );
     for (const r of rows) {
       expect({ to: accepted.get(r.id), state: r.state, reason: r.dead_reason, attempts: r.attempts }).toEqual({
         to: accepted.get(r.id),

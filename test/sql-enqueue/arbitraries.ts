@@ -66,14 +66,38 @@ function field(good: fc.Arbitrary<unknown>, ...bad: fc.Arbitrary<unknown>[]): Fi
 
 const email = field(
   fc.oneof(fc.emailAddress(), fc.constantFrom('ada@example.com', 'a.b+c@sub.example.org', 'é@exämple.com', '😀@x.io')),
-  fc.constantFrom('a@b', 'a b@c.de', 'a@b.', '@b.co', 'a@@b.co', 'a@b.co\u00a0', 'a\u2028b@c.de', 'a\u200bb@c.de', 'a"b@c.de', 'a@b,c.de', '(a)@b.co', 'a@[b].co'),
+  fc.constantFrom(
+    'a@b',
+    'a b@c.de',
+    'a@b.',
+    '@b.co',
+    'a@@b.co',
+    'a@b.co\u00a0',
+    'a\u2028b@c.de',
+    'a\u200bb@c.de',
+    'a"b@c.de',
+    'a@b,c.de',
+    '(a)@b.co',
+    'a@[b].co',
+  ),
   fc.constantFrom(253, 254, 255).map((n) => `${'a'.repeat(n - 7)}@ex.com`),
   fc.constantFrom(252, 254, 256).map((n) => `${ofUnits(n - 7, '😀')}@ex.com`),
 );
 
 const sms = field(
   fc.stringMatching(/^\+[1-9]\d{6,14}$/),
-  fc.constantFrom('+0123456789', '+123456', '+1234567', '+123456789012345', '+1234567890123456', '14155550100', '+1 4155550100', '+١٢٣٤٥٦٧٨', '+1415555010a', '+14155550100\n'),
+  fc.constantFrom(
+    '+0123456789',
+    '+123456',
+    '+1234567',
+    '+123456789012345',
+    '+1234567890123456',
+    '14155550100',
+    '+1 4155550100',
+    '+١٢٣٤٥٦٧٨',
+    '+1415555010a',
+    '+14155550100\n',
+  ),
 );
 
 const urlHost = fc.oneof(
@@ -81,11 +105,59 @@ const urlHost = fc.oneof(
   {
     weight: 3,
     arbitrary: fc.constantFrom(
-      'example.com', 'EXAMPLE.com', 'localhost', 'a..b', '.', 'a.', '127.0.0.1', '0x7f.1', '0X7F.0.0.1', '1.2.3.4.5', '999.1.1.1',
-      '1.256', '1.2.65536', '4294967295', '4294967296', '0x100000000', 'example.123', 'example.0x1g', '08', '09.1', '0x', '010.1',
-      '[::1]', '[::ffff:1.2.3.4]', '[1:2:3:4:5:6:7:8]', '[1::2::3]', '[::1', '[:1]', '[1:2:3:4:5:6:7:8:9]', '[::01.2.3.4]',
-      '[1:2:3:4:5:6:1.2.3.4]', '[1:2:3:4:5:6:7:1.2.3.4]', '[::]', '[]', '[fe80::1%25eth0]', 'a[b]c', 'a b', 'a%20b', '%41.com',
-      'a%zz.com', 'a%2fb', 'a%25b', 'a%3Ab', 'a#b', '', 'a<b', 'a^b', 'a|b', 'a_b.com', 'a*b', 'a%00b', 'a%7Fb', 'a%7fb.com',
+      'example.com',
+      'EXAMPLE.com',
+      'localhost',
+      'a..b',
+      '.',
+      'a.',
+      '127.0.0.1',
+      '0x7f.1',
+      '0X7F.0.0.1',
+      '1.2.3.4.5',
+      '999.1.1.1',
+      '1.256',
+      '1.2.65536',
+      '4294967295',
+      '4294967296',
+      '0x100000000',
+      'example.123',
+      'example.0x1g',
+      '08',
+      '09.1',
+      '0x',
+      '010.1',
+      '[::1]',
+      '[::ffff:1.2.3.4]',
+      '[1:2:3:4:5:6:7:8]',
+      '[1::2::3]',
+      '[::1',
+      '[:1]',
+      '[1:2:3:4:5:6:7:8:9]',
+      '[::01.2.3.4]',
+      '[1:2:3:4:5:6:1.2.3.4]',
+      '[1:2:3:4:5:6:7:1.2.3.4]',
+      '[::]',
+      '[]',
+      '[fe80::1%25eth0]',
+      'a[b]c',
+      'a b',
+      'a%20b',
+      '%41.com',
+      'a%zz.com',
+      'a%2fb',
+      'a%25b',
+      'a%3Ab',
+      'a#b',
+      '',
+      'a<b',
+      'a^b',
+      'a|b',
+      'a_b.com',
+      'a*b',
+      'a%00b',
+      'a%7Fb',
+      'a%7fb.com',
     ),
   },
 );
@@ -95,7 +167,23 @@ const webhook = field(
   fc
     .record({
       lead: fc.constantFrom('', '', '', ' ', '\t', '\u0001'),
-      scheme: fc.constantFrom('https', 'https', 'http', 'HTTPS', 'Http', 'ftp', 'ws', 'wss', 'file', 'mailto', 'javascript', 'foo+bar', '1http', 'ht tp', ''),
+      scheme: fc.constantFrom(
+        'https',
+        'https',
+        'http',
+        'HTTPS',
+        'Http',
+        'ftp',
+        'ws',
+        'wss',
+        'file',
+        'mailto',
+        'javascript',
+        'foo+bar',
+        '1http',
+        'ht tp',
+        '',
+      ),
       colon: fc.constantFrom(':', ':', ':', ''),
       slashes: fc.constantFrom('//', '//', '//', '/', '', '///', '\\\\', '/\\'),
       userinfo: fc.constantFrom('', '', '', '', 'user@', 'user:pw@', ':@', ':pw@', 'u:@', '@', '@@', 'a@b@', 'us%20er@', '::@'),
@@ -113,14 +201,30 @@ const recipients: Record<string, Field> = { email, sms, webhook };
 /** The recipients of `channel`, near-misses including another channel's good ones and wrong types. */
 function recipient(channel: string): Field {
   const own = recipients[channel] ?? email;
-  return field(own.good, own.bad, own.bad, email.good, webhook.good, fc.constantFrom('', 'x'), wrongType, arrayInsteadOf(0, 2, 2049), around(2048));
+  return field(
+    own.good,
+    own.bad,
+    own.bad,
+    email.good,
+    webhook.good,
+    fc.constantFrom('', 'x'),
+    wrongType,
+    arrayInsteadOf(0, 2, 2049),
+    around(2048),
+  );
 }
 
 /** An ISO 8601 instant with an offset (in the format zod accepts), `ms` after NOW. */
 function isoAt(ms: number, offsetMinutes: number, fractionDigits: number): string {
   const local = new Date(NOW.getTime() + ms + offsetMinutes * 60_000);
   const base = local.toISOString().slice(0, 19);
-  const fraction = fractionDigits === 0 ? '' : `.${String(local.getUTCMilliseconds()).padStart(3, '0')}${'7'.repeat(Math.max(0, fractionDigits - 3))}`.slice(0, fractionDigits + 1);
+  const fraction =
+    fractionDigits === 0
+      ? ''
+      : `.${String(local.getUTCMilliseconds()).padStart(3, '0')}${'7'.repeat(Math.max(0, fractionDigits - 3))}`.slice(
+          0,
+          fractionDigits + 1,
+        );
   if (offsetMinutes === 0) return `${base}${fraction}Z`;
   const sign = offsetMinutes > 0 ? '+' : '-';
   const a = Math.abs(offsetMinutes);
@@ -136,12 +240,32 @@ const expiresAt = field(
   instant(fc.integer({ min: 1_000, max: 40 * 86_400_000 })),
   instant(fc.oneof(fc.integer({ min: -5_000, max: 5_000 }), fc.integer({ min: -40 * 86_400_000, max: 0 }))),
   fc.constantFrom(
-    '0000-01-01T00:00:00Z', '0000-02-29T00:00:00+23:59', '9999-12-31T23:59:59.999-23:59', '2028-02-29T00:00:00Z', '2027-02-29T00:00:00Z',
-    '2100-02-29T00:00:00Z', '2000-02-29T12:00:00Z', '2030-13-01T00:00:00Z', '2030-04-31T00:00:00Z', '2030-01-01T24:00:00Z',
-    '2030-01-01T00:00Z', '2030-01-01t00:00:00z', '2030-01-01 00:00:00Z', '2030-01-01T00:00:00', '2030-01-01T00:00:00+24:00',
-    '2030-01-01T00:00:00+0100', '2030-01-01T00:00:00.Z', '2030-01-01', '20300101T000000Z', '+002030-01-01T00:00:00Z',
-    '2026-05-01T12:00:00.000Z', '2026-05-01T12:00:00.0009Z', '2026-05-01T12:00:00.001Z', '2026-05-01T13:00:00.000+01:00',
-    '2026-05-01T13:00:00.001+01:00', '２０３０-01-01T00:00:00Z',
+    '0000-01-01T00:00:00Z',
+    '0000-02-29T00:00:00+23:59',
+    '9999-12-31T23:59:59.999-23:59',
+    '2028-02-29T00:00:00Z',
+    '2027-02-29T00:00:00Z',
+    '2100-02-29T00:00:00Z',
+    '2000-02-29T12:00:00Z',
+    '2030-13-01T00:00:00Z',
+    '2030-04-31T00:00:00Z',
+    '2030-01-01T24:00:00Z',
+    '2030-01-01T00:00Z',
+    '2030-01-01t00:00:00z',
+    '2030-01-01 00:00:00Z',
+    '2030-01-01T00:00:00',
+    '2030-01-01T00:00:00+24:00',
+    '2030-01-01T00:00:00+0100',
+    '2030-01-01T00:00:00.Z',
+    '2030-01-01',
+    '20300101T000000Z',
+    '+002030-01-01T00:00:00Z',
+    '2026-05-01T12:00:00.000Z',
+    '2026-05-01T12:00:00.0009Z',
+    '2026-05-01T12:00:00.001Z',
+    '2026-05-01T13:00:00.000+01:00',
+    '2026-05-01T13:00:00.001+01:00',
+    '２０３０-01-01T00:00:00Z',
   ),
   wrongType,
 );
@@ -158,7 +282,9 @@ const data = field(
   fc
     .tuple(fc.integer({ min: 29, max: 34 }), fc.array(fc.boolean(), { minLength: 1, maxLength: 4 }), fc.constantFrom('x', 'aa', 'b'))
     .map(([depth, arrays, key]) => ({ [key]: nested(depth, arrays), z: 1 })),
-  fc.tuple(fc.integer({ min: 31, max: 33 }), fc.integer({ min: 31, max: 33 })).map(([a, b]) => ({ bb: nested(a, [true]), a: nested(b, [false]) })),
+  fc
+    .tuple(fc.integer({ min: 31, max: 33 }), fc.integer({ min: 31, max: 33 }))
+    .map(([a, b]) => ({ bb: nested(a, [true]), a: nested(b, [false]) })),
   fc.integer({ min: 60_000, max: 66_000 }).map((n) => ({ big: 'd'.repeat(n), n: [1.5e-7, 1e21, -0, 123.456] })),
   wrongType.filter((v) => typeof v !== 'object' || v === null || Array.isArray(v)),
 );
@@ -175,16 +301,44 @@ const metadata = field(
 const integerField = (max: number) =>
   field(
     fc.integer({ min: 1, max: Math.min(max, 1_000_000) }),
-    fc.constantFrom(0, -1, 1.5, -0.5, max, max + 1, 2147483647, 2147483648, 2 ** 53 - 1, 2 ** 53, 2 ** 53 + 2, -(2 ** 60), 1e20, 1e308, -1e308, 5.0),
+    fc.constantFrom(
+      0,
+      -1,
+      1.5,
+      -0.5,
+      max,
+      max + 1,
+      2147483647,
+      2147483648,
+      2 ** 53 - 1,
+      2 ** 53,
+      2 ** 53 + 2,
+      -(2 ** 60),
+      1e20,
+      1e308,
+      -1e308,
+      5.0,
+    ),
     fc.constantFrom('5', true, null, [5], {}),
   );
 
 /** The other fields of an intent (channel and recipient are drawn together). */
 const FIELDS: Record<string, Field> = {
   tenant_id: field(fc.constantFrom('acme', 'globex', 't1'), around(200), fc.constant(''), wrongType),
-  idempotency_key: field(fc.uuid().map((u) => `k-${u}`), around(255), fc.constant(''), wrongType),
+  idempotency_key: field(
+    fc.uuid().map((u) => `k-${u}`),
+    around(255),
+    fc.constant(''),
+    wrongType,
+  ),
   subject: field(text(0, 40), around(998), wrongType, arrayInsteadOf(0, 998, 999)),
-  body: field(text(1, 80), fc.constant(''), fc.integer({ min: 65_536 - 300, max: 65_536 + 20 }).map((n) => 'x'.repeat(n)), wrongType, arrayInsteadOf(0)),
+  body: field(
+    text(1, 80),
+    fc.constant(''),
+    fc.integer({ min: 65_536 - 300, max: 65_536 + 20 }).map((n) => 'x'.repeat(n)),
+    wrongType,
+    arrayInsteadOf(0),
+  ),
   template: field(fc.constantFrom('welcome', 'order-shipped'), around(200), fc.constant(''), wrongType, arrayInsteadOf(0, 201)),
   template_version: integerField(2147483647),
   data,
@@ -200,14 +354,26 @@ type Mutation = (intent: Record<string, unknown>) => void;
 
 const mutation: fc.Arbitrary<Mutation> = fc.oneof(
   // one field gets a near-miss value
-  fc
-    .constantFrom(...Object.keys(FIELDS))
-    .chain((name) => FIELDS[name]!.bad.map((value): Mutation => (intent) => void (intent[name] = value))),
+  fc.constantFrom(...Object.keys(FIELDS)).chain((name) =>
+    FIELDS[name]!.bad.map(
+      (value): Mutation =>
+        (intent) =>
+          void (intent[name] = value),
+    ),
+  ),
   // a required field goes missing, or an unknown one appears
-  fc.constantFrom('tenant_id', 'channel', 'to', 'body').map((name): Mutation => (intent) => void delete intent[name]),
+  fc.constantFrom('tenant_id', 'channel', 'to', 'body').map(
+    (name): Mutation =>
+      (intent) =>
+        void delete intent[name],
+  ),
   fc
     .dictionary(fc.constantFrom('recipient', 'extra', 'Channel', 'a"b', 'ttl', 'zed', 'tenant'), fc.integer(), { minKeys: 1, maxKeys: 2 })
-    .map((extra): Mutation => (intent) => void Object.assign(intent, extra)),
+    .map(
+      (extra): Mutation =>
+        (intent) =>
+          void Object.assign(intent, extra),
+    ),
   // body and template both, or neither; a template version without a template
   fc.constant<Mutation>((intent) => void (intent.template = 'welcome')),
   fc.constant<Mutation>((intent) => void delete intent.body),
@@ -224,7 +390,11 @@ const mutation: fc.Arbitrary<Mutation> = fc.oneof(
     else intent.data = { big: 'd'.repeat(n - 12) };
   }),
   // an unknown channel
-  fc.oneof(fc.constantFrom('pager', 'Email', ' email', 'e-mail', ''), wrongType).map((c): Mutation => (intent) => void (intent.channel = c)),
+  fc.oneof(fc.constantFrom('pager', 'Email', ' email', 'e-mail', ''), wrongType).map(
+    (c): Mutation =>
+      (intent) =>
+        void (intent.channel = c),
+  ),
 );
 
 /**
@@ -266,7 +436,13 @@ export const intentArbitrary: fc.Arbitrary<Record<string, unknown>> = fc
     }),
   )
   .map(({ optional: { expiry, ...optional }, content, subject, badRecipient, mutations, ...required }) => {
-    const intent: Record<string, unknown> = { ...required, ...optional, ...expiry, ...content, ...(subject === undefined ? {} : { subject }) };
+    const intent: Record<string, unknown> = {
+      ...required,
+      ...optional,
+      ...expiry,
+      ...content,
+      ...(subject === undefined ? {} : { subject }),
+    };
     if (badRecipient !== undefined) intent.to = badRecipient;
     for (const m of mutations) m(intent);
     return intent;

@@ -88,7 +88,13 @@ describe('a notification queued through psql', () => {
     await tk.createTopics(dispatcherTopicSuffixes(config.retry), config.topicPartitions);
     const kafka = new Kafka({ clientId: 'notify-sql-e2e', brokers: [...config.kafkaBrokers], logLevel: logLevel.NOTHING });
     const deps = { db: tdb.db, clock: systemClock, logger: silentLogger };
-    relay = createRelay(relayConfigFrom(config), { db: tdb.db, connectionString: config.databaseUrl, kafka, clock: systemClock, logger: silentLogger });
+    relay = createRelay(relayConfigFrom(config), {
+      db: tdb.db,
+      connectionString: config.databaseUrl,
+      kafka,
+      clock: systemClock,
+      logger: silentLogger,
+    });
     dispatcher = createDispatcher(dispatcherConfigFrom(config), {
       ...deps,
       kafka,
@@ -116,13 +122,19 @@ describe('a notification queued through psql', () => {
     const sqlId = r.stdout.trim();
 
     const rows = async () => (await tdb.pool.query('SELECT * FROM notifications WHERE id = ANY($1) ORDER BY id', [[apiId, sqlId]])).rows;
-    await waitFor(async () => (await rows()).every((n: { state: string }) => n.state === 'sent'), { timeoutMs: 30_000, message: 'both sent' });
+    await waitFor(async () => (await rows()).every((n: { state: string }) => n.state === 'sent'), {
+      timeoutMs: 30_000,
+      message: 'both sent',
+    });
 
     const [api, sql] = [apiId, sqlId].map((id) => received.find((x) => (x.headers['webhook-id'] as string | undefined) === id));
     expect(api, 'the API one reached the receiver').toBeDefined();
     expect(sql, 'the psql one reached the receiver').toBeDefined();
     expect(normalised(sql!.body, sqlId)).toEqual(normalised(api!.body, apiId));
-    const headers = (h: http.IncomingHttpHeaders) => Object.keys(h).filter((k) => k !== 'content-length').sort();
+    const headers = (h: http.IncomingHttpHeaders) =>
+      Object.keys(h)
+        .filter((k) => k !== 'content-length')
+        .sort();
     expect(headers(sql!.headers)).toEqual(headers(api!.headers));
 
     const byId = new Map((await rows()).map((n: { id: string }) => [n.id, n]));
@@ -133,9 +145,7 @@ describe('a notification queued through psql', () => {
 
     const events = await tk.readAll(TOPICS.events, 4, 20_000);
     const types = (id: string) =>
-      events
-        .map((m) => parseStatusEvent(m.value))
-        .flatMap((p) => (p.ok && p.message.id === id ? [p.message.type] : []));
+      events.map((m) => parseStatusEvent(m.value)).flatMap((p) => (p.ok && p.message.id === id ? [p.message.type] : []));
     expect(types(sqlId)).toEqual(['notification.queued', 'notification.sent']);
     expect(types(sqlId)).toEqual(types(apiId));
   });

@@ -67,7 +67,9 @@ async function enqueueWithKysely(intent: unknown): Promise<Outcome> {
 }
 
 async function enqueueWithPsql(intent: unknown): Promise<Outcome> {
-  const r = await psql(viaPsql.url, "\\set VERBOSITY verbose\nBEGIN;\nSELECT notify_enqueue(:'intent');\nCOMMIT;\n", { intent: JSON.stringify(intent) });
+  const r = await psql(viaPsql.url, "\\set VERBOSITY verbose\nBEGIN;\nSELECT notify_enqueue(:'intent');\nCOMMIT;\n", {
+    intent: JSON.stringify(intent),
+  });
   if (r.exitCode === 0) return { id: r.stdout.trim() };
   const error = psqlError(r.stderr);
   if (!error || !CODE_OF_SQLSTATE[error.sqlstate]) throw new Error(`psql failed: ${r.stderr}`);
@@ -83,7 +85,9 @@ function refusalOf(err: unknown): Outcome {
 
 /** A notification row and its outbox rows, with what depends on the id or the clock made comparable. */
 async function written(t: TestDatabase, id: string, expiresAtGiven: boolean) {
-  const { rows: [n] } = await t.pool.query('SELECT * FROM notifications WHERE id = $1', [id]);
+  const {
+    rows: [n],
+  } = await t.pool.query('SELECT * FROM notifications WHERE id = $1', [id]);
   const { rows: outbox } = await t.pool.query("SELECT * FROM outbox WHERE headers->>'notification-id' = $1 ORDER BY id", [id]);
   const now = (n.created_at as Date).toISOString();
   const text = (s: string) => s.replaceAll(id, '<id>').replaceAll(now, '<now>');
@@ -128,7 +132,11 @@ describe('enqueue from TypeScript (pg and Kysely) and notify_enqueue from psql',
         for (const o of outcomes) expect(o, JSON.stringify(intent)).toHaveProperty('id');
         const [pg, kysely, sql] = outcomes as { id: string }[];
         const given = typeof intent.expires_at === 'string';
-        const rows = await Promise.all([written(viaPg, pg!.id, given), written(viaKysely, kysely!.id, given), written(viaPsql, sql!.id, given)]);
+        const rows = await Promise.all([
+          written(viaPg, pg!.id, given),
+          written(viaKysely, kysely!.id, given),
+          written(viaPsql, sql!.id, given),
+        ]);
         if (given) for (const r of rows) expect(r.notification.expires_at).toEqual(new Date(intent.expires_at as string));
         expect(rows[1]).toEqual(rows[0]);
         expect(rows[2]).toEqual(rows[0]);
@@ -157,16 +165,37 @@ describe('the rows PostgreSQL writes', () => {
   it('are the messages the contract builders produce for that notification, byte for byte', { timeout: TIMEOUT_MS }, async () => {
     await fc.assert(
       fc.asyncProperty(validIntentArbitrary, async (intent) => {
-        const { rows: queued } = await viaPsql.pool.query<{ id: string }>('SELECT notify_enqueue($1::jsonb) AS id', [JSON.stringify(intent)]);
+        const { rows: queued } = await viaPsql.pool.query<{ id: string }>('SELECT notify_enqueue($1::jsonb) AS id', [
+          JSON.stringify(intent),
+        ]);
         const id = queued[0]!.id;
-        const { rows: [n] } = await viaPsql.pool.query('SELECT * FROM notifications WHERE id = $1', [id]);
-        const { rows: outbox } = await viaPsql.pool.query("SELECT topic, key, value, headers FROM outbox WHERE headers->>'notification-id' = $1 ORDER BY id", [id]);
-        const subject = { id: n.id, tenant_id: n.tenant_id, channel: n.channel as Channel, recipient: n.recipient, traceparent: n.traceparent };
+        const {
+          rows: [n],
+        } = await viaPsql.pool.query('SELECT * FROM notifications WHERE id = $1', [id]);
+        const { rows: outbox } = await viaPsql.pool.query(
+          "SELECT topic, key, value, headers FROM outbox WHERE headers->>'notification-id' = $1 ORDER BY id",
+          [id],
+        );
+        const subject = {
+          id: n.id,
+          tenant_id: n.tenant_id,
+          channel: n.channel as Channel,
+          recipient: n.recipient,
+          traceparent: n.traceparent,
+        };
         const expected = [
           buildDeliveryRequest(subject, 1, n.created_at),
-          buildStatusEvent(subject, { type: 'notification.queued', state: 'queued', attempts: 0, next_attempt_at: n.created_at, occurred_at: n.created_at }),
+          buildStatusEvent(subject, {
+            type: 'notification.queued',
+            state: 'queued',
+            attempts: 0,
+            next_attempt_at: n.created_at,
+            occurred_at: n.created_at,
+          }),
         ];
-        expect(outbox.map((o) => ({ topic: o.topic, key: o.key, value: o.value }))).toEqual(expected.map((m) => ({ topic: m.topic, key: m.key, value: m.value })));
+        expect(outbox.map((o) => ({ topic: o.topic, key: o.key, value: o.value }))).toEqual(
+          expected.map((m) => ({ topic: m.topic, key: m.key, value: m.value })),
+        );
         expect(outbox.map((o) => o.headers)).toEqual(expected.map((m) => m.headers));
         expect(n.traceparent).toBe(intent.traceparent === 'junk' ? null : (intent.traceparent ?? null));
       }),

@@ -39,7 +39,10 @@ describe('notify_enqueue from psql', () => {
     expect(r.exitCode, r.stderr).toBe(0);
     const id = r.stdout.trim();
     expect(await rowsFor(id)).toEqual({ notifications: 1, outbox: ['requests', 'events'] });
-    const { rows } = await t.pool.query('SELECT state, attempts, max_attempts, recipient, expires_at - created_at AS ttl FROM notifications WHERE id = $1', [id]);
+    const { rows } = await t.pool.query(
+      'SELECT state, attempts, max_attempts, recipient, expires_at - created_at AS ttl FROM notifications WHERE id = $1',
+      [id],
+    );
     expect(rows[0]).toMatchObject({ state: 'queued', attempts: 0, max_attempts: 8, recipient: 'ada@example.com', ttl: { days: 1 } });
   });
 
@@ -76,19 +79,35 @@ describe('notify_enqueue from psql', () => {
 
   it.each([
     ['NT001', 'validation_failed', { to: 7 }, [{ path: 'to', message: 'Invalid input: expected string, received number' }]],
-    ['NT001', 'validation_failed', { channel: 'sms', to: '12' }, [{ path: 'to', message: 'must be a phone number in E.164 form, e.g. +14155550100' }, { path: 'subject', message: 'only the email channel has a subject' }]],
+    [
+      'NT001',
+      'validation_failed',
+      { channel: 'sms', to: '12' },
+      [
+        { path: 'to', message: 'must be a phone number in E.164 form, e.g. +14155550100' },
+        { path: 'subject', message: 'only the email channel has a subject' },
+      ],
+    ],
     ['NT002', 'unknown_channel', { channel: 'pager' }, [{ path: 'channel', message: 'must be one of email, sms, webhook' }]],
     ['NT003', 'payload_too_large', { body: 'x'.repeat(70_000) }, [{ path: 'body', message: 'content over 65536 bytes' }]],
     ['NT004', 'bad_expiry', { expires_at: '2020-01-01T00:00:00Z' }, [{ path: 'expires_at', message: 'must be in the future' }]],
-    ['NT004', 'bad_expiry', { expires_at: '2999-01-01T00:00:00Z', ttl_seconds: 60 }, [{ path: 'expires_at', message: 'conflicts with ttl_seconds' }]],
-  ] as const)('refuses an invalid intent with %s %s, the code in the message and every issue in DETAIL', async (sqlstate, code, over, errors) => {
-    const r = await psql(t.url, "\\set VERBOSITY verbose\nSELECT notify_enqueue(:'intent');\n", { intent: intent(over) });
-    expect(r.exitCode).toBe(3);
-    const error = psqlError(r.stderr);
-    expect(error?.sqlstate).toBe(sqlstate);
-    expect(error?.message.startsWith(`${code}: `)).toBe(true);
-    expect(error?.detail).toEqual({ code, errors });
-  });
+    [
+      'NT004',
+      'bad_expiry',
+      { expires_at: '2999-01-01T00:00:00Z', ttl_seconds: 60 },
+      [{ path: 'expires_at', message: 'conflicts with ttl_seconds' }],
+    ],
+  ] as const)(
+    'refuses an invalid intent with %s %s, the code in the message and every issue in DETAIL',
+    async (sqlstate, code, over, errors) => {
+      const r = await psql(t.url, "\\set VERBOSITY verbose\nSELECT notify_enqueue(:'intent');\n", { intent: intent(over) });
+      expect(r.exitCode).toBe(3);
+      const error = psqlError(r.stderr);
+      expect(error?.sqlstate).toBe(sqlstate);
+      expect(error?.message.startsWith(`${code}: `)).toBe(true);
+      expect(error?.detail).toEqual({ code, errors });
+    },
+  );
 
   it('\\errverbose shows the SQLSTATE after the fact, and the failed transaction rolls back as a whole', async () => {
     const script = [
@@ -114,7 +133,7 @@ describe('notify_enqueue from psql', () => {
       const script = [
         'BEGIN ISOLATION LEVEL REPEATABLE READ;',
         'SELECT 1;',
-        "SELECT pg_advisory_lock(4242);", // released by the test once the key is committed
+        'SELECT pg_advisory_lock(4242);', // released by the test once the key is committed
         '\\set VERBOSITY verbose',
         "SELECT notify_enqueue(:'intent');",
         '',
@@ -123,7 +142,9 @@ describe('notify_enqueue from psql', () => {
       const run = psql(t.url, script, { intent: intent({ idempotency_key: 'psql-rr' }) });
       // wait until psql holds its snapshot and waits for the lock
       for (let i = 0; i < 400; i++) {
-        const { rows } = await t.pool.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'notify-sql-enqueue-test' AND wait_event = 'advisory'");
+        const { rows } = await t.pool.query(
+          "SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'notify-sql-enqueue-test' AND wait_event = 'advisory'",
+        );
         if (rows[0].n > 0) break;
         await new Promise((r) => setTimeout(r, 25));
       }

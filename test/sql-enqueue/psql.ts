@@ -32,7 +32,8 @@ export function psql(url: string, script: string, vars: Readonly<Record<string, 
 export interface PsqlError {
   readonly sqlstate: string;
   readonly message: string;
-  readonly detail: { readonly code: string; readonly errors: readonly { path: string; message: string }[]; readonly existing_id?: string } | undefined;
+  readonly detail:
+    { readonly code: string; readonly errors: readonly { path: string; message: string }[]; readonly existing_id?: string } | undefined;
 }
 
 /** The first error in psql's stderr (`ERROR:  NT001: validation_failed: …` then `DETAIL:  {…}`), or undefined. */

@@ -67,7 +67,9 @@ function numericText(n: number): string {
   const digits = int + frac;
   const point = int.length + e; // where the decimal point falls in `digits`
   const scale = Math.max(0, frac.length - e);
-  const intPart = (point <= 0 ? '' : point >= digits.length ? digits + '0'.repeat(point - digits.length) : digits.slice(0, point)).replace(/^0+/, '') || '0';
+  const intPart =
+    (point <= 0 ? '' : point >= digits.length ? digits + '0'.repeat(point - digits.length) : digits.slice(0, point)).replace(/^0+/, '') ||
+    '0';
   const fracPart = point <= 0 ? '0'.repeat(-point) + digits : point >= digits.length ? '' : digits.slice(point);
   const text = scale > 0 ? `${intPart}.${fracPart.padEnd(scale, '0')}` : intPart;
   return sign && /[1-9]/.test(text) ? `-${text}` : text;
@@ -149,14 +151,21 @@ export const IntentFields = z
     data: z.record(z.string(), z.unknown()).optional().describe('Template variables, or the webhook payload data'),
     category: z.string().min(1).max(100).optional().describe('Category matched against recipient opt-outs'),
     expires_at: z.iso.datetime({ offset: true }).optional().describe('Give up after this instant (ISO 8601)'),
-    ttl_seconds: z.int().min(1).max(30 * 86_400).optional().describe('Give up this many seconds after creation'),
+    ttl_seconds: z
+      .int()
+      .min(1)
+      .max(30 * 86_400)
+      .optional()
+      .describe('Give up this many seconds after creation'),
     metadata: z.record(z.string().max(100), z.string().max(1000)).optional().describe('Your own labels, returned as given'),
   })
   .strict();
 
 const TRACEPARENT = /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
 
-function zodIssues(error: { issues: readonly { path: readonly PropertyKey[]; message: string; code: string; keys?: readonly string[] }[] }): FieldIssue[] {
+function zodIssues(error: {
+  issues: readonly { path: readonly PropertyKey[]; message: string; code: string; keys?: readonly string[] }[];
+}): FieldIssue[] {
   return (
     error.issues
       // SQL: no length check on objects that merely have a `length` member.
@@ -164,7 +173,12 @@ function zodIssues(error: { issues: readonly { path: readonly PropertyKey[]; mes
       .map((i) => ({
         path: i.path.map(String).join('.') || '(root)',
         // SQL: unrecognized keys in jsonb order.
-        message: i.code === 'unrecognized_keys' && i.keys ? `Unrecognized key${i.keys.length > 1 ? 's' : ''}: ${jsonbKeyOrder(i.keys).map((k) => `"${k}"`).join(', ')}` : i.message,
+        message:
+          i.code === 'unrecognized_keys' && i.keys
+            ? `Unrecognized key${i.keys.length > 1 ? 's' : ''}: ${jsonbKeyOrder(i.keys)
+                .map((k) => `"${k}"`)
+                .join(', ')}`
+            : i.message,
       }))
   );
 }
@@ -196,7 +210,11 @@ export function checkIntent(intent: unknown, now: Date): Refusal | ValidIntent {
   }
   const { tenant_id, idempotency_key, traceparent, ...fields } = intent as Record<string, unknown>;
   const issues: FieldIssue[] = [];
-  const all: Record<string, unknown> = { ...(tenant_id !== undefined ? { tenant_id } : {}), ...(idempotency_key !== undefined ? { idempotency_key } : {}), ...fields };
+  const all: Record<string, unknown> = {
+    ...(tenant_id !== undefined ? { tenant_id } : {}),
+    ...(idempotency_key !== undefined ? { idempotency_key } : {}),
+    ...fields,
+  };
   for (const key of jsonbKeyOrder(Object.keys(all))) {
     const problem = storageProblem(all[key], key, 1);
     if (problem) issues.push(problem);
@@ -230,15 +248,22 @@ export function checkIntent(intent: unknown, now: Date): Refusal | ValidIntent {
   }
   if (issues.length > 0) return invalid(issues);
   if (f.expires_at !== undefined && f.ttl_seconds !== undefined) {
-    return refuse('bad_expiry', 'give expires_at or ttl_seconds, not both', [{ path: 'expires_at', message: 'conflicts with ttl_seconds' }]);
+    return refuse('bad_expiry', 'give expires_at or ttl_seconds, not both', [
+      { path: 'expires_at', message: 'conflicts with ttl_seconds' },
+    ]);
   }
   if (f.expires_at !== undefined && new Date(f.expires_at).getTime() <= now.getTime()) {
-    return refuse('bad_expiry', `expires_at ${f.expires_at} is not in the future`, [{ path: 'expires_at', message: 'must be in the future' }]);
+    return refuse('bad_expiry', `expires_at ${f.expires_at} is not in the future`, [
+      { path: 'expires_at', message: 'must be in the future' },
+    ]);
   }
   // SQL: subject and body bytes, plus the bytes of the jsonb text of data and metadata.
   const bytes = (s: string) => Buffer.byteLength(s, 'utf8');
   const size =
-    bytes(f.subject ?? '') + bytes(f.body ?? '') + (f.data === undefined ? 0 : bytes(jsonbText(f.data))) + (f.metadata === undefined ? 0 : bytes(jsonbText(f.metadata)));
+    bytes(f.subject ?? '') +
+    bytes(f.body ?? '') +
+    (f.data === undefined ? 0 : bytes(jsonbText(f.data))) +
+    (f.metadata === undefined ? 0 : bytes(jsonbText(f.metadata)));
   if (size > MAX_CONTENT_BYTES) {
     return refuse('payload_too_large', `the notification content is ${size} bytes; at most ${MAX_CONTENT_BYTES} are allowed`, [
       { path: 'body', message: `content over ${MAX_CONTENT_BYTES} bytes` },

@@ -58,9 +58,13 @@ async function notificationsWithKey(key: string) {
 describe('docs/sql-enqueue.md', () => {
   it('the JDBC snippet queues, reports the conflict and the refusal', { timeout: 180_000 }, async () => {
     if (!existsSync(JDBC_JAR)) {
-      await run('mvn', ['-B', '-q', '-Dstyle.color=never', 'dependency:copy', `-Dartifact=${JDBC_DRIVER}`, `-DoutputDirectory=${path.dirname(JDBC_JAR)}`], {
-        cwd: ROOT,
-      });
+      await run(
+        'mvn',
+        ['-B', '-q', '-Dstyle.color=never', 'dependency:copy', `-Dartifact=${JDBC_DRIVER}`, `-DoutputDirectory=${path.dirname(JDBC_JAR)}`],
+        {
+          cwd: ROOT,
+        },
+      );
     }
     const file = path.join(dir, 'Snippet.java');
     writeFileSync(file, snippet('## From Java (JDBC)', 'java'));

@@ -81,9 +81,15 @@ describe('notify_intent_check agrees with the TypeScript validator it replaced',
   });
 
   it('on JSON values that are not objects', async () => {
-    await fc.assert(fc.asyncProperty(fc.jsonValue({ maxDepth: 2 }).filter((v) => typeof v !== 'object' || v === null || Array.isArray(v)), agrees), {
-      numRuns: Math.min(RUNS, 100),
-    });
+    await fc.assert(
+      fc.asyncProperty(
+        fc.jsonValue({ maxDepth: 2 }).filter((v) => typeof v !== 'object' || v === null || Array.isArray(v)),
+        agrees,
+      ),
+      {
+        numRuns: Math.min(RUNS, 100),
+      },
+    );
   });
 
   it('on the cases the API tests and the former unit tests pinned', async () => {
@@ -134,7 +140,9 @@ describe('notify_intent_check agrees with the TypeScript validator it replaced',
   });
 
   it('reports how the generated intents were spread', () => {
-    console.info(`sql-enqueue validation: accepted ${tally.accepted}, refused ${JSON.stringify(Object.fromEntries(tally.refused))}, fast path ${tally.fastPath}`);
+    console.info(
+      `sql-enqueue validation: accepted ${tally.accepted}, refused ${JSON.stringify(Object.fromEntries(tally.refused))}, fast path ${tally.fastPath}`,
+    );
     expect(tally.accepted).toBeGreaterThan(0);
     expect(tally.fastPath).toBeGreaterThan(0);
     expect([...tally.refused.keys()].sort()).toEqual(['bad_expiry', 'payload_too_large', 'unknown_channel', 'validation_failed']);
@@ -143,9 +151,14 @@ describe('notify_intent_check agrees with the TypeScript validator it replaced',
 
 describe('the API documents these rules', () => {
   it('the OpenAPI NotificationRequest has the oracle’s fields and bounds (so it matches what PostgreSQL accepts)', () => {
-    const doc = buildOpenApiDocument() as { components: { schemas: Record<string, { properties: Record<string, unknown>; required?: string[] }> } };
+    const doc = buildOpenApiDocument() as {
+      components: { schemas: Record<string, { properties: Record<string, unknown>; required?: string[] }> };
+    };
     const published = doc.components.schemas.NotificationRequest!;
-    const oracle = z.toJSONSchema(IntentFields, { io: 'input', target: 'draft-2020-12' }) as { properties: Record<string, unknown>; required?: string[] };
+    const oracle = z.toJSONSchema(IntentFields, { io: 'input', target: 'draft-2020-12' }) as {
+      properties: Record<string, unknown>;
+      required?: string[];
+    };
     // The delivery options (migration 0040: send_at, priority, ordering) came after the oracle;
     // notify_item_check validates them and packages/outbox/test/enqueue-many.test.ts tests them.
     const { send_at: _s, priority: _p, ordering: _o, ...beforeOptions } = published.properties;

@@ -16,7 +16,10 @@ export async function waitFor<T>(
       lastError = err;
     }
     if (Date.now() > deadline) {
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${message}${lastError ? `: ${lastError instanceof Error ? lastError.message : JSON.stringify(lastError)}` : ''}`, { cause: lastError });
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting for ${message}${lastError ? `: ${lastError instanceof Error ? lastError.message : JSON.stringify(lastError)}` : ''}`,
+        { cause: lastError },
+      );
     }
     await new Promise((r) => setTimeout(r, intervalMs));
   }

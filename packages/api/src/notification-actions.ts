@@ -48,9 +48,13 @@ export async function cancelNotification(params: ActionParams): Promise<ActionRe
     if (!current) return undefined;
     if (current.state === 'cancelled') return { notification: current, changed: false };
     if (current.state !== 'queued') {
-      throw new ProblemError('invalid_transition', `notification ${current.id} is ${current.state}; only queued notifications can be cancelled`, {
-        extensions: { state: current.state },
-      });
+      throw new ProblemError(
+        'invalid_transition',
+        `notification ${current.id} is ${current.state}; only queued notifications can be cancelled`,
+        {
+          extensions: { state: current.state },
+        },
+      );
     }
     const updated = await notificationCancel(db, { id: current.id, now: params.now });
     // The row is locked FOR UPDATE above, so the guarded UPDATE cannot miss.
@@ -100,9 +104,13 @@ export async function retryNotification(params: RetryParams): Promise<ActionResu
     const current = await notificationGet(db, { tenantId: params.tenantId, id: params.id, forUpdate: true });
     if (!current) return undefined;
     if (current.state !== 'dead') {
-      throw new ProblemError('invalid_transition', `notification ${current.id} is ${current.state}; only dead notifications can be retried`, {
-        extensions: { state: current.state },
-      });
+      throw new ProblemError(
+        'invalid_transition',
+        `notification ${current.id} is ${current.state}; only dead notifications can be retried`,
+        {
+          extensions: { state: current.state },
+        },
+      );
     }
     if (new Date(current.expires_at).getTime() <= params.now.getTime()) {
       throw new ProblemError(
@@ -195,7 +203,13 @@ export async function bulkRetry(params: BulkRetryParams): Promise<BulkRetryResul
     });
     if (!claimed) return undefined; // a concurrent twin with the same key committed first
     const matched = await notificationDeadCount(db, { tenantId: params.tenantId, filter: params.filter, cap: params.limit + 1 });
-    const rows = await notificationBulkRequeue(db, { tenantId: params.tenantId, filter: params.filter, now: params.now, budget: params.budget, limit: params.limit });
+    const rows = await notificationBulkRequeue(db, {
+      tenantId: params.tenantId,
+      filter: params.filter,
+      now: params.now,
+      budget: params.budget,
+      limit: params.limit,
+    });
     await outboxInsert(db, {
       messages: rows.flatMap((n) => [
         buildDeliveryRequest(subjectOf(n), n.attempts + 1, params.now),
@@ -233,7 +247,9 @@ export async function bulkRetry(params: BulkRetryParams): Promise<BulkRetryResul
 
 function replay(earlier: BulkRetryRow, params: BulkRetryParams): BulkRetryResult {
   if (JSON.stringify(earlier.filter) !== JSON.stringify(sortKeys({ ...params.filterJson }))) {
-    throw new ProblemError('idempotency_conflict', 'this Idempotency-Key was used for a bulk retry with another filter', { extensions: { existing_id: earlier.id } });
+    throw new ProblemError('idempotency_conflict', 'this Idempotency-Key was used for a bulk retry with another filter', {
+      extensions: { existing_id: earlier.id },
+    });
   }
   return { id: earlier.id, requeued: earlier.requeued, matched: earlier.matched, replayed: true, createdAt: new Date(earlier.created_at) };
 }

@@ -7,7 +7,10 @@ describe('the OpenAPI document', () => {
   const doc = buildOpenApiDocument() as any;
 
   it('publishes the request schema generated from NotificationRequest (held equal to the SQL rules by test/sql-enqueue)', () => {
-    const { $schema: _s, ...expected } = z.toJSONSchema(NotificationRequest, { io: 'input', target: 'draft-2020-12' }) as Record<string, unknown>;
+    const { $schema: _s, ...expected } = z.toJSONSchema(NotificationRequest, { io: 'input', target: 'draft-2020-12' }) as Record<
+      string,
+      unknown
+    >;
     expect(doc.components.schemas.NotificationRequest).toEqual(expected);
     expect(doc.components.schemas.NotificationRequest.additionalProperties).toBe(false);
     expect(doc.paths['/v1/notifications'].post.requestBody.content['application/json'].schema).toEqual({

@@ -19,7 +19,19 @@ import {
   WebhookSecretList,
   WebhookSecretRotated,
 } from './management-schemas.js';
-import { ActionList, AttemptList, BatchRequest, BatchResponse, Health, ListQuery, MAX_BATCH_ITEMS, NotificationList, NotificationRequest, NotificationView, Problem } from './schemas.js';
+import {
+  ActionList,
+  AttemptList,
+  BatchRequest,
+  BatchResponse,
+  Health,
+  ListQuery,
+  MAX_BATCH_ITEMS,
+  NotificationList,
+  NotificationRequest,
+  NotificationView,
+  Problem,
+} from './schemas.js';
 
 type JsonSchema = Record<string, unknown>;
 
@@ -68,7 +80,10 @@ function componentSchemas(): Record<string, JsonSchema> {
 }
 
 function listParameters(query: z.ZodType = ListQuery): JsonSchema[] {
-  const schema = z.toJSONSchema(query, { io: 'input', target: 'draft-2020-12' }) as { properties: Record<string, JsonSchema>; required?: string[] };
+  const schema = z.toJSONSchema(query, { io: 'input', target: 'draft-2020-12' }) as {
+    properties: Record<string, JsonSchema>;
+    required?: string[];
+  };
   return Object.entries(schema.properties).map(([name, s]) => {
     const { description, ...rest } = s;
     return { name, in: 'query', required: schema.required?.includes(name) ?? false, ...(description ? { description } : {}), schema: rest };
@@ -162,7 +177,15 @@ export function buildOpenApiDocument(): JsonSchema {
             'The answer (200) has one result per item, in order: { status: 202 | 200, id } (200: the original of a repeated key) ' +
             'or { status: 4xx, problem }. A refused item fails only itself, unless "atomic": true, when one refused item refuses ' +
             `the whole batch (422 batch_refused, nothing queued, items lists each refused index and problem). Bodies up to ${MAX_BATCH_BODY_BYTES} bytes.`,
-          parameters: [{ name: 'traceparent', in: 'header', required: false, schema: { type: 'string' }, description: 'W3C trace context, carried to every item' }],
+          parameters: [
+            {
+              name: 'traceparent',
+              in: 'header',
+              required: false,
+              schema: { type: 'string' },
+              description: 'W3C trace context, carried to every item',
+            },
+          ],
           requestBody: { required: true, content: { 'application/json': { schema: ref('BatchRequest') } } },
           responses: {
             '200': json('BatchResponse', 'One result per item, in order'),
@@ -231,7 +254,13 @@ export function buildOpenApiDocument(): JsonSchema {
 
 const body = (name: string) => ({ required: true, content: { 'application/json': { schema: ref(name) } } });
 const nameParameter = { name: 'name', in: 'path', required: true, description: 'Template name', schema: { type: 'string' } };
-const versionParameter = { name: 'version', in: 'path', required: true, description: 'Template version', schema: { type: 'integer', minimum: 1 } };
+const versionParameter = {
+  name: 'version',
+  in: 'path',
+  required: true,
+  description: 'Template version',
+  schema: { type: 'integer', minimum: 1 },
+};
 
 /** The management routes: templates, opt-outs, webhook signing secret. */
 function managementPaths(): Record<string, JsonSchema> {
@@ -279,7 +308,11 @@ function managementPaths(): Record<string, JsonSchema> {
           '422': problemResponse(['validation_failed', 'template_invalid']),
         },
       },
-      get: { operationId: 'listTemplates', summary: 'Every template name with its newest and active version', responses: { '200': json('TemplateSummaryList', 'The templates'), ...auth } },
+      get: {
+        operationId: 'listTemplates',
+        summary: 'Every template name with its newest and active version',
+        responses: { '200': json('TemplateSummaryList', 'The templates'), ...auth },
+      },
     },
     '/v1/templates/{name}': {
       get: {
@@ -308,7 +341,8 @@ function managementPaths(): Record<string, JsonSchema> {
       put: {
         operationId: 'activateTemplateVersion',
         summary: 'Set the version notifications without a pinned version render',
-        description: 'Without an activation the newest version renders. Sends pick the change up within 5 s (the dispatcher caches templates).',
+        description:
+          'Without an activation the newest version renders. Sends pick the change up within 5 s (the dispatcher caches templates).',
         parameters: [nameParameter],
         requestBody: body('TemplateActivate'),
         responses: { '200': json('TemplateVersion', 'Now active'), ...auth, ...badBody, ...problems('not_found', 'validation_failed') },
@@ -333,7 +367,8 @@ function managementPaths(): Record<string, JsonSchema> {
       post: {
         operationId: 'addSuppression',
         summary: 'Record an opt-out',
-        description: 'For one category, or every category ("*", the default) of a channel. Repeating it updates the reason. Checked at send time.',
+        description:
+          'For one category, or every category ("*", the default) of a channel. Repeating it updates the reason. Checked at send time.',
         requestBody: body('SuppressionCreate'),
         responses: { '201': json('SuppressionView', 'Recorded'), ...auth, ...badBody, ...problems('validation_failed') },
       },
@@ -383,7 +418,10 @@ export function renderDocsPage(doc: JsonSchema): string {
   for (const [path, ops] of Object.entries(paths)) {
     for (const [method, op] of Object.entries(ops)) {
       const params = ((op.parameters as JsonSchema[] | undefined) ?? [])
-        .map((p) => `<li><code>${escapeHtml(text(p.name))}</code> (${escapeHtml(text(p.in))})${p.description ? ` — ${escapeHtml(text(p.description))}` : ''}</li>`)
+        .map(
+          (p) =>
+            `<li><code>${escapeHtml(text(p.name))}</code> (${escapeHtml(text(p.in))})${p.description ? ` — ${escapeHtml(text(p.description))}` : ''}</li>`,
+        )
         .join('');
       const responses = Object.entries(op.responses as Record<string, JsonSchema>)
         .map(([status, r]) => `<li><strong>${status}</strong> ${escapeHtml(text(r.description))}</li>`)

@@ -50,7 +50,9 @@ describe('problemFromError', () => {
     expect(problemFromError(err).body).toMatchObject({ status: 503, code: 'database_unreachable' });
   });
   it('carries ProblemError extensions and headers', () => {
-    const { body, headers } = problemFromError(new ProblemError('not_ready', 'kafka', { extensions: { checks: { kafka: 'unavailable' } }, headers: { 'retry-after': '5' } }));
+    const { body, headers } = problemFromError(
+      new ProblemError('not_ready', 'kafka', { extensions: { checks: { kafka: 'unavailable' } }, headers: { 'retry-after': '5' } }),
+    );
     expect(body).toMatchObject({ status: 503, checks: { kafka: 'unavailable' } });
     expect(headers).toEqual({ 'retry-after': '5' });
   });

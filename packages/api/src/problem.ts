@@ -97,7 +97,10 @@ export function problem(code: ProblemCode, detail: string, extensions: Record<st
  * Maps any thrown value to a problem. Our typed errors keep their code and message; anything
  * else is a 500 whose detail says nothing about internals (the log has the error).
  */
-export function problemFromError(err: unknown, instance?: string): { body: ProblemDetails; headers: Record<string, string>; expected: boolean } {
+export function problemFromError(
+  err: unknown,
+  instance?: string,
+): { body: ProblemDetails; headers: Record<string, string>; expected: boolean } {
   if (err instanceof ProblemError) {
     return { body: problem(err.code, err.message, { ...err.extensions }, instance), headers: { ...err.headers }, expected: true };
   }
@@ -122,10 +125,24 @@ export function problemFromError(err: unknown, instance?: string): { body: Probl
       expected: false,
     };
   }
-  return { body: problem('internal_error', 'an unexpected error occurred; it has been logged', {}, instance), headers: {}, expected: false };
+  return {
+    body: problem('internal_error', 'an unexpected error occurred; it has been logged', {}, instance),
+    headers: {},
+    expected: false,
+  };
 }
 
-const UNREACHABLE_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EHOSTUNREACH', '57P01', '57P03', '08006', '08001']);
+const UNREACHABLE_ERRNOS = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'ENOTFOUND',
+  'EHOSTUNREACH',
+  '57P01',
+  '57P03',
+  '08006',
+  '08001',
+]);
 
 function isDatabaseUnreachable(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;

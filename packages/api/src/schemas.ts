@@ -22,11 +22,18 @@ export const NotificationRequest = z
     data: z.record(z.string(), z.unknown()).optional().describe('Template variables, or the webhook payload data'),
     category: z.string().min(1).max(100).optional().describe('Category matched against recipient opt-outs'),
     expires_at: z.iso.datetime({ offset: true }).optional().describe('Give up after this instant (ISO 8601)'),
-    ttl_seconds: z.int().min(1).max(30 * 86_400).optional().describe('Give up this many seconds after creation'),
+    ttl_seconds: z
+      .int()
+      .min(1)
+      .max(30 * 86_400)
+      .optional()
+      .describe('Give up this many seconds after creation'),
     metadata: z.record(z.string().max(100), z.string().max(1000)).optional().describe('Your own labels, returned as given'),
     send_at: instant
       .optional()
-      .describe('Deliver no earlier than this instant (ISO 8601, at most 30 days ahead; a past instant sends at once). Cancel works until then'),
+      .describe(
+        'Deliver no earlier than this instant (ISO 8601, at most 30 days ahead; a past instant sends at once). Cancel works until then',
+      ),
     priority: z
       .enum(['high', 'normal'])
       .optional()
@@ -34,7 +41,9 @@ export const NotificationRequest = z
     ordering: z
       .enum(['strict', 'relaxed'])
       .optional()
-      .describe('strict: not attempted while an earlier notification to the same recipient is queued, even one waiting for a retry. relaxed (default): first attempts in order; a retry can be overtaken'),
+      .describe(
+        'strict: not attempted while an earlier notification to the same recipient is queued, even one waiting for a retry. relaxed (default): first attempts in order; a retry can be overtaken',
+      ),
   })
   .strict()
   .describe('subject + body + data + metadata may take at most 64 KiB; see docs/sql-enqueue.md for every rule');
@@ -45,7 +54,7 @@ export const MAX_BATCH_ITEMS = 1000;
 
 /** One item of a batch: a notification request, with its own idempotency key. */
 const BatchItemRequest = NotificationRequest.extend({
-  idempotency_key: z.string().min(1).max(255).optional().describe('This item\'s Idempotency-Key'),
+  idempotency_key: z.string().min(1).max(255).optional().describe("This item's Idempotency-Key"),
 }).describe('A notification request; idempotency_key plays the Idempotency-Key header for this item');
 
 /** The body of `POST /v1/notifications/batch`. */
@@ -170,7 +179,12 @@ export type Problem = z.infer<typeof Problem>;
 
 /** The result of one batch item, in the batch's order. */
 const BatchItemResult = z.union([
-  z.object({ status: z.union([z.literal(202), z.literal(200)]).describe('202 queued; 200 the original of a repeated idempotency_key'), id: z.string() }).strict(),
+  z
+    .object({
+      status: z.union([z.literal(202), z.literal(200)]).describe('202 queued; 200 the original of a repeated idempotency_key'),
+      id: z.string(),
+    })
+    .strict(),
   z.object({ status: z.int().min(400).max(599), problem: Problem }).strict(),
 ]);
 

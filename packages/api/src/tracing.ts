@@ -38,7 +38,11 @@ export interface RequestTrace {
  * its child; without one (the API's tracer is a no-op) it is the caller's own, or a new root when
  * the caller sent none, so one delivery is still one trace across the API, Kafka and the dispatcher.
  */
-export async function withServerSpan<T>(name: string, incoming: string | null | undefined, fn: (t: RequestTrace) => Promise<T>): Promise<T> {
+export async function withServerSpan<T>(
+  name: string,
+  incoming: string | null | undefined,
+  fn: (t: RequestTrace) => Promise<T>,
+): Promise<T> {
   const parent = parseTraceparent(incoming);
   const parentContext = parent ? trace.setSpanContext(context.active(), parent) : context.active();
   const tracer = trace.getTracer(TRACER_NAME);

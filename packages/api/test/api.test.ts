@@ -35,7 +35,13 @@ beforeAll(async () => {
   const db = fromKysely(t.db);
   for (const tenant of ['acme', 'globex', 'revoked'] as const) {
     const k = generateApiKey();
-    await apiKeyInsert(db, { id: k.id, tenantId: tenant === 'revoked' ? 'acme' : tenant, keyHash: hashApiKey(k.key), name: tenant, now: clock.now() });
+    await apiKeyInsert(db, {
+      id: k.id,
+      tenantId: tenant === 'revoked' ? 'acme' : tenant,
+      keyHash: hashApiKey(k.key),
+      name: tenant,
+      now: clock.now(),
+    });
     keys[tenant] = k.key;
     if (tenant === 'acme') keyIds.acme = k.id;
     if (tenant === 'revoked') await apiKeyRevoke(db, { id: k.id, now: clock.now() });
@@ -61,7 +67,11 @@ beforeEach(() => {
 
 type Tenant = keyof typeof keys;
 
-function call(method: string, path: string, opts: { tenant?: Tenant | null; body?: unknown; raw?: string; headers?: Record<string, string> } = {}) {
+function call(
+  method: string,
+  path: string,
+  opts: { tenant?: Tenant | null; body?: unknown; raw?: string; headers?: Record<string, string> } = {},
+) {
   const headers: Record<string, string> = { ...opts.headers };
   if (opts.tenant !== null) headers.authorization = `Bearer ${keys[opts.tenant ?? 'acme']}`;
   let body: string | undefined = opts.raw;
@@ -72,7 +82,12 @@ function call(method: string, path: string, opts: { tenant?: Tenant | null; body
   return app.request(path, { method, headers, body });
 }
 
-const webhook = (over: Record<string, unknown> = {}) => ({ channel: 'webhook', to: 'https://hooks.example.com/in', body: '{"hello":1}', ...over });
+const webhook = (over: Record<string, unknown> = {}) => ({
+  channel: 'webhook',
+  to: 'https://hooks.example.com/in',
+  body: '{"hello":1}',
+  ...over,
+});
 
 async function create(over: Record<string, unknown> = {}, tenant: Tenant = 'acme', headers: Record<string, string> = {}) {
   clock.advance(1);
@@ -93,7 +108,12 @@ async function expectProblem(res: Response, code: ProblemCode) {
 }
 
 async function outboxFor(id: string): Promise<OutboxRow[]> {
-  return t.db.selectFrom('outbox').selectAll().where(sql`headers->>'notification-id'`, '=', id).orderBy('id').execute();
+  return t.db
+    .selectFrom('outbox')
+    .selectAll()
+    .where(sql`headers->>'notification-id'`, '=', id)
+    .orderBy('id')
+    .execute();
 }
 
 async function setState(id: string, state: 'sent' | 'dead', over: Record<string, unknown> = {}) {
@@ -103,7 +123,15 @@ async function setState(id: string, state: 'sent' | 'dead', over: Record<string,
     .set(
       state === 'sent'
         ? { state, sent_at: now, next_attempt_at: null, attempts: 1, updated_at: now, ...over }
-        : { state, dead_reason: 'exhausted', next_attempt_at: null, attempts: BUDGET, last_error: 'provider returned 503', updated_at: now, ...over },
+        : {
+            state,
+            dead_reason: 'exhausted',
+            next_attempt_at: null,
+            attempts: BUDGET,
+            last_error: 'provider returned 503',
+            updated_at: now,
+            ...over,
+          },
     )
     .where('id', '=', id)
     .execute();
@@ -167,7 +195,10 @@ describe('POST /v1/notifications', () => {
 
   it('422 idempotency_conflict: the same key with a different request', async () => {
     const first = await create({}, 'acme', { 'idempotency-key': 'order-2' });
-    const res = await call('POST', '/v1/notifications', { body: webhook({ body: 'something else' }), headers: { 'idempotency-key': 'order-2' } });
+    const res = await call('POST', '/v1/notifications', {
+      body: webhook({ body: 'something else' }),
+      headers: { 'idempotency-key': 'order-2' },
+    });
     const p = await expectProblem(res, 'idempotency_conflict');
     expect(p.existing_id).toBe(first.id);
   });
@@ -175,7 +206,9 @@ describe('POST /v1/notifications', () => {
   it('exactly one 202 for concurrent identical POSTs with one key', async () => {
     clock.advance(1);
     const responses = await Promise.all(
-      Array.from({ length: 16 }, async () => call('POST', '/v1/notifications', { body: webhook(), headers: { 'idempotency-key': 'burst-1' } })),
+      Array.from({ length: 16 }, async () =>
+        call('POST', '/v1/notifications', { body: webhook(), headers: { 'idempotency-key': 'burst-1' } }),
+      ),
     );
     const statuses = responses.map((r) => r.status).sort();
     expect(statuses.filter((s) => s === 202)).toHaveLength(1);
@@ -207,7 +240,10 @@ describe('POST /v1/notifications', () => {
   });
 
   it('422 validation_failed for an invalid recipient and for body plus template', async () => {
-    const p = await expectProblem(await call('POST', '/v1/notifications', { body: webhook({ to: 'not a url', template: 'welcome' }) }), 'validation_failed');
+    const p = await expectProblem(
+      await call('POST', '/v1/notifications', { body: webhook({ to: 'not a url', template: 'welcome' }) }),
+      'validation_failed',
+    );
     expect(p.errors?.map((e) => e.path).sort()).toEqual(['body', 'to']);
   });
 
@@ -225,28 +261,46 @@ describe('POST /v1/notifications', () => {
   });
 
   it('422 bad_expiry for an expiry in the past', async () => {
-    const p = await expectProblem(await call('POST', '/v1/notifications', { body: webhook({ expires_at: '2020-01-01T00:00:00Z' }) }), 'bad_expiry');
+    const p = await expectProblem(
+      await call('POST', '/v1/notifications', { body: webhook({ expires_at: '2020-01-01T00:00:00Z' }) }),
+      'bad_expiry',
+    );
     expect(p.errors?.[0]?.path).toBe('expires_at');
   });
 
   it('400 malformed_json', async () => {
-    await expectProblem(await call('POST', '/v1/notifications', { raw: '{"channel":', headers: { 'content-type': 'application/json' } }), 'malformed_json');
+    await expectProblem(
+      await call('POST', '/v1/notifications', { raw: '{"channel":', headers: { 'content-type': 'application/json' } }),
+      'malformed_json',
+    );
   });
 
   it('413 payload_too_large above 64 KiB, and nothing is stored', async () => {
-    const before = await t.db.selectFrom('notifications').select(sql<number>`count(*)::int`.as('c')).executeTakeFirstOrThrow();
+    const before = await t.db
+      .selectFrom('notifications')
+      .select(sql<number>`count(*)::int`.as('c'))
+      .executeTakeFirstOrThrow();
     const raw = JSON.stringify(webhook({ body: 'x'.repeat(64 * 1024) }));
     const p = await expectProblem(
-      await call('POST', '/v1/notifications', { raw, headers: { 'content-type': 'application/json', 'content-length': String(raw.length) } }),
+      await call('POST', '/v1/notifications', {
+        raw,
+        headers: { 'content-type': 'application/json', 'content-length': String(raw.length) },
+      }),
       'payload_too_large',
     );
     expect(p.detail).toContain('65536');
-    const after = await t.db.selectFrom('notifications').select(sql<number>`count(*)::int`.as('c')).executeTakeFirstOrThrow();
+    const after = await t.db
+      .selectFrom('notifications')
+      .select(sql<number>`count(*)::int`.as('c'))
+      .executeTakeFirstOrThrow();
     expect(after.c).toBe(before.c);
   });
 
   it('415 unsupported_media_type for a non-JSON body', async () => {
-    const res = await call('POST', '/v1/notifications', { raw: 'channel=webhook', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    const res = await call('POST', '/v1/notifications', {
+      raw: 'channel=webhook',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
     await expectProblem(res, 'unsupported_media_type');
   });
 });
@@ -277,7 +331,10 @@ describe('authentication', () => {
   });
 
   it('401 comes before 415 and 413: an anonymous caller learns nothing about the body rules', async () => {
-    await expectProblem(await call('POST', '/v1/notifications', { tenant: null, raw: 'x', headers: { 'content-type': 'text/plain' } }), 'unauthorized');
+    await expectProblem(
+      await call('POST', '/v1/notifications', { tenant: null, raw: 'x', headers: { 'content-type': 'text/plain' } }),
+      'unauthorized',
+    );
   });
 });
 
@@ -292,7 +349,10 @@ describe('tenant isolation: another tenant’s id is 404, exactly like a missing
     const n = await create({}, 'acme');
     if (suffix === '/retry') await setState(n.id, 'dead');
     const foreign = await expectProblem(await call(method, `/v1/notifications/${n.id}${suffix}`, { tenant: 'globex' }), 'not_found');
-    const missing = await expectProblem(await call(method, `/v1/notifications/ntf_01J00000000000000000000000${suffix}`, { tenant: 'globex' }), 'not_found');
+    const missing = await expectProblem(
+      await call(method, `/v1/notifications/ntf_01J00000000000000000000000${suffix}`, { tenant: 'globex' }),
+      'not_found',
+    );
     expect(foreign.detail.replace(n.id, 'X')).toBe(missing.detail.replace('ntf_01J00000000000000000000000', 'X'));
     // and nothing changed
     const row = await t.db.selectFrom('notifications').select('state').where('id', '=', n.id).executeTakeFirstOrThrow();
@@ -321,7 +381,25 @@ describe('GET /v1/notifications/{id} and /attempts', () => {
     expect(res.status).toBe(200);
     const body = await res.json();
     expect(Object.keys(body as object).sort()).toEqual(
-      ['attempts', 'channel', 'created_at', 'dead_reason', 'expires_at', 'id', 'last_error', 'max_attempts', 'metadata', 'next_attempt_at', 'ordering', 'priority', 'send_at', 'sent_at', 'state', 'to', 'updated_at'].sort(),
+      [
+        'attempts',
+        'channel',
+        'created_at',
+        'dead_reason',
+        'expires_at',
+        'id',
+        'last_error',
+        'max_attempts',
+        'metadata',
+        'next_attempt_at',
+        'ordering',
+        'priority',
+        'send_at',
+        'sent_at',
+        'state',
+        'to',
+        'updated_at',
+      ].sort(),
     );
     expect(NotificationView.parse(body)).toEqual(n);
   });
@@ -332,16 +410,46 @@ describe('GET /v1/notifications/{id} and /attempts', () => {
     await t.db
       .insertInto('attempts')
       .values([
-        { notification_id: n.id, attempt: 2, started_at: started, finished_at: started, outcome: 'sent', error: null, provider_status: '200' },
-        { notification_id: n.id, attempt: 1, started_at: started, finished_at: started, outcome: 'transient', error: 'HTTP 503', provider_status: '503' },
+        {
+          notification_id: n.id,
+          attempt: 2,
+          started_at: started,
+          finished_at: started,
+          outcome: 'sent',
+          error: null,
+          provider_status: '200',
+        },
+        {
+          notification_id: n.id,
+          attempt: 1,
+          started_at: started,
+          finished_at: started,
+          outcome: 'transient',
+          error: 'HTTP 503',
+          provider_status: '503',
+        },
       ])
       .execute();
     const res = await call('GET', `/v1/notifications/${n.id}/attempts`);
     expect(res.status).toBe(200);
     const list = AttemptList.parse(await res.json());
     expect(list.data).toEqual([
-      { attempt: 1, started_at: started.toISOString(), finished_at: started.toISOString(), outcome: 'transient', error: 'HTTP 503', provider_status: '503' },
-      { attempt: 2, started_at: started.toISOString(), finished_at: started.toISOString(), outcome: 'sent', error: null, provider_status: '200' },
+      {
+        attempt: 1,
+        started_at: started.toISOString(),
+        finished_at: started.toISOString(),
+        outcome: 'transient',
+        error: 'HTTP 503',
+        provider_status: '503',
+      },
+      {
+        attempt: 2,
+        started_at: started.toISOString(),
+        finished_at: started.toISOString(),
+        outcome: 'sent',
+        error: null,
+        provider_status: '200',
+      },
     ]);
   });
 });
@@ -400,7 +508,12 @@ describe('POST /v1/notifications/{id}/cancel', () => {
     clock.advance(1000);
     const res = await call('POST', `/v1/notifications/${n.id}/cancel`);
     expect(res.status).toBe(200);
-    expect(NotificationView.parse(await res.json())).toMatchObject({ id: n.id, state: 'cancelled', next_attempt_at: null, updated_at: clock.now().toISOString() });
+    expect(NotificationView.parse(await res.json())).toMatchObject({
+      id: n.id,
+      state: 'cancelled',
+      next_attempt_at: null,
+      updated_at: clock.now().toISOString(),
+    });
     const rows = await outboxFor(n.id);
     expect(rows.map((r) => r.topic)).toEqual(['requests', 'events', 'events']);
     expect(parseStatusEvent(rows[2]!.value)).toMatchObject({ ok: true, message: { type: 'notification.cancelled', state: 'cancelled' } });
@@ -456,11 +569,24 @@ describe('POST /v1/notifications/{id}/retry', () => {
     });
     const rows = await outboxFor(n.id);
     expect(rows.map((r) => r.topic)).toEqual(['requests', 'events', 'requests', 'events']);
-    expect(parseDeliveryRequest(rows[2]!.value)).toMatchObject({ ok: true, message: { attempt: BUDGET + 1, due_at: clock.now().toISOString() } });
-    expect(parseStatusEvent(rows[3]!.value)).toMatchObject({ ok: true, message: { type: 'notification.requeued', state: 'queued', attempts: BUDGET } });
+    expect(parseDeliveryRequest(rows[2]!.value)).toMatchObject({
+      ok: true,
+      message: { attempt: BUDGET + 1, due_at: clock.now().toISOString() },
+    });
+    expect(parseStatusEvent(rows[3]!.value)).toMatchObject({
+      ok: true,
+      message: { type: 'notification.requeued', state: 'queued', attempts: BUDGET },
+    });
     const actions = ActionList.parse(await (await call('GET', `/v1/notifications/${n.id}/actions`)).json());
     expect(actions.data).toEqual([
-      expect.objectContaining({ action: 'retry', from_state: 'dead', to_state: 'queued', previous_dead_reason: 'exhausted', attempts: BUDGET, max_attempts: BUDGET * 2 }),
+      expect.objectContaining({
+        action: 'retry',
+        from_state: 'dead',
+        to_state: 'queued',
+        previous_dead_reason: 'exhausted',
+        attempts: BUDGET,
+        max_attempts: BUDGET * 2,
+      }),
     ]);
   });
 
@@ -542,6 +668,8 @@ describe('operations and documents', () => {
 
   it('echoes a sane X-Request-Id and makes one otherwise', async () => {
     expect((await call('GET', '/openapi.json', { headers: { 'x-request-id': 'abc-123' } })).headers.get('x-request-id')).toBe('abc-123');
-    expect((await call('GET', '/openapi.json', { headers: { 'x-request-id': 'bad id with spaces' } })).headers.get('x-request-id')).toMatch(/^req_/);
+    expect((await call('GET', '/openapi.json', { headers: { 'x-request-id': 'bad id with spaces' } })).headers.get('x-request-id')).toMatch(
+      /^req_/,
+    );
   });
 });

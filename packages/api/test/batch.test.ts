@@ -23,7 +23,11 @@ afterAll(async () => {
 });
 
 function post(path: string, body: unknown, headers: Record<string, string> = {}) {
-  return app.request(path, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  return app.request(path, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
 }
 
 const item = (over: Record<string, unknown> = {}) => ({ channel: 'email', to: 'ada@example.com', body: 'hello', ...over });
@@ -44,7 +48,10 @@ describe('POST /v1/notifications with send_at', () => {
     const res = await post('/v1/notifications', item({ send_at: '2026-07-01T00:00:00Z' }));
     expect(res.status).toBe(422);
     expect(res.headers.get('content-type')).toBe('application/problem+json');
-    expect(Problem.parse(await res.json())).toMatchObject({ code: 'validation_failed', errors: [{ path: 'send_at', message: 'must be at most 30 days ahead' }] });
+    expect(Problem.parse(await res.json())).toMatchObject({
+      code: 'validation_failed',
+      errors: [{ path: 'send_at', message: 'must be at most 30 days ahead' }],
+    });
   });
 });
 
@@ -52,7 +59,13 @@ describe('POST /v1/notifications/batch', () => {
   it('answers one result per item, in order; an invalid item fails only itself', async () => {
     clock.advance(1);
     const res = await post('/v1/notifications/batch', {
-      items: [item({ idempotency_key: 'b-1' }), item({ to: 'nope' }), 'not an object', item({ tenant_id: 'globex' }), item({ send_at: '2026-05-01T13:00:00Z' })],
+      items: [
+        item({ idempotency_key: 'b-1' }),
+        item({ to: 'nope' }),
+        'not an object',
+        item({ tenant_id: 'globex' }),
+        item({ send_at: '2026-05-01T13:00:00Z' }),
+      ],
     });
     expect(res.status).toBe(200);
     const body = BatchResponse.parse(await res.json());
@@ -62,12 +75,20 @@ describe('POST /v1/notifications/batch', () => {
     const first = body.items[0] as { id: string };
     const again = BatchResponse.parse(await (await post('/v1/notifications/batch', { items: [item({ idempotency_key: 'b-1' })] })).json());
     expect(again.items).toEqual([{ status: 200, id: first.id }]);
-    const conflict = BatchResponse.parse(await (await post('/v1/notifications/batch', { items: [item({ idempotency_key: 'b-1', body: 'other' })] })).json());
+    const conflict = BatchResponse.parse(
+      await (await post('/v1/notifications/batch', { items: [item({ idempotency_key: 'b-1', body: 'other' })] })).json(),
+    );
     expect(conflict.items[0]).toMatchObject({ status: 422, problem: { code: 'idempotency_conflict', existing_id: first.id } });
   });
 
   it('atomic: one refused item refuses the batch (422 batch_refused) and queues nothing', async () => {
-    const count = async () => (await t.db.selectFrom('notifications').select(sql<number>`count(*)::int`.as('c')).executeTakeFirstOrThrow()).c;
+    const count = async () =>
+      (
+        await t.db
+          .selectFrom('notifications')
+          .select(sql<number>`count(*)::int`.as('c'))
+          .executeTakeFirstOrThrow()
+      ).c;
     const before = await count();
     const res = await post('/v1/notifications/batch', { atomic: true, items: [item(), item({ channel: 'pigeon' }), item()] });
     expect(res.status).toBe(422);

@@ -10,7 +10,11 @@ describe('loadConfig', () => {
     expect(c.kafkaBrokers).toEqual(['127.0.0.1:19092']);
     expect(c.topicPrefix).toBe('notify');
     // Health, readiness and metrics on a port of their own, reachable from this machine only.
-    expect({ port: c.port, adminPort: c.adminPort, adminHost: c.adminHost }).toEqual({ port: 3000, adminPort: 9464, adminHost: '127.0.0.1' });
+    expect({ port: c.port, adminPort: c.adminPort, adminHost: c.adminHost }).toEqual({
+      port: 3000,
+      adminPort: 9464,
+      adminHost: '127.0.0.1',
+    });
   });
   it.each([
     ['NOTIFY_MAX_ATTEMPTS', 'many', /NOTIFY_MAX_ATTEMPTS: expected a whole number/],
@@ -28,7 +32,10 @@ describe('loadConfig', () => {
   });
   it('reads the dispatcher group-commit settings, with defaults, and rejects out-of-range ones by name', () => {
     expect(loadConfig({}).dispatcher).toMatchObject({ outcomeBatchSize: 64, outcomeBatchDelayMs: 5 });
-    expect(loadConfig({ NOTIFY_OUTCOME_BATCH_SIZE: '1', NOTIFY_OUTCOME_BATCH_DELAY_MS: '0' }).dispatcher).toMatchObject({ outcomeBatchSize: 1, outcomeBatchDelayMs: 0 });
+    expect(loadConfig({ NOTIFY_OUTCOME_BATCH_SIZE: '1', NOTIFY_OUTCOME_BATCH_DELAY_MS: '0' }).dispatcher).toMatchObject({
+      outcomeBatchSize: 1,
+      outcomeBatchDelayMs: 0,
+    });
     expect(() => loadConfig({ NOTIFY_OUTCOME_BATCH_SIZE: '0' })).toThrow(/NOTIFY_OUTCOME_BATCH_SIZE: expected a number from 1/);
     expect(() => loadConfig({ NOTIFY_OUTCOME_BATCH_DELAY_MS: 'soon' })).toThrow(/NOTIFY_OUTCOME_BATCH_DELAY_MS: expected a whole number/);
   });

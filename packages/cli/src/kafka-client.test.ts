@@ -14,9 +14,12 @@ describe('kafkaLogCreator', () => {
   it('logs the retried start-up conditions at debug, and real errors as errors', () => {
     const { logger, lines } = capture();
     const log = kafkaLogCreator(logger)();
-    const entry = (level: logLevel, message: string, extra: object = {}) => log({ namespace: 'Connection', level, log: { message, ...extra } });
+    const entry = (level: logLevel, message: string, extra: object = {}) =>
+      log({ namespace: 'Connection', level, log: { message, ...extra } });
     entry(logLevel.ERROR, 'Response GroupCoordinator(key: 10, version: 2)', { error: 'The group coordinator is not available' });
-    entry(logLevel.ERROR, 'Response JoinGroup(key: 11, version: 5)', { error: "The coordinator is loading and hence can't process requests for this group" });
+    entry(logLevel.ERROR, 'Response JoinGroup(key: 11, version: 5)', {
+      error: "The coordinator is loading and hence can't process requests for this group",
+    });
     entry(logLevel.ERROR, 'The coordinator is not aware of this member, re-joining the group');
     entry(logLevel.ERROR, 'Crash: KafkaJSNumberOfRetriesExceeded: Connection error: connect ECONNREFUSED');
     entry(logLevel.WARN, 'Response Metadata', { error: 'Topic authorization failed' });

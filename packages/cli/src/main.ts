@@ -135,7 +135,11 @@ async function dispatch(argv: readonly string[], env: Env, io: CliIo, proc: Proc
       const { runApiKeysCreate, runApiKeysList, runApiKeysRevoke } = await import('./api-keys.js');
       const config = loadConfig(env);
       if (sub === 'create') {
-        await runApiKeysCreate(config, { tenant: values.tenant, name: values.name, json: values.json ?? false }, { io, clock: systemClock });
+        await runApiKeysCreate(
+          config,
+          { tenant: values.tenant, name: values.name, json: values.json ?? false },
+          { io, clock: systemClock },
+        );
         return 0;
       }
       if (sub === 'revoke') {

@@ -23,7 +23,10 @@ export async function checkDatabase(url: string, timeoutMs = 5_000): Promise<voi
     await client.query('SELECT 1');
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
-    throw new DatabaseUnreachableError(`cannot reach PostgreSQL at ${redactUrl(url)} (${e.code ?? e.message}); start it or set DATABASE_URL`, { cause: err });
+    throw new DatabaseUnreachableError(
+      `cannot reach PostgreSQL at ${redactUrl(url)} (${e.code ?? e.message}); start it or set DATABASE_URL`,
+      { cause: err },
+    );
   } finally {
     await client.end().catch(() => {});
   }
@@ -50,7 +53,9 @@ export async function connectKafkaAdmin(kafka: Kafka, brokers: readonly string[]
     await admin.disconnect().catch(() => {});
     const e = err as Error & { cause?: Error };
     const reason = (e.cause?.message ?? e.message).split('\n')[0];
-    throw new CliError(`cannot reach Kafka at ${brokers.join(',')} (${reason}); start it (\`pnpm kafka start\`) or set KAFKA_BROKERS`, 1, { cause: err });
+    throw new CliError(`cannot reach Kafka at ${brokers.join(',')} (${reason}); start it (\`pnpm kafka start\`) or set KAFKA_BROKERS`, 1, {
+      cause: err,
+    });
   }
 }
 
@@ -60,7 +65,12 @@ export async function connectKafkaAdmin(kafka: Kafka, brokers: readonly string[]
  * kafkajs' own `waitForLeaders` gives up when a just-created topic briefly answers "This server
  * does not host this topic-partition" (seen here several times), so the metadata is polled instead.
  */
-export async function ensureTopics(admin: Admin, names: readonly string[], partitions: number, { timeoutMs = 30_000 } = {}): Promise<string[]> {
+export async function ensureTopics(
+  admin: Admin,
+  names: readonly string[],
+  partitions: number,
+  { timeoutMs = 30_000 } = {},
+): Promise<string[]> {
   const existing = new Set(await admin.listTopics());
   const missing = names.filter((n) => !existing.has(n));
   if (missing.length > 0) {
@@ -70,7 +80,10 @@ export async function ensureTopics(admin: Admin, names: readonly string[], parti
   for (;;) {
     const ready = await admin
       .fetchTopicMetadata({ topics: [...names] })
-      .then(({ topics }) => topics.length === names.length && topics.every((t) => t.partitions.length > 0 && t.partitions.every((p) => p.leader >= 0)))
+      .then(
+        ({ topics }) =>
+          topics.length === names.length && topics.every((t) => t.partitions.length > 0 && t.partitions.every((p) => p.leader >= 0)),
+      )
       .catch(() => false);
     if (ready) return missing;
     if (performance.now() > deadline) throw new CliError(`Kafka topics have no leader after ${timeoutMs} ms: ${names.join(', ')}`, 1);

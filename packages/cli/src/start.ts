@@ -35,7 +35,10 @@ export function parseRoles(value: string | undefined): readonly Role[] {
     .filter(Boolean);
   const unknown = roles.filter((r) => !(ROLES as readonly string[]).includes(r));
   if (unknown.length > 0 || roles.length === 0) {
-    throw new CliError(`--roles: unknown role ${unknown.map((u) => `"${u}"`).join(', ') || '(none given)'}; expected a comma-separated subset of ${ROLES.join(',')}`, 2);
+    throw new CliError(
+      `--roles: unknown role ${unknown.map((u) => `"${u}"`).join(', ') || '(none given)'}; expected a comma-separated subset of ${ROLES.join(',')}`,
+      2,
+    );
   }
   return ROLES.filter((r) => roles.includes(r));
 }
@@ -72,7 +75,8 @@ export async function startNotify(config: Config, roles: readonly Role[], deps: 
   const db: Kysely<Database> = createDb({ connectionString: config.databaseUrl, max: 20, applicationName: `notify-${roles.join('-')}` });
   const cleanup: (() => Promise<unknown>)[] = [() => db.destroy()];
   const closeAll = async () => {
-    for (const fn of cleanup.reverse()) await fn().catch((err: unknown) => logger.warn({ err: (err as Error).message }, 'shutdown step failed'));
+    for (const fn of cleanup.reverse())
+      await fn().catch((err: unknown) => logger.warn({ err: (err as Error).message }, 'shutdown step failed'));
   };
   try {
     await checkMigrations(db);
@@ -198,11 +202,20 @@ export async function startNotify(config: Config, roles: readonly Role[], deps: 
   }
 }
 
-function listen(fetch: (req: Request) => Response | Promise<Response>, port: number, hostname: string | undefined, variable: string): Promise<ServerType> {
+function listen(
+  fetch: (req: Request) => Response | Promise<Response>,
+  port: number,
+  hostname: string | undefined,
+  variable: string,
+): Promise<ServerType> {
   return new Promise((resolve, reject) => {
     const server = serve({ fetch, port, ...(hostname !== undefined ? { hostname } : {}) }, () => resolve(server));
     server.once('error', (err: NodeJS.ErrnoException) => {
-      reject(err.code === 'EADDRINUSE' ? new CliError(`port ${port} is in use; set ${variable} to a free port (0 picks one)`, 1, { cause: err }) : err);
+      reject(
+        err.code === 'EADDRINUSE'
+          ? new CliError(`port ${port} is in use; set ${variable} to a free port (0 picks one)`, 1, { cause: err })
+          : err,
+      );
     });
   });
 }

@@ -87,7 +87,9 @@ describe.concurrent('clear one-line failures', () => {
     const res = await runNotifyCli(['start'], { DATABASE_URL: withDatabase(inject('databaseUrl'), empty), PORT: '0' });
     expect(res.code).toBe(1);
     expect(lines(res.stderr)).toEqual([
-      expect.stringMatching(/^notify: the database schema is not up to date \(pending: 0001_initial, .*\); run `pnpm notify migrate` first$/),
+      expect.stringMatching(
+        /^notify: the database schema is not up to date \(pending: 0001_initial, .*\); run `pnpm notify migrate` first$/,
+      ),
     ]);
   });
 

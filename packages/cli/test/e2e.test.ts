@@ -67,7 +67,10 @@ afterAll(async () => {
 }, 60_000);
 
 const api = (path: string, init: RequestInit = {}) =>
-  fetch(`${notify.url}${path}`, { ...init, headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', ...init.headers } });
+  fetch(`${notify.url}${path}`, {
+    ...init,
+    headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', ...init.headers },
+  });
 
 async function waitForState(id: string, state: string, timeoutMs = 30_000) {
   return waitFor(
@@ -139,7 +142,10 @@ describe('notify start, end to end', () => {
 
   it('a dead webhook comes back with a manual retry and is then sent', async () => {
     failNext = 2; // both attempts of the budget fail with 503
-    const res = await api('/v1/notifications', { method: 'POST', body: JSON.stringify({ channel: 'webhook', to: hookUrl, body: 'retry me' }) });
+    const res = await api('/v1/notifications', {
+      method: 'POST',
+      body: JSON.stringify({ channel: 'webhook', to: hookUrl, body: 'retry me' }),
+    });
     expect(res.status).toBe(202);
     const { id } = NotificationView.parse(await res.json());
     const dead = await waitForState(id, 'dead');

@@ -16,18 +16,31 @@ afterAll(async () => {
 });
 
 async function fullCount(): Promise<Record<string, number>> {
-  const { rows } = await sql<{ state: string; channel: string; c: number }>`SELECT state, channel, count(*)::int AS c FROM notifications GROUP BY 1, 2`.execute(t.db);
+  const { rows } = await sql<{
+    state: string;
+    channel: string;
+    c: number;
+  }>`SELECT state, channel, count(*)::int AS c FROM notifications GROUP BY 1, 2`.execute(t.db);
   return Object.fromEntries(rows.map((r) => [`${r.state}/${r.channel}`, r.c]));
 }
 async function counterTable(): Promise<Record<string, number>> {
-  const { rows } = await sql<{ state: string; channel: string; c: number }>`SELECT state, channel, sum(count)::int AS c FROM notification_state_counts GROUP BY 1, 2`.execute(t.db);
+  const { rows } = await sql<{
+    state: string;
+    channel: string;
+    c: number;
+  }>`SELECT state, channel, sum(count)::int AS c FROM notification_state_counts GROUP BY 1, 2`.execute(t.db);
   return Object.fromEntries(rows.filter((r) => r.c !== 0).map((r) => [`${r.state}/${r.channel}`, r.c]));
 }
 
 describe('notification state counts', () => {
   it('follow inserts, state changes and deletes, from concurrent sessions', async () => {
     const intents = (channel: 'webhook' | 'sms', n: number): NotificationIntent[] =>
-      Array.from({ length: n }, (_, i) => ({ tenant_id: 'acme', channel, to: channel === 'webhook' ? 'https://hooks.example.com/in' : '+15550000001', body: `b${i}` }));
+      Array.from({ length: n }, (_, i) => ({
+        tenant_id: 'acme',
+        channel,
+        to: channel === 'webhook' ? 'https://hooks.example.com/in' : '+15550000001',
+        body: `b${i}`,
+      }));
     const enqueueMany = async (trx: Parameters<typeof fromKysely>[0], list: NotificationIntent[]) => {
       for (const intent of list) await enqueue(fromKysely(trx), intent, { maxAttempts: 3, defaultTtlMs: 60_000 });
     };
@@ -36,8 +49,12 @@ describe('notification state counts', () => {
       t.db.transaction().execute((trx) => enqueueMany(trx, intents('sms', 12))),
       ...Array.from({ length: 5 }, () => t.db.transaction().execute((trx) => enqueueMany(trx, intents('webhook', 1)))),
     ]);
-    await sql`UPDATE notifications SET state = 'sent', sent_at = now(), next_attempt_at = NULL WHERE id IN (SELECT id FROM notifications WHERE channel = 'webhook' ORDER BY id LIMIT 10)`.execute(t.db);
-    await sql`UPDATE notifications SET state = 'cancelled', next_attempt_at = NULL WHERE id IN (SELECT id FROM notifications WHERE channel = 'sms' ORDER BY id LIMIT 2)`.execute(t.db);
+    await sql`UPDATE notifications SET state = 'sent', sent_at = now(), next_attempt_at = NULL WHERE id IN (SELECT id FROM notifications WHERE channel = 'webhook' ORDER BY id LIMIT 10)`.execute(
+      t.db,
+    );
+    await sql`UPDATE notifications SET state = 'cancelled', next_attempt_at = NULL WHERE id IN (SELECT id FROM notifications WHERE channel = 'sms' ORDER BY id LIMIT 2)`.execute(
+      t.db,
+    );
     await sql`UPDATE notifications SET updated_at = now()`.execute(t.db); // no state change: no counter write
     await sql`DELETE FROM notification_actions`.execute(t.db);
     await sql`DELETE FROM attempts`.execute(t.db);
@@ -55,7 +72,15 @@ describe('notification state counts', () => {
     // Rows written with the counting triggers disabled are invisible to the gauge: it reads the counter table only.
     await sql`ALTER TABLE notifications DISABLE TRIGGER notification_state_counts_insert`.execute(t.db);
     try {
-      await t.db.transaction().execute((trx) => enqueue(fromKysely(trx), { tenant_id: 'acme', channel: 'webhook', to: 'https://hooks.example.com/x', body: 'x' }, { maxAttempts: 3, defaultTtlMs: 60_000 }));
+      await t.db
+        .transaction()
+        .execute((trx) =>
+          enqueue(
+            fromKysely(trx),
+            { tenant_id: 'acme', channel: 'webhook', to: 'https://hooks.example.com/x', body: 'x' },
+            { maxAttempts: 3, defaultTtlMs: 60_000 },
+          ),
+        );
     } finally {
       await sql`ALTER TABLE notifications ENABLE TRIGGER notification_state_counts_insert`.execute(t.db);
     }

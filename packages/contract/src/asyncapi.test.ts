@@ -44,7 +44,10 @@ function deref(node: Node): Node {
 
 /** The compiled JSON Schema a `./schemas/<file>` reference names. */
 function shippedSchema(ref: string): ValidateFunction {
-  const name = new URL(ref, docUrl).pathname.split('/').pop()!.replace(/\.json$/, '');
+  const name = new URL(ref, docUrl).pathname
+    .split('/')
+    .pop()!
+    .replace(/\.json$/, '');
   expect(CONTRACT_SCHEMA_NAMES).toContain(name);
   return ajv.getSchema(schemas[name as keyof typeof schemas].$id as string) as ValidateFunction;
 }
@@ -61,9 +64,27 @@ function allRefs(node: unknown, out: string[] = []): string[] {
 }
 
 // The records the examples must be: the golden records of builders.test.ts.
-const traced: MessageSubject = { id: 'ntf_01ARZ3NDEKTSV4RRFFQ69G5FAV', tenant_id: 'acme', channel: 'email', recipient: 'ada@example.com', traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01' };
-const untraced: MessageSubject = { id: 'ntf_01HZY8Q5W3K9V2N7M4P6R8T0XB', tenant_id: 'globex', channel: 'webhook', recipient: 'https://hooks.globex.test/notify', traceparent: null };
-const emptyTrace: MessageSubject = { id: 'ntf_01J0000000000000000000000C', tenant_id: 'initech/eu', channel: 'sms', recipient: '+15555550100', traceparent: '' };
+const traced: MessageSubject = {
+  id: 'ntf_01ARZ3NDEKTSV4RRFFQ69G5FAV',
+  tenant_id: 'acme',
+  channel: 'email',
+  recipient: 'ada@example.com',
+  traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01',
+};
+const untraced: MessageSubject = {
+  id: 'ntf_01HZY8Q5W3K9V2N7M4P6R8T0XB',
+  tenant_id: 'globex',
+  channel: 'webhook',
+  recipient: 'https://hooks.globex.test/notify',
+  traceparent: null,
+};
+const emptyTrace: MessageSubject = {
+  id: 'ntf_01J0000000000000000000000C',
+  tenant_id: 'initech/eu',
+  channel: 'sms',
+  recipient: '+15555550100',
+  traceparent: '',
+};
 const at = new Date('2026-05-01T12:00:00Z');
 const later = new Date('2026-05-01T12:00:01.5Z');
 const GOLDEN: Record<string, Record<string, ContractMessage>> = {
@@ -73,11 +94,38 @@ const GOLDEN: Record<string, Record<string, ContractMessage>> = {
   },
   statusEvent: {
     queued: buildStatusEvent(untraced, { type: 'notification.queued', state: 'queued', attempts: 0, next_attempt_at: at, occurred_at: at }),
-    'retry-scheduled': buildStatusEvent(traced, { type: 'notification.retry_scheduled', state: 'queued', attempts: 1, last_error: 'provider returned 503', next_attempt_at: later, occurred_at: at }),
+    'retry-scheduled': buildStatusEvent(traced, {
+      type: 'notification.retry_scheduled',
+      state: 'queued',
+      attempts: 1,
+      last_error: 'provider returned 503',
+      next_attempt_at: later,
+      occurred_at: at,
+    }),
     sent: buildStatusEvent(traced, { type: 'notification.sent', state: 'sent', attempts: 2, occurred_at: later }),
-    dead: buildStatusEvent(traced, { type: 'notification.dead', state: 'dead', attempts: 4, dead_reason: 'exhausted', last_error: 'provider returned 503', occurred_at: at }),
-    cancelled: buildStatusEvent(emptyTrace, { type: 'notification.cancelled', state: 'cancelled', attempts: 1, last_error: 'SMS gateway said "busy" – réessayez\nlater', occurred_at: at }),
-    requeued: buildStatusEvent(untraced, { type: 'notification.requeued', state: 'queued', attempts: 4, last_error: 'connect ECONNREFUSED 127.0.0.1:9', next_attempt_at: at, occurred_at: at }),
+    dead: buildStatusEvent(traced, {
+      type: 'notification.dead',
+      state: 'dead',
+      attempts: 4,
+      dead_reason: 'exhausted',
+      last_error: 'provider returned 503',
+      occurred_at: at,
+    }),
+    cancelled: buildStatusEvent(emptyTrace, {
+      type: 'notification.cancelled',
+      state: 'cancelled',
+      attempts: 1,
+      last_error: 'SMS gateway said "busy" – réessayez\nlater',
+      occurred_at: at,
+    }),
+    requeued: buildStatusEvent(untraced, {
+      type: 'notification.requeued',
+      state: 'queued',
+      attempts: 4,
+      last_error: 'connect ECONNREFUSED 127.0.0.1:9',
+      next_attempt_at: at,
+      occurred_at: at,
+    }),
   },
 };
 
@@ -149,7 +197,8 @@ describe('asyncapi.yaml', () => {
     for (const message of Object.values(doc.components.messages as Node)) {
       const headers = schemas[(message.headers.$ref as string).slice('./schemas/'.length, -'.json'.length) as keyof typeof schemas];
       for (const name of Object.keys(headers.properties as Node)) names.add(name);
-      for (const example of message.examples as Node[]) for (const name of Object.keys(example.headers)) expect(Object.values(HEADERS)).toContain(name);
+      for (const example of message.examples as Node[])
+        for (const name of Object.keys(example.headers)) expect(Object.values(HEADERS)).toContain(name);
     }
     expect([...names].sort()).toEqual(Object.values(HEADERS).sort());
   });
@@ -162,7 +211,8 @@ describe('asyncapi.yaml', () => {
       expect(message.examples.length).toBeGreaterThan(0);
       for (const example of message.examples as Node[]) {
         expect(validateHeaders(example.headers), `${example.name}: ${ajv.errorsText(validateHeaders.errors)}`).toBe(true);
-        if (validatePayload) expect(validatePayload(example.payload), `${example.name}: ${ajv.errorsText(validatePayload.errors)}`).toBe(true);
+        if (validatePayload)
+          expect(validatePayload(example.payload), `${example.name}: ${ajv.errorsText(validatePayload.errors)}`).toBe(true);
         checked++;
       }
     }

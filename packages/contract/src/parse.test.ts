@@ -5,8 +5,28 @@ import { contractJsonSchemas } from './json-schemas.js';
 import type { DeliveryRequestV1, ParseResult } from './messages.js';
 import { parseDeliveryRequest, parseStatusEvent } from './parse.js';
 
-const request = { v: 1, type: 'notification.deliver', id: 'ntf_01ARZ3NDEKTSV4RRFFQ69G5FAV', tenant_id: 'acme', channel: 'email', attempt: 2, due_at: '2026-05-01T12:00:00.000Z' };
-const event = { v: 1, type: 'notification.dead', id: 'ntf_01ARZ3NDEKTSV4RRFFQ69G5FAV', tenant_id: 'acme', channel: 'email', state: 'dead', attempts: 4, dead_reason: 'exhausted', last_error: 'provider returned 503', next_attempt_at: null, occurred_at: '2026-05-01T12:00:00.000Z' };
+const request = {
+  v: 1,
+  type: 'notification.deliver',
+  id: 'ntf_01ARZ3NDEKTSV4RRFFQ69G5FAV',
+  tenant_id: 'acme',
+  channel: 'email',
+  attempt: 2,
+  due_at: '2026-05-01T12:00:00.000Z',
+};
+const event = {
+  v: 1,
+  type: 'notification.dead',
+  id: 'ntf_01ARZ3NDEKTSV4RRFFQ69G5FAV',
+  tenant_id: 'acme',
+  channel: 'email',
+  state: 'dead',
+  attempts: 4,
+  dead_reason: 'exhausted',
+  last_error: 'provider returned 503',
+  next_attempt_at: null,
+  occurred_at: '2026-05-01T12:00:00.000Z',
+};
 const text = (o: object) => JSON.stringify(o);
 const without = (o: Record<string, unknown>, key: string) => Object.fromEntries(Object.entries(o).filter(([k]) => k !== key));
 
@@ -54,12 +74,21 @@ describe('parse failures: the reasons the dispatcher puts in dlq-reason', () => 
   });
 
   it.each([
-    [{ ...event, type: 'notification.deliver' }, 'type: Invalid option: expected one of "notification.queued"|"notification.retry_scheduled"|"notification.sent"|"notification.dead"|"notification.cancelled"|"notification.requeued"'],
+    [
+      { ...event, type: 'notification.deliver' },
+      'type: Invalid option: expected one of "notification.queued"|"notification.retry_scheduled"|"notification.sent"|"notification.dead"|"notification.cancelled"|"notification.requeued"',
+    ],
     [{ ...event, state: 'lost' }, 'state: Invalid option: expected one of "queued"|"sent"|"dead"|"cancelled"'],
     [{ ...event, attempts: -1 }, 'attempts: Too small: expected number to be >=0'],
     [{ ...event, attempts: -1e300 }, 'attempts: Too small: expected int to be >=-9007199254740991'],
-    [{ ...event, dead_reason: 'bored' }, 'dead_reason: Invalid option: expected one of "permanent"|"exhausted"|"expired"|"suppressed"|"publish_failed"'],
-    [without(event, 'dead_reason'), 'dead_reason: Invalid option: expected one of "permanent"|"exhausted"|"expired"|"suppressed"|"publish_failed"'],
+    [
+      { ...event, dead_reason: 'bored' },
+      'dead_reason: Invalid option: expected one of "permanent"|"exhausted"|"expired"|"suppressed"|"publish_failed"',
+    ],
+    [
+      without(event, 'dead_reason'),
+      'dead_reason: Invalid option: expected one of "permanent"|"exhausted"|"expired"|"suppressed"|"publish_failed"',
+    ],
     [without(event, 'last_error'), 'last_error: Invalid input: expected string, received undefined'],
     [{ ...event, last_error: { code: 503 } }, 'last_error: Invalid input: expected string, received object'],
     [{ ...event, next_attempt_at: '2026-02-29T00:00:00Z' }, 'next_attempt_at: Invalid ISO datetime'],
@@ -72,7 +101,10 @@ describe('parse failures: the reasons the dispatcher puts in dlq-reason', () => 
     const deep = `{"v":${'['.repeat(200_000)}${']'.repeat(200_000)}}`;
     expect(parseDeliveryRequest(deep)).toEqual({ ok: false, reason: 'unknown schema version (array nested too deeply to print)' });
     const deepField = `{"v":1,"type":"notification.deliver","id":${'['.repeat(200_000)}${']'.repeat(200_000)}}`;
-    expect(parseDeliveryRequest(deepField)).toEqual({ ok: false, reason: 'invalid message: id: Invalid input: expected string, received array' });
+    expect(parseDeliveryRequest(deepField)).toEqual({
+      ok: false,
+      reason: 'invalid message: id: Invalid input: expected string, received array',
+    });
   });
 
   it('a status event is not a delivery request, and the other way round', () => {
@@ -83,19 +115,31 @@ describe('parse failures: the reasons the dispatcher puts in dlq-reason', () => 
 
 describe('parse successes', () => {
   it('reads bytes and text alike, and returns only the contract fields in wire order', () => {
-    const shuffled = '{"due_at":"2026-05-01T12:00:00.000+02:00","attempt":1,"channel":"sms","tenant_id":"t","id":"i","type":"notification.deliver","v":1}';
+    const shuffled =
+      '{"due_at":"2026-05-01T12:00:00.000+02:00","attempt":1,"channel":"sms","tenant_id":"t","id":"i","type":"notification.deliver","v":1}';
     const fromText = parseDeliveryRequest(shuffled);
     expect(fromText).toEqual(parseDeliveryRequest(Buffer.from(shuffled)));
     expect(fromText.ok && Object.keys(fromText.message)).toEqual(['v', 'type', 'id', 'tenant_id', 'channel', 'attempt', 'due_at']);
   });
   it('nullables accept null', () => {
-    const queued = { ...event, type: 'notification.queued', state: 'queued', attempts: 0, dead_reason: null, last_error: null, next_attempt_at: '2026-05-01T12:00:00Z' };
+    const queued = {
+      ...event,
+      type: 'notification.queued',
+      state: 'queued',
+      attempts: 0,
+      dead_reason: null,
+      last_error: null,
+      next_attempt_at: '2026-05-01T12:00:00Z',
+    };
     expect(parseStatusEvent(text(queued))).toEqual({ ok: true, message: queued });
   });
   it('counts lengths in code points, as JSON Schema does (and zod did)', () => {
     const emoji = '\u{1F600}';
     expect(parseDeliveryRequest(text({ ...request, id: emoji.repeat(64) })).ok).toBe(true);
-    expect(parseDeliveryRequest(text({ ...request, id: emoji.repeat(65) }))).toEqual({ ok: false, reason: 'invalid message: id: Too big: expected string to have <=64 characters' });
+    expect(parseDeliveryRequest(text({ ...request, id: emoji.repeat(65) }))).toEqual({
+      ok: false,
+      reason: 'invalid message: id: Too big: expected string to have <=64 characters',
+    });
     expect(parseDeliveryRequest(text({ ...request, id: '\ud800'.repeat(64) })).ok).toBe(true);
     expect(parseDeliveryRequest(text({ ...request, id: '\ud800'.repeat(65) })).ok).toBe(false);
   });
@@ -107,7 +151,14 @@ describe('parse successes', () => {
     expectTypeOf(result).toEqualTypeOf<ParseResult<DeliveryRequestV1>>();
     if (result.ok) {
       expectTypeOf(result.message.channel).toEqualTypeOf<Channel>();
-      expectTypeOf<StatusEventType>().toEqualTypeOf<'notification.queued' | 'notification.retry_scheduled' | 'notification.sent' | 'notification.dead' | 'notification.cancelled' | 'notification.requeued'>();
+      expectTypeOf<StatusEventType>().toEqualTypeOf<
+        | 'notification.queued'
+        | 'notification.retry_scheduled'
+        | 'notification.sent'
+        | 'notification.dead'
+        | 'notification.cancelled'
+        | 'notification.requeued'
+      >();
     } else {
       expectTypeOf(result.reason).toBeString();
     }

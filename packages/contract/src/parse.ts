@@ -76,7 +76,17 @@ export function parseStatusEvent(value: Buffer | string | null | undefined): Par
 
 const DELIVERY_REQUEST_FIELDS: readonly string[] = ['v', 'type', 'id', 'tenant_id', 'channel', 'attempt', 'due_at'];
 const STATUS_EVENT_FIELDS: readonly string[] = [
-  'v', 'type', 'id', 'tenant_id', 'channel', 'state', 'attempts', 'dead_reason', 'last_error', 'next_attempt_at', 'occurred_at',
+  'v',
+  'type',
+  'id',
+  'tenant_id',
+  'channel',
+  'state',
+  'attempts',
+  'dead_reason',
+  'last_error',
+  'next_attempt_at',
+  'occurred_at',
 ];
 
 /** JSON with `"v": 1`, or the failure the dispatcher dead-letters: no value, not JSON, no or another version. */

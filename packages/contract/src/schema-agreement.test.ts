@@ -36,13 +36,17 @@ const codePoint = fc.oneof(
   fc.integer({ min: 0x10000, max: 0x10ffff }).map((c) => String.fromCodePoint(c)),
 );
 /** min to max code points, often exactly max. */
-const text = (min: number, max: number) => fc.oneof(fc.string({ unit: codePoint, minLength: min, maxLength: max }), fc.string({ unit: codePoint, minLength: max, maxLength: max }));
+const text = (min: number, max: number) =>
+  fc.oneof(fc.string({ unit: codePoint, minLength: min, maxLength: max }), fc.string({ unit: codePoint, minLength: max, maxLength: max }));
 const twoDigits = (min: number, max: number) => fc.integer({ min, max }).map((n) => String(n).padStart(2, '0'));
 const instant = fc
   .tuple(
     fc.date({ min: new Date('0000-01-01T00:00:00.000Z'), max: new Date('9999-12-31T23:59:59.999Z'), noInvalidDate: true }),
     fc.option(fc.stringMatching(/^[0-9]{1,12}$/)),
-    fc.oneof(fc.constant('Z'), fc.tuple(fc.constantFrom('+', '-'), twoDigits(0, 23), twoDigits(0, 59)).map(([sign, h, m]) => `${sign}${h}:${m}`)),
+    fc.oneof(
+      fc.constant('Z'),
+      fc.tuple(fc.constantFrom('+', '-'), twoDigits(0, 23), twoDigits(0, 59)).map(([sign, h, m]) => `${sign}${h}:${m}`),
+    ),
   )
   .map(([date, fraction, offset]) => `${date.toISOString().slice(0, 19)}${fraction === null ? '' : `.${fraction}`}${offset}`);
 /** Strings that look like instants: valid ones, each part just inside or outside its range, one-character edits. */
@@ -51,7 +55,11 @@ const instantLike = fc.oneof(
   fc
     .tuple(
       fc.integer({ min: 0, max: 9999 }).map((y) => String(y).padStart(4, '0')),
-      twoDigits(0, 13), twoDigits(0, 32), twoDigits(0, 24), twoDigits(0, 60), twoDigits(0, 60),
+      twoDigits(0, 13),
+      twoDigits(0, 32),
+      twoDigits(0, 24),
+      twoDigits(0, 60),
+      twoDigits(0, 60),
       fc.constantFrom('', '.', '.5', '.000'),
       fc.constantFrom('Z', 'z', '', '+00:00', '-23:59', '+24:00', '+00:60', '+0000', '+00', '-5:00'),
     )
@@ -91,19 +99,46 @@ const validEvent = fc.record({
 const replacement = fc.oneof(
   fc.jsonValue({ maxDepth: 2 }),
   fc.constantFrom(null, true, '', 0, -1, 0.5, 1.5, -0.5, 2 ** 53, 2 ** 53 + 2, -(2 ** 53), 1e300, -1e300, 1e-7, '1', [1], {}),
-  fc.constantFrom(...CHANNELS, ...NOTIFICATION_STATES, ...DEAD_REASONS, ...STATUS_EVENT_TYPES, 'notification.deliver', 'pager', 'Email', 'sent '),
+  fc.constantFrom(
+    ...CHANNELS,
+    ...NOTIFICATION_STATES,
+    ...DEAD_REASONS,
+    ...STATUS_EVENT_TYPES,
+    'notification.deliver',
+    'pager',
+    'Email',
+    'sent ',
+  ),
   instantLike,
   text(64, 66),
   text(199, 202),
 );
 /** The fields of both kinds of message: a field of the other kind is an unknown key. */
-const FIELD_NAMES = ['v', 'type', 'id', 'tenant_id', 'channel', 'attempt', 'due_at', 'state', 'attempts', 'dead_reason', 'last_error', 'next_attempt_at', 'occurred_at'];
+const FIELD_NAMES = [
+  'v',
+  'type',
+  'id',
+  'tenant_id',
+  'channel',
+  'attempt',
+  'due_at',
+  'state',
+  'attempts',
+  'dead_reason',
+  'last_error',
+  'next_attempt_at',
+  'occurred_at',
+];
 type Mutation = { op: 'drop'; field: string } | { op: 'set'; field: string; value: unknown };
 const mutation = (fields: readonly string[]): fc.Arbitrary<Mutation> =>
   fc.oneof(
     fc.record({ op: fc.constant('drop' as const), field: fc.constantFrom(...fields) }),
     { weight: 3, arbitrary: fc.record({ op: fc.constant('set' as const), field: fc.constantFrom(...fields), value: replacement }) },
-    fc.record({ op: fc.constant('set' as const), field: fc.oneof(fc.string({ maxLength: 4 }), fc.constantFrom('recipient', '__proto__', 'V', 'id ', 'constructor')), value: fc.jsonValue({ maxDepth: 1 }) }),
+    fc.record({
+      op: fc.constant('set' as const),
+      field: fc.oneof(fc.string({ maxLength: 4 }), fc.constantFrom('recipient', '__proto__', 'V', 'id ', 'constructor')),
+      value: fc.jsonValue({ maxDepth: 1 }),
+    }),
   );
 function mutate(message: Record<string, unknown>, mutations: readonly Mutation[]): Record<string, unknown> {
   const copy = { ...message };
@@ -118,7 +153,12 @@ function mutate(message: Record<string, unknown>, mutations: readonly Mutation[]
 const candidates = (valid: fc.Arbitrary<Record<string, unknown>>) =>
   fc.oneof(
     { weight: 2, arbitrary: valid.map((m) => JSON.stringify(m)) },
-    { weight: 6, arbitrary: fc.tuple(valid, fc.array(mutation(FIELD_NAMES), { minLength: 1, maxLength: 3 })).map(([m, ms]) => JSON.stringify(mutate(m, ms))) },
+    {
+      weight: 6,
+      arbitrary: fc
+        .tuple(valid, fc.array(mutation(FIELD_NAMES), { minLength: 1, maxLength: 3 }))
+        .map(([m, ms]) => JSON.stringify(mutate(m, ms))),
+    },
     { weight: 1, arbitrary: fc.jsonValue().map((v) => JSON.stringify(v) ?? 'null') },
   );
 
@@ -129,7 +169,9 @@ function agree(parse: (value: string) => ParseResult<unknown>, validate: Validat
       const parsed = parse(json);
       const valid = validate(JSON.parse(json));
       if (parsed.ok !== valid) {
-        throw new Error(`disagree on ${json}: parser ${parsed.ok ? 'accepts' : `rejects (${parsed.reason})`}, schema ${valid ? 'accepts' : `rejects (${ajv.errorsText(validate.errors)})`}`);
+        throw new Error(
+          `disagree on ${json}: parser ${parsed.ok ? 'accepts' : `rejects (${parsed.reason})`}, schema ${valid ? 'accepts' : `rejects (${ajv.errorsText(validate.errors)})`}`,
+        );
       }
       seen[valid ? 'accepted' : 'rejected']++;
     }),

@@ -18,7 +18,11 @@ describe('dispatcherConfig', () => {
   });
 
   it('accepts overrides and rejects nonsense', () => {
-    expect(dispatcherConfig({ ...base, groupId: 'g', repairIntervalMs: 50 })).toMatchObject({ groupId: 'g', repairIntervalMs: 50, repairAfterMs: 1000 });
+    expect(dispatcherConfig({ ...base, groupId: 'g', repairIntervalMs: 50 })).toMatchObject({
+      groupId: 'g',
+      repairIntervalMs: 50,
+      repairAfterMs: 1000,
+    });
     expect(() => dispatcherConfig({ ...base, maxInFlight: 0 })).toThrow(/maxInFlight/);
     expect(() => dispatcherConfig({ ...base, maxInFlight: 50, maxBuffered: 10 })).toThrow(/maxBuffered/);
     expect(() => dispatcherConfig({ ...base, outcomeBatchSize: 0 })).toThrow(/outcomeBatchSize/);

@@ -72,7 +72,13 @@ export function createKafkaConsumerProgress(kafka: Kafka, config: DispatcherConf
           if (n === 0) return false;
           const partition = partitioner({
             topic: topicName(config.topicPrefix, r.topic),
-            partitionMetadata: Array.from({ length: n }, (_, i) => ({ partitionId: i, leader: 0, replicas: [0], isr: [0], partitionErrorCode: 0 })),
+            partitionMetadata: Array.from({ length: n }, (_, i) => ({
+              partitionId: i,
+              leader: 0,
+              replicas: [0],
+              isr: [0],
+              partitionErrorCode: 0,
+            })),
             message: { key: r.key, value: null },
           });
           const lookupKey = `${r.topic}@${r.publishedAt.getTime()}`;

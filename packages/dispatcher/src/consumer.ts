@@ -43,7 +43,13 @@ export interface DeliveryLane {
 /** The dispatcher's two lanes for `config`. */
 export function deliveryLanes(config: DispatcherConfig): DeliveryLane[] {
   return [
-    { name: 'normal', topics: [TOPICS.requests, ...config.tiers.map((t) => t.topic)], groupId: config.groupId, maxInFlight: config.maxInFlight, maxBuffered: config.maxBuffered },
+    {
+      name: 'normal',
+      topics: [TOPICS.requests, ...config.tiers.map((t) => t.topic)],
+      groupId: config.groupId,
+      maxInFlight: config.maxInFlight,
+      maxBuffered: config.maxBuffered,
+    },
     {
       name: 'high',
       topics: [TOPICS.requestsHigh],
@@ -87,7 +93,11 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref()
  * - **Failures.** A handler that throws (database down) is retried with backoff, key blocked,
  *   offset held; nothing crashes and nothing is dropped.
  */
-export function createDeliveryConsumer(config: DispatcherConfig, deps: DeliveryConsumerDeps, lane: DeliveryLane = deliveryLanes(config)[0]!): DeliveryConsumer {
+export function createDeliveryConsumer(
+  config: DispatcherConfig,
+  deps: DeliveryConsumerDeps,
+  lane: DeliveryLane = deliveryLanes(config)[0]!,
+): DeliveryConsumer {
   const { clock, events, logger } = deps;
   const topics = lane.topics.map((s) => topicName(config.topicPrefix, s));
   const consumer: Consumer = deps.kafka.consumer({
@@ -150,10 +160,13 @@ export function createDeliveryConsumer(config: DispatcherConfig, deps: DeliveryC
     const k = tpKey(topic, partition);
     clearTimeout(resumeTimers.get(k));
     // The re-read message is checked again, so a timer firing a little early can never deliver early.
-    const timer = setTimeout(() => {
-      resumeTimers.delete(k);
-      if (!stopping) consumer.resume([{ topic, partitions: [partition] }]);
-    }, Math.min(Math.max(1, waitMs), MAX_PAUSE_MS));
+    const timer = setTimeout(
+      () => {
+        resumeTimers.delete(k);
+        if (!stopping) consumer.resume([{ topic, partitions: [partition] }]);
+      },
+      Math.min(Math.max(1, waitMs), MAX_PAUSE_MS),
+    );
     resumeTimers.set(k, timer);
   };
 

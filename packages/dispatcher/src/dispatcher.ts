@@ -86,7 +86,9 @@ export function createDispatcher(config: DispatcherConfig, deps: DispatcherDeps)
       ...(deps.random ? { random: deps.random } : {}),
     }),
   );
-  const consumers = deliveryLanes(config).map((lane) => createDeliveryConsumer(config, { kafka: deps.kafka, handler, clock: deps.clock, logger, events }, lane));
+  const consumers = deliveryLanes(config).map((lane) =>
+    createDeliveryConsumer(config, { kafka: deps.kafka, handler, clock: deps.clock, logger, events }, lane),
+  );
   const progress = createKafkaConsumerProgress(deps.kafka, config);
   const repair = createRepairSweep(config, { db: deps.db, clock: deps.clock, logger, events, progress });
   const schedule = createScheduleService(config, { db: deps.db, clock: deps.clock, logger, events });
@@ -106,7 +108,10 @@ export function createDispatcher(config: DispatcherConfig, deps: DispatcherDeps)
       await Promise.all(consumers.map((c) => c.start()));
       repair.start();
       schedule.start();
-      logger.info({ groupId: config.groupId, maxInFlight: config.maxInFlight, tiers: config.tiers.map((t) => t.name) }, 'dispatcher started');
+      logger.info(
+        { groupId: config.groupId, maxInFlight: config.maxInFlight, tiers: config.tiers.map((t) => t.name) },
+        'dispatcher started',
+      );
     },
     async stop(options = {}) {
       if (state !== 'started') return { notStarted: 0, abortedInFlight: false };

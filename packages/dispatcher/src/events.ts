@@ -35,7 +35,13 @@ export interface DispatcherEventMap {
   /** A message needed no work: its notification is terminal, its attempt was done, or another delivery recorded it first. */
   skipped: { readonly notificationId: string; readonly attempt: number; readonly reason: 'terminal' | 'attempt-done' | 'raced' };
   /** An unusable message went to `<prefix>.dlq`. Label metrics with `code` (stable, few values), not `reason` (it may name ids). */
-  deadLettered: { readonly code: DeadLetterCode; readonly reason: string; readonly topic: string; readonly partition: number; readonly offset: string };
+  deadLettered: {
+    readonly code: DeadLetterCode;
+    readonly reason: string;
+    readonly topic: string;
+    readonly partition: number;
+    readonly offset: string;
+  };
   /** Something failed that the dispatcher retries or survives (database down, commit refused, consumer crash). */
   consumerError: { readonly phase: 'handler' | 'commit' | 'consumer' | 'repair' | 'schedule' | 'dead-letter'; readonly error: unknown };
   /** A strict-order notification waits for `predecessorId` (no attempt spent); a new message carries it at `dueAt`. */

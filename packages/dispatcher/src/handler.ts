@@ -144,7 +144,11 @@ export function createDeliveryHandler(deps: DeliveryHandlerDeps): MessageHandler
     const notification = await notifications.load(request.id);
     if (!notification) return { kind: 'dead-letter', code: 'unknown_notification', reason: `unknown notification ${request.id}` };
     if (notification.tenant_id !== request.tenant_id || notification.channel !== request.channel) {
-      return { kind: 'dead-letter', code: 'mismatch', reason: `message does not match notification ${request.id} (tenant or channel differs)` };
+      return {
+        kind: 'dead-letter',
+        code: 'mismatch',
+        reason: `message does not match notification ${request.id} (tenant or channel differs)`,
+      };
     }
     const attempt = request.attempt;
     const skipped = (reason: 'terminal' | 'attempt-done' | 'raced'): HandleResult => {
@@ -154,10 +158,18 @@ export function createDeliveryHandler(deps: DeliveryHandlerDeps): MessageHandler
     if (isTerminal(notification.state)) return skipped('terminal');
     if (notification.attempts >= attempt) return skipped('attempt-done');
     if (notification.attempts < attempt - 1) {
-      return { kind: 'dead-letter', code: 'attempt_ahead', reason: `attempt ${attempt} is ahead of notification ${notification.id} (${notification.attempts} attempts made)` };
+      return {
+        kind: 'dead-letter',
+        code: 'attempt_ahead',
+        reason: `attempt ${attempt} is ahead of notification ${notification.id} (${notification.attempts} attempts made)`,
+      };
     }
     if (attempt > notification.max_attempts) {
-      return { kind: 'dead-letter', code: 'attempt_over_max', reason: `attempt ${attempt} exceeds max_attempts ${notification.max_attempts} of notification ${notification.id}` };
+      return {
+        kind: 'dead-letter',
+        code: 'attempt_over_max',
+        reason: `attempt ${attempt} exceeds max_attempts ${notification.max_attempts} of notification ${notification.id}`,
+      };
     }
 
     // (An expired one is not held back: it ends dead below, which releases its successors.)
@@ -168,9 +180,20 @@ export function createDeliveryHandler(deps: DeliveryHandlerDeps): MessageHandler
 
     // The delivery's log fields, merged into each line rather than bound in a child logger: pino
     // serialises a child's bindings when it is made, and a delivery writes one line.
-    const ids = { notificationId: notification.id, tenantId: notification.tenant_id, channel: notification.channel, attempt, traceId: deliveryTraceId(message.headers) };
+    const ids = {
+      notificationId: notification.id,
+      tenantId: notification.tenant_id,
+      channel: notification.channel,
+      attempt,
+      traceId: deliveryTraceId(message.headers),
+    };
     const startedAt = clock.now();
-    events.emit('dispatched', { topic: message.topic, notificationId: notification.id, attempt, latenessMs: startedAt.getTime() - dueAt.getTime() });
+    events.emit('dispatched', {
+      topic: message.topic,
+      notificationId: notification.id,
+      attempt,
+      latenessMs: startedAt.getTime() - dueAt.getTime(),
+    });
 
     let result: AttemptResult;
     let durationMs = 0;
@@ -241,7 +264,12 @@ export function createDeliveryHandler(deps: DeliveryHandlerDeps): MessageHandler
       attempts: attempt,
     });
     if (plan.to === 'queued' && plan.retryTopic && plan.delayMs !== null) {
-      events.emit('retryScheduled', { notificationId: notification.id, attempt: attempt + 1, delayMs: plan.delayMs, topic: plan.retryTopic });
+      events.emit('retryScheduled', {
+        notificationId: notification.id,
+        attempt: attempt + 1,
+        delayMs: plan.delayMs,
+        topic: plan.retryTopic,
+      });
     }
     const fields = {
       ...ids,

@@ -114,7 +114,11 @@ describe('createOutcomeWriter', () => {
     const f = fakeDatabase(new Set(['ntf_bad']));
     const flushes: OutcomeFlush[] = [];
     const writer = createOutcomeWriter(f.db, { maxBatch: 64, maxDelayMs: 0, onFlush: (x) => flushes.push(x) });
-    const results = await Promise.allSettled([writer.record(outcome('ntf_a')), writer.record(outcome('ntf_bad')), writer.record(outcome('ntf_b'))]);
+    const results = await Promise.allSettled([
+      writer.record(outcome('ntf_a')),
+      writer.record(outcome('ntf_bad')),
+      writer.record(outcome('ntf_b')),
+    ]);
     expect(results.map((r) => (r.status === 'fulfilled' ? r.value : 'rejected'))).toEqual([true, 'rejected', true]);
     expect(f.statements).toEqual([['ntf_a', 'ntf_b', 'ntf_bad'], ['ntf_a'], ['ntf_bad'], ['ntf_b']]);
     await writer.flush(); // the report comes after the last caller heard back

@@ -90,9 +90,18 @@ export function createOutcomeWriter(db: SqlExecutor, options: OutcomeWriterOptio
   const writeGroup = async (group: readonly Entry[]) => {
     const t0 = performance.now();
     try {
-      const results = await recordOutcomes(db, group.map((e) => e.params));
+      const results = await recordOutcomes(
+        db,
+        group.map((e) => e.params),
+      );
       group.forEach((e, i) => e.resolve(results[i] === true));
-      report({ size: group.length, recorded: results.filter(Boolean).length, failed: 0, isolated: false, durationMs: performance.now() - t0 });
+      report({
+        size: group.length,
+        recorded: results.filter(Boolean).length,
+        failed: 0,
+        isolated: false,
+        durationMs: performance.now() - t0,
+      });
       return;
     } catch (error) {
       if (group.length === 1) {

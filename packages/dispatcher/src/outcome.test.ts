@@ -38,7 +38,13 @@ describe('planOutcome', () => {
 
   it('transient → queued on the tier of the backoff delay', () => {
     const plan = planOutcome(params({ attempt: 2, result: { kind: 'transient', error: 'provider returned 503', providerStatus: '503' } }));
-    expect(plan).toMatchObject({ to: 'queued', deadReason: null, lastError: 'provider returned 503', delayMs: 2000, retryTopic: 'retry.2s' });
+    expect(plan).toMatchObject({
+      to: 'queued',
+      deadReason: null,
+      lastError: 'provider returned 503',
+      delayMs: 2000,
+      retryTopic: 'retry.2s',
+    });
     expect(plan.nextAttemptAt?.toISOString()).toBe('2026-05-01T12:00:02.000Z');
   });
 
@@ -81,6 +87,8 @@ describe('planOutcome', () => {
   });
 
   it('refuses to plan a change for a notification that is not queued', () => {
-    expect(() => planOutcome(params({ notification: { state: 'sent', max_attempts: 4, expires_at: now } }))).toThrow(InvalidTransitionError);
+    expect(() => planOutcome(params({ notification: { state: 'sent', max_attempts: 4, expires_at: now } }))).toThrow(
+      InvalidTransitionError,
+    );
   });
 });

@@ -63,10 +63,26 @@ export function planOutcome(params: PlanOutcomeParams): OutcomePlan {
       plan = { ...base, attemptOutcome: 'sent', attemptError: null, to: 'sent', deadReason: null, lastError: null, ...noRetry };
       break;
     case 'permanent':
-      plan = { ...base, attemptOutcome: 'permanent', attemptError: result.error, to: 'dead', deadReason: 'permanent', lastError: result.error, ...noRetry };
+      plan = {
+        ...base,
+        attemptOutcome: 'permanent',
+        attemptError: result.error,
+        to: 'dead',
+        deadReason: 'permanent',
+        lastError: result.error,
+        ...noRetry,
+      };
       break;
     case 'suppressed':
-      plan = { ...base, attemptOutcome: 'suppressed', attemptError: result.reason, to: 'dead', deadReason: 'suppressed', lastError: result.reason, ...noRetry };
+      plan = {
+        ...base,
+        attemptOutcome: 'suppressed',
+        attemptError: result.reason,
+        to: 'dead',
+        deadReason: 'suppressed',
+        lastError: result.reason,
+        ...noRetry,
+      };
       break;
     case 'expired': {
       const error = `expired at ${new Date(notification.expires_at).toISOString()} before attempt ${attempt}`;
@@ -93,7 +109,14 @@ export function planOutcome(params: PlanOutcomeParams): OutcomePlan {
         plan = { ...transient, to: 'dead', deadReason: 'expired', ...noRetry };
         break;
       }
-      plan = { ...transient, to: 'queued', deadReason: null, nextAttemptAt: due, retryTopic: tierFor(params.tiers, delayMs).topic, delayMs };
+      plan = {
+        ...transient,
+        to: 'queued',
+        deadReason: null,
+        nextAttemptAt: due,
+        retryTopic: tierFor(params.tiers, delayMs).topic,
+        delayMs,
+      };
       break;
     }
   }

@@ -28,7 +28,13 @@ const live = () => new AbortController().signal;
 
 describe('callProvider', () => {
   it('returns the provider answer', async () => {
-    expect(await callProvider(provider(async () => ({ kind: 'sent', providerStatus: '202' })), delivery, { timeoutMs: 1000, shutdown: live() })).toEqual({
+    expect(
+      await callProvider(
+        provider(async () => ({ kind: 'sent', providerStatus: '202' })),
+        delivery,
+        { timeoutMs: 1000, shutdown: live() },
+      ),
+    ).toEqual({
       kind: 'result',
       result: { kind: 'sent', providerStatus: '202' },
     });
@@ -38,11 +44,17 @@ describe('callProvider', () => {
     const throwing = provider(async () => {
       throw new Error('ECONNRESET');
     });
-    expect(await callProvider(throwing, delivery, { timeoutMs: 1000, shutdown: live() })).toEqual({ kind: 'result', result: { kind: 'transient', error: 'ECONNRESET' } });
+    expect(await callProvider(throwing, delivery, { timeoutMs: 1000, shutdown: live() })).toEqual({
+      kind: 'result',
+      result: { kind: 'transient', error: 'ECONNRESET' },
+    });
   });
 
   it('aborts at the timeout and takes the honest provider’s own answer', async () => {
-    const r = await callProvider(waitForAbort({ kind: 'transient', error: 'timeout', providerStatus: 'timeout' }), delivery, { timeoutMs: 20, shutdown: live() });
+    const r = await callProvider(waitForAbort({ kind: 'transient', error: 'timeout', providerStatus: 'timeout' }), delivery, {
+      timeoutMs: 20,
+      shutdown: live(),
+    });
     expect(r).toEqual({ kind: 'result', result: { kind: 'transient', error: 'timeout', providerStatus: 'timeout' } });
   });
 
@@ -53,7 +65,10 @@ describe('callProvider', () => {
 
   it('abandons the call on shutdown, unless it was sent', async () => {
     const shutdown = new AbortController();
-    const pending = callProvider(waitForAbort({ kind: 'transient', error: 'aborted' }), delivery, { timeoutMs: 10_000, shutdown: shutdown.signal });
+    const pending = callProvider(waitForAbort({ kind: 'transient', error: 'aborted' }), delivery, {
+      timeoutMs: 10_000,
+      shutdown: shutdown.signal,
+    });
     shutdown.abort();
     expect(await pending).toEqual({ kind: 'abandoned' });
     const again = new AbortController();

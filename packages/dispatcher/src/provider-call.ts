@@ -47,9 +47,12 @@ export async function callProvider(
     }
     const first = await Promise.race([send, aborted]);
     if (first !== ABORTED) return { kind: 'result', result: first };
-    const grace = new Promise<typeof GAVE_UP>((resolve) => (graceTimer = setTimeout(() => resolve(GAVE_UP), options.graceMs ?? Math.min(1000, options.timeoutMs))));
+    const grace = new Promise<typeof GAVE_UP>(
+      (resolve) => (graceTimer = setTimeout(() => resolve(GAVE_UP), options.graceMs ?? Math.min(1000, options.timeoutMs))),
+    );
     const late = await Promise.race([send, grace]);
-    if (options.shutdown.aborted) return late !== GAVE_UP && late.kind === 'sent' ? { kind: 'result', result: late } : { kind: 'abandoned' };
+    if (options.shutdown.aborted)
+      return late !== GAVE_UP && late.kind === 'sent' ? { kind: 'result', result: late } : { kind: 'abandoned' };
     if (late === GAVE_UP) return { kind: 'result', result: { kind: 'transient', error: `timeout after ${options.timeoutMs} ms` } };
     return { kind: 'result', result: late };
   } finally {

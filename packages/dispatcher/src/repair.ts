@@ -48,16 +48,25 @@ export interface RepairSweep {
  * purged after NOTIFY_OUTBOX_RETENTION_MS) is re-published.
  * Every dispatcher instance runs it; SKIP LOCKED keeps two passes from taking the same rows.
  */
-export function createRepairSweep(config: Pick<DispatcherConfig, 'repairAfterMs' | 'repairIntervalMs' | 'repairBatchSize'>, deps: RepairSweepDeps): RepairSweep {
+export function createRepairSweep(
+  config: Pick<DispatcherConfig, 'repairAfterMs' | 'repairIntervalMs' | 'repairBatchSize'>,
+  deps: RepairSweepDeps,
+): RepairSweep {
   const runOnce = async (): Promise<number> => {
     const now = deps.clock.now();
     const count = await deps.db.transaction().execute(async (trx) => {
       const db = fromKysely(trx);
-      const listed = await notificationListOverdue(db, { dueBefore: new Date(now.getTime() - config.repairAfterMs), limit: config.repairBatchSize });
+      const listed = await notificationListOverdue(db, {
+        dueBefore: new Date(now.getTime() - config.repairAfterMs),
+        limit: config.repairBatchSize,
+      });
       const overdue = deps.progress ? await lostOnly(db, deps.progress, listed) : listed;
       if (listed.length > overdue.length) {
         deps.events.emit('repairDeferred', { count: listed.length - overdue.length });
-        deps.logger.info({ count: listed.length - overdue.length }, 'repair sweep: overdue requests still wait behind consumer lag; not re-published');
+        deps.logger.info(
+          { count: listed.length - overdue.length },
+          'repair sweep: overdue requests still wait behind consumer lag; not re-published',
+        );
       }
       if (overdue.length === 0) return 0;
       await outboxInsert(db, { messages: overdue.map((n) => buildDeliveryRequest(n, n.attempts + 1, now)) });
@@ -88,14 +97,22 @@ export function createRepairSweep(config: Pick<DispatcherConfig, 'repairAfterMs'
 }
 
 /** The notifications among `overdue` whose newest published request the consumer group has read past, or that have none left in the outbox. */
-async function lostOnly<N extends { readonly id: string }>(db: Parameters<typeof outboxLatestRequests>[0], progress: ConsumerProgress, overdue: readonly N[]): Promise<N[]> {
+async function lostOnly<N extends { readonly id: string }>(
+  db: Parameters<typeof outboxLatestRequests>[0],
+  progress: ConsumerProgress,
+  overdue: readonly N[],
+): Promise<N[]> {
   if (overdue.length === 0) return [];
-  const latest = new Map((await outboxLatestRequests(db, { notificationIds: overdue.map((n) => n.id) })).map((r) => [r.notification_id, r]));
+  const latest = new Map(
+    (await outboxLatestRequests(db, { notificationIds: overdue.map((n) => n.id) })).map((r) => [r.notification_id, r]),
+  );
   const published = overdue.filter((n) => latest.has(n.id));
-  const answers = await progress.consumedPast(published.map((n) => {
-    const r = latest.get(n.id)!;
-    return { topic: r.topic, key: r.key, publishedAt: new Date(r.published_at) };
-  }));
+  const answers = await progress.consumedPast(
+    published.map((n) => {
+      const r = latest.get(n.id)!;
+      return { topic: r.topic, key: r.key, publishedAt: new Date(r.published_at) };
+    }),
+  );
   const consumed = new Set(published.filter((_, i) => answers[i]).map((n) => n.id));
   return overdue.filter((n) => !latest.has(n.id) || consumed.has(n.id));
 }

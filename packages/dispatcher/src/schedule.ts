@@ -44,12 +44,16 @@ export function createScheduleService(
     const now = deps.clock.now();
     const released = await deps.db.transaction().execute(async (trx) => {
       const db = fromKysely(trx);
-      const due = await notificationReleaseHeld(db, { dueBy: new Date(now.getTime() + config.scheduleLookaheadMs), limit: config.scheduleBatchSize });
+      const due = await notificationReleaseHeld(db, {
+        dueBy: new Date(now.getTime() + config.scheduleLookaheadMs),
+        limit: config.scheduleBatchSize,
+      });
       if (due.length === 0) return 0;
       const messages = due.map((n) => {
         const dueAt = new Date(n.next_attempt_at);
         const remainingMs = dueAt.getTime() - now.getTime();
-        const topic = remainingMs > 0 ? tierFor(config.tiers, remainingMs).topic : n.priority === 'high' ? TOPICS.requestsHigh : TOPICS.requests;
+        const topic =
+          remainingMs > 0 ? tierFor(config.tiers, remainingMs).topic : n.priority === 'high' ? TOPICS.requestsHigh : TOPICS.requests;
         return buildDeliveryRequest(n, n.attempts + 1, dueAt, topic);
       });
       await outboxInsert(db, { messages });

@@ -124,7 +124,7 @@ describe('KeyedScheduler', () => {
     );
   });
 
-  it('release() lets the key\'s next task start while the first finishes; its permit is held until it ends', async () => {
+  it("release() lets the key's next task start while the first finishes; its permit is held until it ends", async () => {
     const s = createKeyedScheduler({ maxInFlight: 4 });
     const log: string[] = [];
     const finish = gate();
@@ -171,4 +171,3 @@ describe('KeyedScheduler', () => {
     expect(s.size).toBe(0);
   });
 });
-

@@ -96,16 +96,19 @@ export function createKeyedScheduler(options: { maxInFlight: number; onError?: (
       running--;
       if (result && !closed) {
         // Not released: keep the key blocked (order), give the permit back (others may run meanwhile).
-        const timer = setTimeout(() => {
-          retryTimers.delete(timer);
-          if (released) requeueFirst(key, task);
-          else {
-            queue.tasks.unshift(task);
-            queue.busy = false;
-            ready.push(key);
-          }
-          pump();
-        }, Math.max(0, result.retryInMs));
+        const timer = setTimeout(
+          () => {
+            retryTimers.delete(timer);
+            if (released) requeueFirst(key, task);
+            else {
+              queue.tasks.unshift(task);
+              queue.busy = false;
+              ready.push(key);
+            }
+            pump();
+          },
+          Math.max(0, result.retryInMs),
+        );
         retryTimers.add(timer);
       } else if (result) {
         size--; // closed while it wanted a retry: dropped

@@ -62,7 +62,13 @@ let seq = 0;
 async function add(extra: { category?: string; to?: string } = {}): Promise<Notification> {
   const { notification } = await enqueue(
     tdb.db,
-    { tenant_id: 't1', channel: 'webhook', to: extra.to ?? `https://example.com/hook/${++seq}`, body: 'hi', ...(extra.category ? { category: extra.category } : {}) },
+    {
+      tenant_id: 't1',
+      channel: 'webhook',
+      to: extra.to ?? `https://example.com/hook/${++seq}`,
+      body: 'hi',
+      ...(extra.category ? { category: extra.category } : {}),
+    },
     { now: clock.now(), maxAttempts: retry.maxAttempts, defaultTtlMs: retry.defaultTtlMs },
   );
   return notification;
@@ -73,7 +79,10 @@ function outcome(n: Notification, result: 'sent' | 'transient', attempt = 1): Re
   const plan = planOutcome({
     notification: n,
     attempt,
-    result: result === 'sent' ? { kind: 'sent', providerStatus: '200' } : { kind: 'transient', error: 'receiver returned 503', providerStatus: '503' },
+    result:
+      result === 'sent'
+        ? { kind: 'sent', providerStatus: '200' }
+        : { kind: 'transient', error: 'receiver returned 503', providerStatus: '503' },
     now,
     retry,
     tiers: config.tiers,
@@ -99,11 +108,19 @@ describe('group commit of outcomes (recordOutcomes, createOutcomeWriter)', () =>
 
     expect(await recordOutcomes(exec, [outcome(a, 'sent'), outcome(b, 'sent'), outcome(c, 'transient')])).toEqual([true, false, true]);
 
-    const rows = await tdb.db.selectFrom('notifications').select(['id', 'state', 'attempts', 'next_attempt_at', 'sent_at']).where('id', 'in', [a.id, b.id, c.id]).execute();
+    const rows = await tdb.db
+      .selectFrom('notifications')
+      .select(['id', 'state', 'attempts', 'next_attempt_at', 'sent_at'])
+      .where('id', 'in', [a.id, b.id, c.id])
+      .execute();
     const byId = new Map(rows.map((r) => [r.id, r]));
     expect(byId.get(a.id)).toMatchObject({ state: 'sent', attempts: 1, sent_at: clock.now() });
     expect(byId.get(c.id)).toMatchObject({ state: 'queued', attempts: 1, next_attempt_at: new Date(clock.now().getTime() + 1000) });
-    const attempts = await tdb.db.selectFrom('attempts').select(['notification_id', 'attempt', 'outcome']).where('notification_id', 'in', [a.id, b.id, c.id]).execute();
+    const attempts = await tdb.db
+      .selectFrom('attempts')
+      .select(['notification_id', 'attempt', 'outcome'])
+      .where('notification_id', 'in', [a.id, b.id, c.id])
+      .execute();
     expect(attempts).toHaveLength(3); // a, c, and b's earlier one only
 
     const [outA, outB, outC] = [await outboxAfterEnqueue(a.id), await outboxAfterEnqueue(b.id), await outboxAfterEnqueue(c.id)];
@@ -124,8 +141,16 @@ describe('group commit of outcomes (recordOutcomes, createOutcomeWriter)', () =>
     expect(await recordOutcome(exec, outcome(x, 'transient'))).toBe(true);
     expect(await recordOutcomes(exec, [outcome(y, 'transient')])).toEqual([true]);
     const strip = async (id: string) => {
-      const n = await tdb.db.selectFrom('notifications').select(['state', 'attempts', 'last_error', 'next_attempt_at', 'dead_reason', 'updated_at']).where('id', '=', id).executeTakeFirstOrThrow();
-      const a = await tdb.db.selectFrom('attempts').select(['attempt', 'outcome', 'error', 'provider_status', 'started_at', 'finished_at']).where('notification_id', '=', id).execute();
+      const n = await tdb.db
+        .selectFrom('notifications')
+        .select(['state', 'attempts', 'last_error', 'next_attempt_at', 'dead_reason', 'updated_at'])
+        .where('id', '=', id)
+        .executeTakeFirstOrThrow();
+      const a = await tdb.db
+        .selectFrom('attempts')
+        .select(['attempt', 'outcome', 'error', 'provider_status', 'started_at', 'finished_at'])
+        .where('notification_id', '=', id)
+        .execute();
       const o = (await outboxAfterEnqueue(id)).map((r) => [r.topic, r.type]);
       return { n, a, o };
     };
@@ -144,13 +169,19 @@ describe('group commit of outcomes (recordOutcomes, createOutcomeWriter)', () =>
     // queued without a next attempt breaks CHECK notifications_queued_iff_next_attempt.
     const broken = outcome(bad, 'transient');
     const poisoned: RecordOutcomeParams = { ...broken, plan: { ...broken.plan, nextAttemptAt: null } };
-    const results = await Promise.allSettled([writer.record(outcome(a, 'sent')), writer.record(poisoned), writer.record(outcome(b, 'sent'))]);
+    const results = await Promise.allSettled([
+      writer.record(outcome(a, 'sent')),
+      writer.record(poisoned),
+      writer.record(outcome(b, 'sent')),
+    ]);
     expect(results[0]).toEqual({ status: 'fulfilled', value: true });
     expect(results[1]).toMatchObject({ status: 'rejected', reason: { code: '23514' } });
     expect(results[2]).toEqual({ status: 'fulfilled', value: true });
     await writer.flush();
     expect(flushes).toMatchObject([{ size: 3, recorded: 2, failed: 1, isolated: true }]);
-    expect((await tdb.db.selectFrom('notifications').select('state').where('id', '=', bad.id).executeTakeFirstOrThrow()).state).toBe('queued');
+    expect((await tdb.db.selectFrom('notifications').select('state').where('id', '=', bad.id).executeTakeFirstOrThrow()).state).toBe(
+      'queued',
+    );
     expect(await tdb.db.selectFrom('attempts').selectAll().where('notification_id', '=', bad.id).execute()).toHaveLength(0);
   });
 });
@@ -198,7 +229,12 @@ describe('batched reads', () => {
     const [a, b] = [await add(), await add()] as [Notification, Notification];
     const loader = createNotificationLoader(counted, { maxBatch: 256, delayMs: 0 });
     statements.length = 0;
-    const [ra, rb, unknown, again] = await Promise.all([loader.load(a.id), loader.load(b.id), loader.load('ntf_01KZZZZZZZZZZZZZZZZZZZZZZZ'), loader.load(a.id)]);
+    const [ra, rb, unknown, again] = await Promise.all([
+      loader.load(a.id),
+      loader.load(b.id),
+      loader.load('ntf_01KZZZZZZZZZZZZZZZZZZZZZZZ'),
+      loader.load(a.id),
+    ]);
     expect(statements).toHaveLength(1);
     expect(ra).toMatchObject({ id: a.id, state: 'queued', attempts: 0 });
     expect(rb).toMatchObject({ id: b.id });
@@ -220,8 +256,20 @@ describe('batched reads', () => {
     const marketingOnly = await add({ to: 'https://example.com/no-marketing', category: 'marketing' });
     const billing = await add({ to: 'https://example.com/no-marketing', category: 'billing' });
     const free = await add({ to: 'https://example.com/free' });
-    await suppressionInsert(exec, { tenantId: 't1', channel: 'webhook', recipient: everything.recipient, reason: 'unsubscribed', now: clock.now() });
-    await suppressionInsert(exec, { tenantId: 't1', channel: 'webhook', recipient: marketingOnly.recipient, category: 'marketing', now: clock.now() });
+    await suppressionInsert(exec, {
+      tenantId: 't1',
+      channel: 'webhook',
+      recipient: everything.recipient,
+      reason: 'unsubscribed',
+      now: clock.now(),
+    });
+    await suppressionInsert(exec, {
+      tenantId: 't1',
+      channel: 'webhook',
+      recipient: marketingOnly.recipient,
+      category: 'marketing',
+      now: clock.now(),
+    });
     const preparer = createContentPreparer({ db: counted, clock });
     statements.length = 0;
     const prepared = await Promise.all([everything, marketingOnly, billing, free].map((n) => preparer.prepare(n, 1)));

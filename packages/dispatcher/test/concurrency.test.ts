@@ -51,7 +51,10 @@ describe('dispatcher concurrency', () => {
     await h.startDispatcher({ webhook: createHttpTestProvider() });
 
     const r = receiver;
-    await waitFor(() => r.received.filter((x) => x.path.startsWith('/fast/')).length === 20, { timeoutMs: 20_000, message: '20 fast deliveries' });
+    await waitFor(() => r.received.filter((x) => x.path.startsWith('/fast/')).length === 20, {
+      timeoutMs: 20_000,
+      message: '20 fast deliveries',
+    });
     // The slow key's first call is still held, and its second message has not overtaken it.
     expect(r.open).toBe(1);
     expect(r.received.filter((x) => x.path === '/slow')).toHaveLength(0);

@@ -57,12 +57,17 @@ function capturingLogger(lines: Captured[], bindings: Record<string, unknown> = 
   return { error: write, warn: write, info: write, debug: write, child: (b) => capturingLogger(lines, { ...bindings, ...b }) };
 }
 
-function setup(options: { content?: ContentPreparer; providers?: Partial<Record<'webhook' | 'email' | 'sms', Provider>>; logger?: Logger } = {}) {
+function setup(
+  options: { content?: ContentPreparer; providers?: Partial<Record<'webhook' | 'email' | 'sms', Provider>>; logger?: Logger } = {},
+) {
   const clock = new ManualClock(new Date());
   const events = createDispatcherEvents(silentLogger);
   const dlq = createMemoryDeadLetterSink();
   const logger = options.logger ?? silentLogger;
-  const handler = compose(tracing(), deadLetter(dlq, { events, logger }))(
+  const handler = compose(
+    tracing(),
+    deadLetter(dlq, { events, logger }),
+  )(
     createDeliveryHandler({
       db: tdb.db,
       providers: options.providers ?? { webhook: createHttpTestProvider(() => clock.now()) },
@@ -99,7 +104,9 @@ describe('delivery handler', () => {
     const row = await s.row(n.id);
     expect(row).toMatchObject({ state: 'sent', attempts: 1, last_error: null, next_attempt_at: null, dead_reason: null });
     expect(row.sent_at).toEqual(s.clock.now());
-    const events = await sql<{ value: string }>`SELECT value FROM outbox WHERE topic = 'events' AND headers->>'notification-id' = ${n.id} ORDER BY id`.execute(tdb.db);
+    const events = await sql<{
+      value: string;
+    }>`SELECT value FROM outbox WHERE topic = 'events' AND headers->>'notification-id' = ${n.id} ORDER BY id`.execute(tdb.db);
     expect(events.rows.map((e) => JSON.parse(e.value).type)).toEqual(['notification.queued', 'notification.sent']);
   });
 
@@ -121,16 +128,28 @@ describe('delivery handler', () => {
     const s = setup();
     const n = await s.add('/503');
     expect(await s.run(s.message(n))).toMatchObject({ kind: 'recorded', plan: { to: 'queued', retryTopic: 'retry.1s', delayMs: 1000 } });
-    const retryRow = await sql<{ topic: string; value: string }>`SELECT topic, value FROM outbox WHERE topic LIKE 'retry.%' AND headers->>'notification-id' = ${n.id}`.execute(tdb.db);
+    const retryRow = await sql<{
+      topic: string;
+      value: string;
+    }>`SELECT topic, value FROM outbox WHERE topic LIKE 'retry.%' AND headers->>'notification-id' = ${n.id}`.execute(tdb.db);
     expect(retryRow.rows).toHaveLength(1);
-    expect(JSON.parse(retryRow.rows[0]?.value ?? '{}')).toMatchObject({ attempt: 2, due_at: new Date(s.clock.now().getTime() + 1000).toISOString() });
+    expect(JSON.parse(retryRow.rows[0]?.value ?? '{}')).toMatchObject({
+      attempt: 2,
+      due_at: new Date(s.clock.now().getTime() + 1000).toISOString(),
+    });
     // Early (the clock has not moved): refused, nothing written.
     expect(await s.run(s.message(n, 2, new Date(s.clock.now().getTime() + 1000)))).toMatchObject({ kind: 'not-due' });
     s.clock.advance(1000);
     await s.run(s.message(n, 2));
     s.clock.advance(2000);
     expect(await s.run(s.message(n, 3))).toMatchObject({ kind: 'recorded', plan: { to: 'dead', deadReason: 'exhausted' } });
-    expect(await s.row(n.id)).toMatchObject({ state: 'dead', dead_reason: 'exhausted', attempts: 3, last_error: 'receiver returned 503', next_attempt_at: null });
+    expect(await s.row(n.id)).toMatchObject({
+      state: 'dead',
+      dead_reason: 'exhausted',
+      attempts: 3,
+      last_error: 'receiver returned 503',
+      next_attempt_at: null,
+    });
   });
 
   it('ends dead at once on a permanent answer, on suppression and on broken content, the last two without calling the provider', async () => {
@@ -141,10 +160,16 @@ describe('delivery handler', () => {
     const calls = receiver.received.length;
     const optedOut = setup({ content: { prepare: async () => ({ kind: 'suppressed', reason: 'recipient opted out of webhook' }) } });
     const n1 = await optedOut.add('/ok');
-    expect(await optedOut.run(optedOut.message(n1))).toMatchObject({ kind: 'recorded', plan: { to: 'dead', deadReason: 'suppressed', attemptOutcome: 'suppressed' } });
+    expect(await optedOut.run(optedOut.message(n1))).toMatchObject({
+      kind: 'recorded',
+      plan: { to: 'dead', deadReason: 'suppressed', attemptOutcome: 'suppressed' },
+    });
     const broken = setup({ content: { prepare: async () => ({ kind: 'permanent', error: 'template "welcome" has no variable "name"' }) } });
     const n2 = await broken.add('/ok');
-    expect(await broken.run(broken.message(n2))).toMatchObject({ kind: 'recorded', plan: { to: 'dead', deadReason: 'permanent', lastError: 'template "welcome" has no variable "name"' } });
+    expect(await broken.run(broken.message(n2))).toMatchObject({
+      kind: 'recorded',
+      plan: { to: 'dead', deadReason: 'permanent', lastError: 'template "welcome" has no variable "name"' },
+    });
     expect(receiver.received.length).toBe(calls);
 
     const down = setup({
@@ -155,7 +180,10 @@ describe('delivery handler', () => {
       },
     });
     const n3 = await down.add('/ok');
-    expect(await down.run(down.message(n3))).toMatchObject({ kind: 'recorded', plan: { to: 'queued', lastError: 'content preparation failed: connection refused' } });
+    expect(await down.run(down.message(n3))).toMatchObject({
+      kind: 'recorded',
+      plan: { to: 'queued', lastError: 'content preparation failed: connection refused' },
+    });
   });
 
   it('ends dead, expired, without a call once the expiry has passed', async () => {
@@ -163,7 +191,10 @@ describe('delivery handler', () => {
     const n = await s.add('/ok', { ttl_seconds: 5 });
     s.clock.advance(5000);
     const calls = receiver.received.length;
-    expect(await s.run(s.message(n))).toMatchObject({ kind: 'recorded', plan: { to: 'dead', deadReason: 'expired', attemptOutcome: 'expired' } });
+    expect(await s.run(s.message(n))).toMatchObject({
+      kind: 'recorded',
+      plan: { to: 'dead', deadReason: 'expired', attemptOutcome: 'expired' },
+    });
     expect(receiver.received.length).toBe(calls);
     const attempt = await tdb.db.selectFrom('attempts').selectAll().where('notification_id', '=', n.id).executeTakeFirstOrThrow();
     expect(attempt.outcome).toBe('expired');
@@ -179,16 +210,31 @@ describe('delivery handler', () => {
   it('fails a channel without a provider permanently', async () => {
     const s = setup({ providers: {} });
     const n = await s.add('/ok');
-    expect(await s.run(s.message(n))).toMatchObject({ kind: 'recorded', plan: { to: 'dead', deadReason: 'permanent', lastError: 'no provider is configured for channel webhook' } });
+    expect(await s.run(s.message(n))).toMatchObject({
+      kind: 'recorded',
+      plan: { to: 'dead', deadReason: 'permanent', lastError: 'no provider is configured for channel webhook' },
+    });
   });
 
   it('dead-letters unknown ids, mismatched tenants and attempts from the future', async () => {
     const s = setup();
     const n = await s.add('/ok');
     const unknown = s.message({ ...n, id: 'ntf_01KZZZZZZZZZZZZZZZZZZZZZZZ' });
-    expect(await s.run(unknown)).toEqual({ kind: 'dead-lettered', code: 'unknown_notification', reason: 'unknown notification ntf_01KZZZZZZZZZZZZZZZZZZZZZZZ' });
-    expect(await s.run(s.message({ ...n, tenant_id: 'other' }))).toMatchObject({ kind: 'dead-lettered', code: 'mismatch', reason: expect.stringMatching(/does not match/) });
-    expect(await s.run(s.message(n, 2))).toMatchObject({ kind: 'dead-lettered', code: 'attempt_ahead', reason: expect.stringMatching(/ahead/) });
+    expect(await s.run(unknown)).toEqual({
+      kind: 'dead-lettered',
+      code: 'unknown_notification',
+      reason: 'unknown notification ntf_01KZZZZZZZZZZZZZZZZZZZZZZZ',
+    });
+    expect(await s.run(s.message({ ...n, tenant_id: 'other' }))).toMatchObject({
+      kind: 'dead-lettered',
+      code: 'mismatch',
+      reason: expect.stringMatching(/does not match/),
+    });
+    expect(await s.run(s.message(n, 2))).toMatchObject({
+      kind: 'dead-lettered',
+      code: 'attempt_ahead',
+      reason: expect.stringMatching(/ahead/),
+    });
     expect(s.dlq.letters.map((l) => l.headers['dlq-reason'])).toHaveLength(3);
     expect((await s.row(n.id)).state).toBe('queued');
   });
@@ -206,7 +252,15 @@ describe('delivery handler', () => {
   it('writes nothing when the guard does not match', async () => {
     const s = setup();
     const n = await s.add('/ok');
-    const plan = planOutcome({ notification: n, attempt: 1, result: { kind: 'sent' }, now: s.clock.now(), retry, tiers: config.tiers, random: Math.random });
+    const plan = planOutcome({
+      notification: n,
+      attempt: 1,
+      result: { kind: 'sent' },
+      now: s.clock.now(),
+      retry,
+      tiers: config.tiers,
+      random: Math.random,
+    });
     const exec = fromPgClient(tdb.pool);
     expect(await recordOutcome(exec, { notification: n, plan, startedAt: s.clock.now(), finishedAt: s.clock.now() })).toBe(true);
     expect(await recordOutcome(exec, { notification: n, plan, startedAt: s.clock.now(), finishedAt: s.clock.now() })).toBe(false);

@@ -59,19 +59,26 @@ async function runLab(db: Kysely<Database>) {
 
   // Enqueue: five calls make four notifications; the unknown channel is refused at the door.
   const opts = { now: clock.now(), maxAttempts: retry.maxAttempts, defaultTtlMs: retry.defaultTtlMs };
-  const add = (to: string, key?: string) => enqueue(db, { tenant_id: 'lab', channel: 'email', to, body: 'Welcome', idempotency_key: key }, opts);
+  const add = (to: string, key?: string) =>
+    enqueue(db, { tenant_id: 'lab', channel: 'email', to, body: 'Welcome', idempotency_key: key }, opts);
   const first = await add(ADA, 'welcome-1');
   const repeat = await add(ADA, 'welcome-1');
-  const ids = [first.notification.id, (await add(BOB)).notification.id, (await add(BAD)).notification.id, (await add(NOBODY)).notification.id];
+  const ids = [
+    first.notification.id,
+    (await add(BOB)).notification.id,
+    (await add(BAD)).notification.id,
+    (await add(NOBODY)).notification.id,
+  ];
   const refused = await enqueue(db, { tenant_id: 'lab', channel: 'pager', to: 'x', body: 'Welcome' }, opts).catch((e: unknown) => e);
   const label = new Map(ids.map((id, i) => [id, `ntf_00${i + 1}`]));
 
   // Deliver: every second, what is due, through the production pipeline, 3 in flight.
   const events = createDispatcherEvents(silentLogger);
   const dlq = createMemoryDeadLetterSink();
-  const handler = compose(tracing(), deadLetter(dlq, { events, logger: silentLogger }))(
-    createDeliveryHandler({ db, providers: { email }, content: plainContent(), clock, logger: silentLogger, events, config }),
-  );
+  const handler = compose(
+    tracing(),
+    deadLetter(dlq, { events, logger: silentLogger }),
+  )(createDeliveryHandler({ db, providers: { email }, content: plainContent(), clock, logger: silentLogger, events, config }));
   const scheduler = createKeyedScheduler({ maxInFlight: config.maxInFlight });
   const replay = createOutboxReplay(db, config.topicPrefix);
   const results: HandleResult[] = [];
@@ -149,7 +156,11 @@ describe("the article's lab, on the production handler and real PostgreSQL", () 
     ]);
 
     // The attempt history agrees: when each attempt started and how it ended.
-    expect(lab.attemptRows.map((a) => `${hhmmss(a.started_at)} ${lab.label.get(a.notification_id)} #${a.attempt} ${a.outcome} ${a.provider_status}`).sort()).toEqual([
+    expect(
+      lab.attemptRows
+        .map((a) => `${hhmmss(a.started_at)} ${lab.label.get(a.notification_id)} #${a.attempt} ${a.outcome} ${a.provider_status}`)
+        .sort(),
+    ).toEqual([
       '12:00:00 ntf_001 #1 transient 503',
       '12:00:00 ntf_002 #1 sent 250',
       '12:00:00 ntf_003 #1 permanent 550',
@@ -161,7 +172,16 @@ describe("the article's lab, on the production handler and real PostgreSQL", () 
       '12:00:07 ntf_004 #4 transient 503',
     ]);
 
-    expect(lab.finals.map((n) => ({ id: lab.label.get(n.id), to: n.recipient, state: n.state, reason: n.dead_reason, attempts: n.attempts, last_error: n.last_error }))).toEqual([
+    expect(
+      lab.finals.map((n) => ({
+        id: lab.label.get(n.id),
+        to: n.recipient,
+        state: n.state,
+        reason: n.dead_reason,
+        attempts: n.attempts,
+        last_error: n.last_error,
+      })),
+    ).toEqual([
       { id: 'ntf_001', to: ADA, state: 'sent', reason: null, attempts: 3, last_error: null },
       { id: 'ntf_002', to: BOB, state: 'sent', reason: null, attempts: 1, last_error: null },
       { id: 'ntf_003', to: BAD, state: 'dead', reason: 'permanent', attempts: 1, last_error: 'permanent failure: mailbox does not exist' },
@@ -181,6 +201,8 @@ describe("the article's lab, on the production handler and real PostgreSQL", () 
 
     // Reproducible: the second run on a fresh database gives the same log and states.
     expect(again.log).toEqual(lab.log);
-    expect(again.finals.map((n) => [n.state, n.attempts, n.last_error])).toEqual(lab.finals.map((n) => [n.state, n.attempts, n.last_error]));
+    expect(again.finals.map((n) => [n.state, n.attempts, n.last_error])).toEqual(
+      lab.finals.map((n) => [n.state, n.attempts, n.last_error]),
+    );
   });
 });

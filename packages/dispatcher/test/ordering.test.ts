@@ -41,7 +41,11 @@ describe('ordering per recipient', () => {
 
     const relaxed = [await send('/relaxed', 'a'), await send('/relaxed', 'b'), await send('/relaxed', 'c')];
     firstIds.add(relaxed[0]!);
-    const strict = [await send('/strict', 'a'), await send('/strict', 'b', { ordering: 'strict' }), await send('/strict', 'c', { ordering: 'strict' })];
+    const strict = [
+      await send('/strict', 'a'),
+      await send('/strict', 'b', { ordering: 'strict' }),
+      await send('/strict', 'c', { ordering: 'strict' }),
+    ];
     firstIds.add(strict[0]!);
     const afterDead = [await send('/dead', 'a'), await send('/dead', 'b', { ordering: 'strict' })];
     firstIds.add(afterDead[0]!);
@@ -50,10 +54,13 @@ describe('ordering per recipient', () => {
 
     await h.startDispatcher({ webhook: createHttpTestProvider() });
     const r = receiver;
-    await waitFor(() => acceptedOrder(r, '/relaxed').length === 3 && acceptedOrder(r, '/strict').length === 3 && acceptedOrder(r, '/dead').length === 1, {
-      timeoutMs: 30_000,
-      message: 'relaxed, strict and after-dead delivered',
-    });
+    await waitFor(
+      () => acceptedOrder(r, '/relaxed').length === 3 && acceptedOrder(r, '/strict').length === 3 && acceptedOrder(r, '/dead').length === 1,
+      {
+        timeoutMs: 30_000,
+        message: 'relaxed, strict and after-dead delivered',
+      },
+    );
     // relaxed: b and c overtook a's retry
     expect(acceptedOrder(r, '/relaxed')).toEqual([relaxed[1], relaxed[2], relaxed[0]]);
     // strict: b and c waited for a's retry, and c for b; neither spent an attempt waiting
@@ -67,7 +74,11 @@ describe('ordering per recipient', () => {
     // a scheduled predecessor holds a strict successor until it is cancelled
     expect(h.seen.deferred.some((e) => e.notificationId === afterCancelled && e.predecessorId === scheduled)).toBe(true);
     expect(acceptedOrder(r, '/cancelled')).toEqual([]);
-    await h.db.db.updateTable('notifications').set({ state: 'cancelled', next_attempt_at: null, updated_at: new Date() }).where('id', '=', scheduled).execute();
+    await h.db.db
+      .updateTable('notifications')
+      .set({ state: 'cancelled', next_attempt_at: null, updated_at: new Date() })
+      .where('id', '=', scheduled)
+      .execute();
     await waitFor(() => acceptedOrder(r, '/cancelled').length === 1, { timeoutMs: 15_000, message: 'released by the cancel' });
     expect(acceptedOrder(r, '/cancelled')).toEqual([afterCancelled]);
   });

@@ -24,7 +24,15 @@ describe('poison messages', () => {
     h = await startHarness({ partitions: 1 });
     receiver = await startReceiver(() => ({ status: 200 }));
     const due = new Date().toISOString();
-    const unknown = { v: 1, type: 'notification.deliver', id: 'ntf_01KZZZZZZZZZZZZZZZZZZZZZZZ', tenant_id: 't1', channel: 'webhook', attempt: 1, due_at: due };
+    const unknown = {
+      v: 1,
+      type: 'notification.deliver',
+      id: 'ntf_01KZZZZZZZZZZZZZZZZZZZZZZZ',
+      tenant_id: 't1',
+      channel: 'webhook',
+      attempt: 1,
+      due_at: due,
+    };
     const poison = [
       { key: 'p1', value: Buffer.from('{not json') },
       { key: 'p2', value: Buffer.from(JSON.stringify({ ...unknown, v: 2 })) },
@@ -60,8 +68,17 @@ describe('poison messages', () => {
     expect(byKey.get('p4')?.value).toEqual(Buffer.from([0xff, 0xfe, 0x00, 0x7b]));
     expect(byKey.get('p5')?.value).toBeNull();
 
-    await waitFor(async () => (await countByState(h as Harness)).sent === 2, { timeoutMs: 15_000, message: 'both good notifications sent' });
-    expect(h.seen.deadLettered.map((e) => e.code).sort()).toEqual(['bad_json', 'bad_json', 'empty', 'unknown_notification', 'unknown_version']);
+    await waitFor(async () => (await countByState(h as Harness)).sent === 2, {
+      timeoutMs: 15_000,
+      message: 'both good notifications sent',
+    });
+    expect(h.seen.deadLettered.map((e) => e.code).sort()).toEqual([
+      'bad_json',
+      'bad_json',
+      'empty',
+      'unknown_notification',
+      'unknown_version',
+    ]);
     expect(h.seen.consumerError.filter((e) => e.phase !== 'commit')).toHaveLength(0);
   });
 });

@@ -35,7 +35,12 @@ describe('priority', () => {
       return { status: 200 };
     });
     const url = receiver.url;
-    const normal = (i: number): NotificationIntent => ({ tenant_id: 't1', channel: 'webhook', to: `${url}/normal/${i % 500}`, body: `n${i}` });
+    const normal = (i: number): NotificationIntent => ({
+      tenant_id: 't1',
+      channel: 'webhook',
+      to: `${url}/normal/${i % 500}`,
+      body: `n${i}`,
+    });
     for (let start = 0; start < BACKLOG; start += 1000) {
       const batch = Array.from({ length: 1000 }, (_, k) => normal(start + k));
       await h.db.db.transaction().execute((trx) => enqueueMany(trx, batch, { maxAttempts: 4, defaultTtlMs: 3_600_000 }));
@@ -45,17 +50,29 @@ describe('priority', () => {
     d.on('dispatched', (e) => dispatchedAt.set(e.notificationId, Date.now()));
     const harness = h;
     // The whole backlog is on Kafka and the normal lane is busy with it.
-    await waitFor(() => harness.drain.published >= 2 * BACKLOG && (receiver?.received.length ?? 0) > 20, { timeoutMs: 60_000, message: 'backlog published' });
+    await waitFor(() => harness.drain.published >= 2 * BACKLOG && (receiver?.received.length ?? 0) > 20, {
+      timeoutMs: 60_000,
+      message: 'backlog published',
+    });
 
     // Published rows only slow the drain's scan from here on.
     await h.db.db.deleteFrom('outbox').where('published_at', 'is not', null).execute();
     const committed = new Map<string, number>();
     for (let i = 0; i < HIGH; i++) {
-      const { notification } = await enqueue(h.db.db, { tenant_id: 't1', channel: 'webhook', to: `${url}/high/${i}`, body: `h${i}`, priority: 'high' });
+      const { notification } = await enqueue(h.db.db, {
+        tenant_id: 't1',
+        channel: 'webhook',
+        to: `${url}/high/${i}`,
+        body: `h${i}`,
+        priority: 'high',
+      });
       committed.set(notification.id, Date.now());
     }
     const r = receiver;
-    await waitFor(() => r.received.filter((x) => committed.has(x.id)).length === HIGH, { timeoutMs: 30_000, message: 'every high-priority notification delivered' });
+    await waitFor(() => r.received.filter((x) => committed.has(x.id)).length === HIGH, {
+      timeoutMs: 30_000,
+      message: 'every high-priority notification delivered',
+    });
     const latencies = r.received
       .filter((x) => committed.has(x.id))
       .map((x) => x.at - committed.get(x.id)!)
@@ -65,7 +82,9 @@ describe('priority', () => {
     const p99 = latencies[Math.ceil(HIGH * 0.99) - 1]!;
     const toDispatch = [...committed].map(([id, at]) => (dispatchedAt.get(id) ?? Number.NaN) - at).sort((a, b) => a - b);
     console.log(`priority: commit→dispatch p50 ${toDispatch[50]} ms, p99 ${toDispatch[98]} ms`);
-    console.log(`priority: ${HIGH} high behind ${BACKLOG} normal (${normalDelivered} normal delivered meanwhile): commit→delivery p50 ${p50} ms, p99 ${p99} ms, max ${latencies.at(-1)} ms`);
+    console.log(
+      `priority: ${HIGH} high behind ${BACKLOG} normal (${normalDelivered} normal delivered meanwhile): commit→delivery p50 ${p50} ms, p99 ${p99} ms, max ${latencies.at(-1)} ms`,
+    );
     // Every high-priority notification went through while the backlog was still there: none waited behind it.
     expect(normalDelivered).toBeLessThan(BACKLOG / 10);
     expect(latencies).toHaveLength(HIGH);

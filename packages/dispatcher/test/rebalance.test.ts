@@ -42,7 +42,8 @@ describe('heartbeats and rebalances', () => {
     h = await startHarness({ partitions: 6, retry: { baseDelayMs: 400, maxDelayMs: 2000 }, dispatcher: { maxInFlight: 4 } });
     receiver = await startReceiver((req) => (req.attempt === 1 ? { status: 503 } : { status: 200 }));
     const ids: string[] = [];
-    for (let i = 0; i < 40; i++) ids.push(await h.enqueue({ tenant_id: 't1', channel: 'webhook', to: `${receiver.url}/r/${i}`, body: `n${i}` }));
+    for (let i = 0; i < 40; i++)
+      ids.push(await h.enqueue({ tenant_id: 't1', channel: 'webhook', to: `${receiver.url}/r/${i}`, body: `n${i}` }));
     const a = await h.startDispatcher({ webhook: createHttpTestProvider() });
     const r = receiver;
     await waitFor(() => r.received.length >= 10, { message: 'first attempts under way' });
@@ -59,6 +60,8 @@ describe('heartbeats and rebalances', () => {
     const dueById = new Map(attempts.map((a) => [a.notification_id, a.finished_at.getTime() + 400]));
     for (const x of r.received.filter((x) => x.attempt === 2)) expect(x.at).toBeGreaterThanOrEqual(dueById.get(x.id) ?? Number.NaN);
     const duplicates = r.received.length - 80;
-    console.log(`rebalance: ${r.received.length} provider calls for 80 attempts (${duplicates} duplicate calls, recorded once), ${h.seen.assigned.length} group joins`);
+    console.log(
+      `rebalance: ${r.received.length} provider calls for 80 attempts (${duplicates} duplicate calls, recorded once), ${h.seen.assigned.length} group joins`,
+    );
   });
 });

@@ -20,14 +20,22 @@ afterAll(async () => {
 
 describe('repair sweep during an outage', () => {
   it('does not re-publish a notification whose request is still in the outbox', async () => {
-    const { notification } = await t.db.transaction().execute((trx) => enqueue(trx, { tenant_id: 't1', channel: 'webhook', to: 'https://example.com/h', body: 'b' }));
+    const { notification } = await t.db
+      .transaction()
+      .execute((trx) => enqueue(trx, { tenant_id: 't1', channel: 'webhook', to: 'https://example.com/h', body: 'b' }));
     await sql`UPDATE notifications SET next_attempt_at = now() - interval '1 hour' WHERE id = ${notification.id}`.execute(t.db);
     const sweep = createRepairSweep(
       { repairAfterMs: 1_000, repairIntervalMs: 3_600_000, repairBatchSize: 100 },
       { db: t.db, clock: systemClock, logger: silentLogger, events: createDispatcherEvents(silentLogger) },
     );
     const requests = async () =>
-      (await sql<{ n: number }>`SELECT count(*)::int AS n FROM outbox WHERE topic = 'requests' AND headers->>'notification-id' = ${notification.id}`.execute(t.db)).rows[0]!.n;
+      (
+        await sql<{
+          n: number;
+        }>`SELECT count(*)::int AS n FROM outbox WHERE topic = 'requests' AND headers->>'notification-id' = ${notification.id}`.execute(
+          t.db,
+        )
+      ).rows[0]!.n;
 
     expect(await sweep.runOnce()).toBe(0);
     expect(await sweep.runOnce()).toBe(0);

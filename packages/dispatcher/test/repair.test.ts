@@ -53,7 +53,12 @@ describe('repair sweep', () => {
     await waitFor(() => (h as Harness).drain.published >= 2, { message: 'original published' });
     // No dispatcher runs yet, so the notification is overdue; the sweep cannot know its message
     // is only late, and re-publishes it (repairAfterMs is 1 ms here).
-    const sweep = createRepairSweep(h.config, { db: h.db.db, clock: systemClock, logger: silentLogger, events: createDispatcherEvents(silentLogger) });
+    const sweep = createRepairSweep(h.config, {
+      db: h.db.db,
+      clock: systemClock,
+      logger: silentLogger,
+      events: createDispatcherEvents(silentLogger),
+    });
     await waitFor(async () => (await sweep.runOnce()) === 1, { message: 'one notification re-published' });
 
     await h.startDispatcher({ webhook: createHttpTestProvider() });
@@ -80,13 +85,19 @@ describe('repair sweep', () => {
       // without `progress` re-publishes it, as the test above shows).
       await waitFor(async () => (await sweep.runOnce(), deferred.length > 0), { message: 'the sweep deferred it' });
       expect(deferred).toEqual([1]);
-      const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM outbox WHERE topic = 'requests' AND headers->>'notification-id' = ${id}`.execute(h.db.db);
+      const { rows } = await sql<{
+        n: number;
+      }>`SELECT count(*)::int AS n FROM outbox WHERE topic = 'requests' AND headers->>'notification-id' = ${id}`.execute(h.db.db);
       expect(rows[0]!.n).toBe(1);
 
       // The group commits past the end of every partition (the message was read, and lost): now it is loss.
       const topic = h.kafka.topic('requests');
       const ends = await h.kafka.admin.fetchTopicOffsets(topic);
-      await h.kafka.admin.setOffsets({ groupId: h.config.groupId, topic, partitions: ends.map((p) => ({ partition: p.partition, offset: p.high })) });
+      await h.kafka.admin.setOffsets({
+        groupId: h.config.groupId,
+        topic,
+        partitions: ends.map((p) => ({ partition: p.partition, offset: p.high })),
+      });
       expect(await sweep.runOnce()).toBe(1);
     } finally {
       await progress.close();

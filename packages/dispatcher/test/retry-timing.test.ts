@@ -31,7 +31,8 @@ describe('retry timing', () => {
       return { status: 200 };
     });
     const ids: string[] = [];
-    for (let i = 0; i < 8; i++) ids.push(await h.enqueue({ tenant_id: 't1', channel: 'webhook', to: `${receiver.url}/r/${i}`, body: `n${i}` }));
+    for (let i = 0; i < 8; i++)
+      ids.push(await h.enqueue({ tenant_id: 't1', channel: 'webhook', to: `${receiver.url}/r/${i}`, body: `n${i}` }));
     const throttled = await h.enqueue({ tenant_id: 't1', channel: 'webhook', to: `${receiver.url}/throttled`, body: 'slow down' });
     await h.startDispatcher({ webhook: createHttpTestProvider() });
     await waitFor(async () => (await countByState(h as Harness)).sent === 9, { timeoutMs: 30_000, message: '9 sent after retries' });
@@ -41,12 +42,17 @@ describe('retry timing', () => {
     const dueAt = new Map<string, number>();
     for (const r of rows) {
       const e = parseStatusEvent(r.value);
-      if (e.ok && e.message.type === 'notification.retry_scheduled') dueAt.set(`${e.message.id}#${e.message.attempts + 1}`, Date.parse(e.message.next_attempt_at as string));
+      if (e.ok && e.message.type === 'notification.retry_scheduled')
+        dueAt.set(`${e.message.id}#${e.message.attempts + 1}`, Date.parse(e.message.next_attempt_at as string));
     }
     const r = receiver;
     const retries = r.received.filter((x) => x.attempt > 1);
     expect(retries).toHaveLength(9 * 3); // every notification fails attempts 1–3 and succeeds on the 4th
-    const early = retries.map((x) => ({ id: x.id, attempt: x.attempt, marginMs: x.at - (dueAt.get(`${x.id}#${x.attempt}`) ?? Number.NaN) }));
+    const early = retries.map((x) => ({
+      id: x.id,
+      attempt: x.attempt,
+      marginMs: x.at - (dueAt.get(`${x.id}#${x.attempt}`) ?? Number.NaN),
+    }));
     expect(early.every((e) => e.marginMs >= 0)).toBe(true);
 
     // Retry-After: 1 s raised the first delay of the throttled notification above its 200 ms backoff.

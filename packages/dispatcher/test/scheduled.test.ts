@@ -29,7 +29,13 @@ describe('scheduled send', () => {
     const sendAt = new Map<string, number>();
     for (let i = 0; i < 6; i++) {
       const at = new Date(start + 1500 + i * 400);
-      const id = await h.enqueue({ tenant_id: 't1', channel: 'webhook', to: `${receiver.url}/s/${i}`, body: `n${i}`, send_at: at.toISOString() });
+      const id = await h.enqueue({
+        tenant_id: 't1',
+        channel: 'webhook',
+        to: `${receiver.url}/s/${i}`,
+        body: `n${i}`,
+        send_at: at.toISOString(),
+      });
       sendAt.set(id, at.getTime());
     }
     const now = await h.enqueue({ tenant_id: 't1', channel: 'webhook', to: `${receiver.url}/now`, body: 'now' });
@@ -44,7 +50,11 @@ describe('scheduled send', () => {
     expect(held).toMatchObject({ state: 'queued' });
     expect(held.next_attempt_at).toEqual(new Date(start + 2000));
     // cancelled as the API's cancel does it (state and next_attempt_at; held_until is left, as there)
-    await h.db.db.updateTable('notifications').set({ state: 'cancelled', next_attempt_at: null, updated_at: new Date() }).where('id', '=', cancelled).execute();
+    await h.db.db
+      .updateTable('notifications')
+      .set({ state: 'cancelled', next_attempt_at: null, updated_at: new Date() })
+      .where('id', '=', cancelled)
+      .execute();
 
     const d = await h.startDispatcher({ webhook: createHttpTestProvider() });
     const r = receiver;
@@ -58,7 +68,12 @@ describe('scheduled send', () => {
     // give the cancelled one's send_at time to pass, then check it was never delivered
     await waitFor(() => Date.now() > start + 3000, { timeoutMs: 10_000 });
     await d.releaseScheduledNow();
-    const requests = await h.db.db.selectFrom('outbox').select('topic').where(sql`headers->>'notification-id'`, '=', cancelled).where('topic', '<>', 'events').execute();
+    const requests = await h.db.db
+      .selectFrom('outbox')
+      .select('topic')
+      .where(sql`headers->>'notification-id'`, '=', cancelled)
+      .where('topic', '<>', 'events')
+      .execute();
     expect(requests).toEqual([]);
     expect(r.received.find((x) => x.id === cancelled)).toBeUndefined();
     expect((await stateOf(h, cancelled)).state).toBe('cancelled');

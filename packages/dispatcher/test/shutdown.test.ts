@@ -27,7 +27,8 @@ describe('graceful shutdown', () => {
       return { status: 200 };
     });
     const ids: string[] = [];
-    for (let i = 0; i < 6; i++) ids.push(await h.enqueue({ tenant_id: 't1', channel: 'webhook', to: `${receiver.url}/r/${i}`, body: `n${i}` }));
+    for (let i = 0; i < 6; i++)
+      ids.push(await h.enqueue({ tenant_id: 't1', channel: 'webhook', to: `${receiver.url}/r/${i}`, body: `n${i}` }));
     const first = await h.startDispatcher({ webhook: createHttpTestProvider() });
     const r = receiver;
     await waitFor(() => r.open === 2, { message: '2 deliveries in flight' });

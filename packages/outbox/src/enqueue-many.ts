@@ -42,7 +42,8 @@ export async function enqueueMany(
   intents: readonly NotificationIntent[],
   options: EnqueueManyOptions = {},
 ): Promise<EnqueueManyResult[]> {
-  if (intents.length < 1 || intents.length > MAX_BATCH_SIZE) throw new RangeError(`enqueueMany takes 1 to ${MAX_BATCH_SIZE} intents, not ${intents.length}`);
+  if (intents.length < 1 || intents.length > MAX_BATCH_SIZE)
+    throw new RangeError(`enqueueMany takes 1 to ${MAX_BATCH_SIZE} intents, not ${intents.length}`);
   const results = new Array<EnqueueManyResult | undefined>(intents.length);
   // What cannot even become JSON text for PostgreSQL is refused here, item by item.
   const texts: string[] = [];
@@ -60,7 +61,11 @@ export async function enqueueMany(
   });
   if (options.atomic && refused.length > 0) throw new BatchRefusedError(refused);
   if (texts.length > 0) {
-    const { rows } = await toExecutor(tx).query<BatchRow>(ENQUEUE_BATCH_SQL, [`[${texts.join(',')}]`, enqueueSettings(options), options.atomic ?? false]);
+    const { rows } = await toExecutor(tx).query<BatchRow>(ENQUEUE_BATCH_SQL, [
+      `[${texts.join(',')}]`,
+      enqueueSettings(options),
+      options.atomic ?? false,
+    ]);
     for (const row of rows) {
       const { ord, created, refusal, ...notification } = row;
       const index = positions[ord - 1]!;

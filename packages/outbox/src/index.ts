@@ -41,5 +41,13 @@ export {
   prepared,
   preparedName,
 } from './db/executor.js';
-export type { OutboxDatabase, NotificationsTable, OutboxTable, Notification, OutboxRow, NotificationPriority, NotificationOrdering } from './db/schema.js';
+export type {
+  OutboxDatabase,
+  NotificationsTable,
+  OutboxTable,
+  Notification,
+  OutboxRow,
+  NotificationPriority,
+  NotificationOrdering,
+} from './db/schema.js';
 export { outboxInsert, type OutboxInsertParams, type OutboxMessage } from './sql/outbox-insert.js';

@@ -24,7 +24,12 @@ const intent = (over: Partial<NotificationIntent> = {}): NotificationIntent => (
 });
 
 async function outboxFor(id: string) {
-  return t.db.selectFrom('outbox').selectAll().where(sql`headers->>'notification-id'`, '=', id).orderBy('id').execute();
+  return t.db
+    .selectFrom('outbox')
+    .selectAll()
+    .where(sql`headers->>'notification-id'`, '=', id)
+    .orderBy('id')
+    .execute();
 }
 
 describe('scheduled send (send_at)', () => {
@@ -54,7 +59,12 @@ describe('scheduled send (send_at)', () => {
 
   it('refuses send_at more than 30 days ahead, a malformed one, and an expires_at not after it', async () => {
     const refused = async (over: Partial<NotificationIntent>) =>
-      t.db.transaction().execute((trx) => enqueue(trx, intent(over), { now }).then(() => null, (e: unknown) => e));
+      t.db.transaction().execute((trx) =>
+        enqueue(trx, intent(over), { now }).then(
+          () => null,
+          (e: unknown) => e,
+        ),
+      );
     const far = await refused({ send_at: '2026-06-01T12:00:01Z' });
     expect(far).toBeInstanceOf(ValidationError);
     expect((far as ValidationError).issues).toEqual([{ path: 'send_at', message: 'must be at most 30 days ahead' }]);
@@ -68,12 +78,18 @@ describe('scheduled send (send_at)', () => {
   });
 
   it('treats another send_at under the same idempotency key as a different request', async () => {
-    await t.db.transaction().execute((trx) => enqueue(trx, intent({ idempotency_key: 'sched-1', send_at: '2026-05-02T00:00:00Z' }), { now }));
-    const again = await t.db.transaction().execute((trx) => enqueue(trx, intent({ idempotency_key: 'sched-1', send_at: '2026-05-02T00:00:00Z' }), { now }));
+    await t.db
+      .transaction()
+      .execute((trx) => enqueue(trx, intent({ idempotency_key: 'sched-1', send_at: '2026-05-02T00:00:00Z' }), { now }));
+    const again = await t.db
+      .transaction()
+      .execute((trx) => enqueue(trx, intent({ idempotency_key: 'sched-1', send_at: '2026-05-02T00:00:00Z' }), { now }));
     expect(again.created).toBe(false);
     const other = await t.db
       .transaction()
-      .execute((trx) => enqueue(trx, intent({ idempotency_key: 'sched-1', send_at: '2026-05-02T00:00:01Z' }), { now }).catch((e: unknown) => e));
+      .execute((trx) =>
+        enqueue(trx, intent({ idempotency_key: 'sched-1', send_at: '2026-05-02T00:00:01Z' }), { now }).catch((e: unknown) => e),
+      );
     expect(other).toBeInstanceOf(IdempotencyConflictError);
   });
 });
@@ -99,9 +115,15 @@ describe('priority and ordering', () => {
 
 describe('enqueueMany', () => {
   it('queues every valid item in one call and fails only the invalid ones, in order', async () => {
-    const results = await t.db.transaction().execute((trx) =>
-      enqueueMany(trx, [intent({ to: 'a@example.com' }), intent({ to: 'not an address' }), intent({ to: 'c@example.com', idempotency_key: 'm-1' })]),
-    );
+    const results = await t.db
+      .transaction()
+      .execute((trx) =>
+        enqueueMany(trx, [
+          intent({ to: 'a@example.com' }),
+          intent({ to: 'not an address' }),
+          intent({ to: 'c@example.com', idempotency_key: 'm-1' }),
+        ]),
+      );
     expect(results.map((r) => r.ok)).toEqual([true, false, true]);
     expect(results[0]).toMatchObject({ ok: true, created: true, notification: { recipient: 'a@example.com', state: 'queued' } });
     expect(results[1]).toMatchObject({ ok: false, error: { code: 'validation_failed' } });
@@ -122,28 +144,45 @@ describe('enqueueMany', () => {
   });
 
   it('atomic: one refused item queues nothing and names every refused item', async () => {
-    const before = await t.db.selectFrom('notifications').select(sql<number>`count(*)::int`.as('c')).executeTakeFirstOrThrow();
+    const before = await t.db
+      .selectFrom('notifications')
+      .select(sql<number>`count(*)::int`.as('c'))
+      .executeTakeFirstOrThrow();
     const error = await t.db
       .transaction()
       .execute((trx) =>
-        enqueueMany(trx, [intent({ to: 'x@example.com' }), intent({ to: 'bad' }), intent({ channel: 'pigeon' })], { atomic: true }).catch((e: unknown) => e),
+        enqueueMany(trx, [intent({ to: 'x@example.com' }), intent({ to: 'bad' }), intent({ channel: 'pigeon' })], { atomic: true }).catch(
+          (e: unknown) => e,
+        ),
       );
     expect(error).toBeInstanceOf(BatchRefusedError);
     expect((error as BatchRefusedError).items.map((i) => [i.index, i.error.code])).toEqual([
       [1, 'validation_failed'],
       [2, 'unknown_channel'],
     ]);
-    const after = await t.db.selectFrom('notifications').select(sql<number>`count(*)::int`.as('c')).executeTakeFirstOrThrow();
+    const after = await t.db
+      .selectFrom('notifications')
+      .select(sql<number>`count(*)::int`.as('c'))
+      .executeTakeFirstOrThrow();
     expect(after.c).toBe(before.c);
   });
 
   it('atomic: an all-valid batch is queued', async () => {
-    const results = await t.db.transaction().execute((trx) => enqueueMany(trx, [intent(), intent({ send_at: new Date(Date.now() + 60_000).toISOString() })], { atomic: true }));
+    const results = await t.db
+      .transaction()
+      .execute((trx) => enqueueMany(trx, [intent(), intent({ send_at: new Date(Date.now() + 60_000).toISOString() })], { atomic: true }));
     expect(results.every((r) => r.ok && r.created)).toBe(true);
   });
 
   it('refuses an empty batch and one over 1000 items', async () => {
     await expect(t.db.transaction().execute((trx) => enqueueMany(trx, []))).rejects.toThrow(RangeError);
-    await expect(t.db.transaction().execute((trx) => enqueueMany(trx, Array.from({ length: 1001 }, () => intent())))).rejects.toThrow(RangeError);
+    await expect(
+      t.db.transaction().execute((trx) =>
+        enqueueMany(
+          trx,
+          Array.from({ length: 1001 }, () => intent()),
+        ),
+      ),
+    ).rejects.toThrow(RangeError);
   });
 });

@@ -26,7 +26,11 @@ const intent = (over: Partial<NotificationIntent> = {}): NotificationIntent => (
 });
 
 async function countFor(id: string) {
-  const n = await t.db.selectFrom('notifications').select(sql<number>`count(*)::int`.as('c')).where('id', '=', id).executeTakeFirstOrThrow();
+  const n = await t.db
+    .selectFrom('notifications')
+    .select(sql<number>`count(*)::int`.as('c'))
+    .where('id', '=', id)
+    .executeTakeFirstOrThrow();
   const o = await t.db
     .selectFrom('outbox')
     .select(sql<number>`count(*)::int`.as('c'))
@@ -51,11 +55,22 @@ describe('enqueue in the caller transaction', () => {
     });
     expect(notification.next_attempt_at).toEqual(now);
     expect(notification.expires_at).toEqual(new Date('2026-05-02T12:00:00Z'));
-    const rows = await t.db.selectFrom('outbox').selectAll().where(sql`headers->>'notification-id'`, '=', notification.id).orderBy('id').execute();
+    const rows = await t.db
+      .selectFrom('outbox')
+      .selectAll()
+      .where(sql`headers->>'notification-id'`, '=', notification.id)
+      .orderBy('id')
+      .execute();
     expect(rows.map((r) => r.topic)).toEqual(['requests', 'events']);
     const request = parseDeliveryRequest(rows[0]!.value);
-    expect(request).toEqual({ ok: true, message: expect.objectContaining({ id: notification.id, attempt: 1, due_at: '2026-05-01T12:00:00.000Z' }) });
-    expect(parseStatusEvent(rows[1]!.value)).toEqual({ ok: true, message: expect.objectContaining({ type: 'notification.queued', state: 'queued' }) });
+    expect(request).toEqual({
+      ok: true,
+      message: expect.objectContaining({ id: notification.id, attempt: 1, due_at: '2026-05-01T12:00:00.000Z' }),
+    });
+    expect(parseStatusEvent(rows[1]!.value)).toEqual({
+      ok: true,
+      message: expect.objectContaining({ type: 'notification.queued', state: 'queued' }),
+    });
     expect(rows[0]!.value).not.toContain('Welcome'); // bodies stay in PostgreSQL
   });
 
@@ -88,10 +103,18 @@ describe('enqueue in the caller transaction', () => {
   });
 
   it('throws typed validation errors and writes nothing', async () => {
-    const before = await t.db.selectFrom('notifications').select(sql<number>`count(*)::int`.as('c')).executeTakeFirstOrThrow();
-    await expect(t.db.transaction().execute((trx) => enqueue(trx, intent({ channel: 'pager' })))).rejects.toMatchObject({ code: 'unknown_channel' });
+    const before = await t.db
+      .selectFrom('notifications')
+      .select(sql<number>`count(*)::int`.as('c'))
+      .executeTakeFirstOrThrow();
+    await expect(t.db.transaction().execute((trx) => enqueue(trx, intent({ channel: 'pager' })))).rejects.toMatchObject({
+      code: 'unknown_channel',
+    });
     await expect(t.db.transaction().execute((trx) => enqueue(trx, intent({ to: 'nope' })))).rejects.toBeInstanceOf(ValidationError);
-    const after = await t.db.selectFrom('notifications').select(sql<number>`count(*)::int`.as('c')).executeTakeFirstOrThrow();
+    const after = await t.db
+      .selectFrom('notifications')
+      .select(sql<number>`count(*)::int`.as('c'))
+      .executeTakeFirstOrThrow();
     expect(after.c).toBe(before.c);
   });
 });
@@ -191,9 +214,14 @@ describe('refusals come from PostgreSQL', () => {
     try {
       await client.query('BEGIN');
       const before = await enqueue(client, intent({ to: 'usable-1@example.com' }));
-      await expect(enqueue(client, intent({ to: 'nope' }))).rejects.toMatchObject({ code: 'validation_failed', issues: [{ path: 'to', message: 'must be an email address' }] });
+      await expect(enqueue(client, intent({ to: 'nope' }))).rejects.toMatchObject({
+        code: 'validation_failed',
+        issues: [{ path: 'to', message: 'must be an email address' }],
+      });
       await expect(enqueue(client, intent({ idempotency_key: 'usable-k' }))).resolves.toMatchObject({ created: true });
-      await expect(enqueue(client, intent({ idempotency_key: 'usable-k', body: 'other' }))).rejects.toBeInstanceOf(IdempotencyConflictError);
+      await expect(enqueue(client, intent({ idempotency_key: 'usable-k', body: 'other' }))).rejects.toBeInstanceOf(
+        IdempotencyConflictError,
+      );
       const after = await enqueue(client, intent({ to: 'usable-2@example.com' }));
       await client.query('COMMIT');
       expect(await countFor(before.notification.id)).toEqual({ notifications: 1, outbox: 2 });
@@ -207,7 +235,9 @@ describe('refusals come from PostgreSQL', () => {
     const err = (await enqueue(t.db, intent({ channel: 'sms', to: '12', subject: 'hi' })).catch((e: unknown) => e)) as ValidationError;
     expect(err).toBeInstanceOf(ValidationError);
     expect(err.code).toBe('validation_failed');
-    expect(err.message).toBe('invalid notification: to: must be a phone number in E.164 form, e.g. +14155550100; subject: only the email channel has a subject');
+    expect(err.message).toBe(
+      'invalid notification: to: must be a phone number in E.164 form, e.g. +14155550100; subject: only the email channel has a subject',
+    );
     expect(err.issues).toEqual([
       { path: 'to', message: 'must be a phone number in E.164 form, e.g. +14155550100' },
       { path: 'subject', message: 'only the email channel has a subject' },
@@ -230,10 +260,15 @@ describe('refusals come from PostgreSQL', () => {
     expect(await issue(intent({ metadata: { a: '\uDC00' } }))).toMatchObject({ path: 'metadata.a' });
     let deep: unknown = 'leaf';
     for (let i = 0; i < 5000; i++) deep = { d: deep };
-    expect(await issue(intent({ data: deep as Record<string, unknown> }))).toMatchObject({ message: 'must not nest deeper than 32 levels' });
+    expect(await issue(intent({ data: deep as Record<string, unknown> }))).toMatchObject({
+      message: 'must not nest deeper than 32 levels',
+    });
     let deeper: unknown = [];
     for (let i = 0; i < 40_000; i++) deeper = [deeper];
-    expect(await issue(intent({ data: { x: deeper } }))).toMatchObject({ path: expect.stringMatching(/^data\.x(\.0)+$/), message: 'must not nest deeper than 32 levels' });
+    expect(await issue(intent({ data: { x: deeper } }))).toMatchObject({
+      path: expect.stringMatching(/^data\.x(\.0)+$/),
+      message: 'must not nest deeper than 32 levels',
+    });
     let ok: unknown = 'leaf';
     for (let i = 0; i < 30; i++) ok = [ok];
     expect(await issue(intent({ data: { ok }, body: 'paired 😀 surrogates are fine' }))).toBeUndefined();

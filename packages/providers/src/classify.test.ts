@@ -94,7 +94,18 @@ describe('parseRetryAfter', () => {
     expect(parseRetryAfter('Fri, 01 May 2026 12:10:00 GMT', now)).toEqual(new Date('2026-05-01T12:10:00Z'));
   });
   it('ignores absent, malformed, zero, past and absurd values', () => {
-    for (const v of [undefined, null, '', 'soon', '-5', '1.5', '0', 'Fri, 01 May 2026 11:00:00 GMT', '99999999999', 'Thu, 01 Jan 2099 00:00:00 GMT']) {
+    for (const v of [
+      undefined,
+      null,
+      '',
+      'soon',
+      '-5',
+      '1.5',
+      '0',
+      'Fri, 01 May 2026 11:00:00 GMT',
+      '99999999999',
+      'Thu, 01 Jan 2099 00:00:00 GMT',
+    ]) {
       expect(parseRetryAfter(v as string | undefined, now)).toBeUndefined();
     }
   });
@@ -103,7 +114,9 @@ describe('parseRetryAfter', () => {
 describe('errorCode', () => {
   it('finds the code on the error or down its cause chain', () => {
     expect(errorCode(Object.assign(new Error('x'), { code: 'ECONNRESET' }))).toBe('ECONNRESET');
-    expect(errorCode(new TypeError('fetch failed', { cause: Object.assign(new Error('y'), { code: 'ECONNREFUSED' }) }))).toBe('ECONNREFUSED');
+    expect(errorCode(new TypeError('fetch failed', { cause: Object.assign(new Error('y'), { code: 'ECONNREFUSED' }) }))).toBe(
+      'ECONNREFUSED',
+    );
     expect(errorCode(new Error('plain'))).toBeUndefined();
     expect(errorCode('string')).toBeUndefined();
   });

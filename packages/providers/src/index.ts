@@ -2,7 +2,15 @@
 // SSRF guard, failure classification, rate limits and webhook signing. Everything exported is
 // documented where it is defined.
 export type { Delivery, SendResult, Provider } from './provider.js';
-export { CLASSIFICATION, type ClassificationTable, type Verdict, classifyCode, classifyErrno, parseRetryAfter, errorCode } from './classify.js';
+export {
+  CLASSIFICATION,
+  type ClassificationTable,
+  type Verdict,
+  classifyCode,
+  classifyErrno,
+  parseRetryAfter,
+  errorCode,
+} from './classify.js';
 export {
   createTargetGuard,
   addressProblem,
@@ -14,15 +22,14 @@ export {
   type Resolver,
   type ResolvedAddress,
 } from './webhook/ssrf.js';
-export {
-  webhookSecretKey,
-  signWebhook,
-  WEBHOOK_HEADERS,
-  type WebhookSignInput,
-} from './webhook/signature.js';
+export { webhookSecretKey, signWebhook, WEBHOOK_HEADERS, type WebhookSignInput } from './webhook/signature.js';
 export { createWebhookProvider, type WebhookProviderOptions, type WebhookProviderDeps, type WebhookPayload } from './webhook/webhook.js';
 export { createTenantSecretSource, type TenantSecretSourceOptions } from './webhook/tenant-secrets.js';
-export { tenantSigningSecretsGet, type TenantSigningSecretsGetParams, type StoredSigningSecret } from './webhook/sql/tenant-signing-secrets-get.js';
+export {
+  tenantSigningSecretsGet,
+  type TenantSigningSecretsGetParams,
+  type StoredSigningSecret,
+} from './webhook/sql/tenant-signing-secrets-get.js';
 export { createSmtpProvider, messageIdFor, type SmtpProviderOptions, type SmtpProviderDeps } from './smtp/smtp.js';
 export { createSmsHttpProvider, type SmsHttpProviderOptions, type SmsHttpProviderDeps } from './sms/sms-http.js';
 export {

@@ -46,8 +46,10 @@ interface Waiter {
  * served by one timer; an aborted waiter leaves the queue without using a token.
  */
 export function createTokenBucket(limit: RateLimit, deps: RateLimitDeps): TokenBucket {
-  if (!(limit.perSecond > 0) || !Number.isFinite(limit.perSecond)) throw new Error(`rate limit: perSecond must be a positive number, got ${limit.perSecond}`);
-  if (!Number.isInteger(limit.burst) || limit.burst < 1) throw new Error(`rate limit: burst must be a whole number ≥ 1, got ${limit.burst}`);
+  if (!(limit.perSecond > 0) || !Number.isFinite(limit.perSecond))
+    throw new Error(`rate limit: perSecond must be a positive number, got ${limit.perSecond}`);
+  if (!Number.isInteger(limit.burst) || limit.burst < 1)
+    throw new Error(`rate limit: burst must be a whole number ≥ 1, got ${limit.burst}`);
   const timers = deps.timers ?? systemTimers;
   const interval = 1000 / limit.perSecond;
   const tolerance = interval * (limit.burst - 1);

@@ -82,7 +82,10 @@ export function createProviders(config: ProvidersConfig, deps: ProviderRegistryD
     { clock: deps.clock, logger: deps.logger },
   );
   if (config.smtp.url !== undefined) {
-    providers.email = createSmtpProvider({ url: config.smtp.url, from: config.smtp.from, poolSize: config.smtp.poolSize }, { logger: deps.logger });
+    providers.email = createSmtpProvider(
+      { url: config.smtp.url, from: config.smtp.from, poolSize: config.smtp.poolSize },
+      { logger: deps.logger },
+    );
   }
   if (config.sms.url !== undefined) {
     providers.sms = createSmsHttpProvider(

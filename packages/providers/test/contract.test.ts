@@ -37,7 +37,8 @@ describeProviderContract('sms-http → local Twilio-style gateway', async () => 
     provider,
     channel: 'sms',
     to: '+14155550100',
-    failNextPermanently: () => gateway.script({ status: 400, headers: { 'content-type': 'application/json' }, body: '{"code":21211,"message":"Invalid To"}' }),
+    failNextPermanently: () =>
+      gateway.script({ status: 400, headers: { 'content-type': 'application/json' }, body: '{"code":21211,"message":"Invalid To"}' }),
     failNextTransiently: () => gateway.script({ status: 503 }),
     hangNext: () => gateway.script('hang'),
     accepted: () => acceptedKeys(gateway.requests, 'idempotency-key'),

@@ -41,7 +41,10 @@ describe('rate limit on the real clock', () => {
 
   it('admit() keeps the wait out of the per-attempt timeout; without it the wait counts against the timeout', async () => {
     const limit = { perSecond: 10, burst: 1 };
-    const make = () => withRateLimit(limit, { clock: systemClock })(createWebhookProvider({ allowCidrs: ['127.0.0.1/32'] }, { clock: systemClock, logger: silentLogger }));
+    const make = () =>
+      withRateLimit(limit, { clock: systemClock })(
+        createWebhookProvider({ allowCidrs: ['127.0.0.1/32'] }, { clock: systemClock, logger: silentLogger }),
+      );
     const to = `${receiver.url}/admit`;
 
     // With admit (the dispatcher's way): 15 sends at 10/s take ≥ 1.4 s, each attempt still gets its 500 ms.
@@ -58,7 +61,9 @@ describe('rate limit on the real clock', () => {
 
     // Without admit the 15th grant is ≥ 1.4 s away, past its 500 ms timeout: it must come back transient, never thrown.
     const bare = make();
-    const withoutAdmit = await Promise.all(Array.from({ length: 15 }, () => bare.send(contractDelivery({ channel: 'webhook', to }), AbortSignal.timeout(500))));
+    const withoutAdmit = await Promise.all(
+      Array.from({ length: 15 }, () => bare.send(contractDelivery({ channel: 'webhook', to }), AbortSignal.timeout(500))),
+    );
     expect(withoutAdmit.at(-1)).toEqual({ kind: 'transient', error: 'timeout', providerStatus: 'rate_limited' });
     // The others are sent, or transient: a send granted just before its 500 ms deadline may time out in
     // the HTTP call on a loaded machine ("timeout" without rate_limited). What never happens is a throw or a permanent.

@@ -45,7 +45,9 @@ describe('createProviders', () => {
       expect(await providers.webhook!.send(hook, signal)).toMatchObject({ kind: 'sent' });
       const req = receiver.requests.at(-1)!;
       expect(verifyWebhookSignature({ secret: 'acme-secret', headers: req.headers, body: req.body, now: new Date() }).ok).toBe(true);
-      expect(await providers.email!.send(contractDelivery({ channel: 'email', to: 'ada@example.com' }), signal)).toMatchObject({ kind: 'sent' });
+      expect(await providers.email!.send(contractDelivery({ channel: 'email', to: 'ada@example.com' }), signal)).toMatchObject({
+        kind: 'sent',
+      });
       expect(typeof providers.email!.admit).toBe('function'); // rate-limited
       expect(providers.sms!.admit).toBeUndefined(); // not limited
       expect(await providers.sms!.send(contractDelivery({ channel: 'sms', to: '+14155550100' }), signal)).toMatchObject({ kind: 'sent' });
@@ -65,6 +67,8 @@ describe('createProviders', () => {
   it('rejects a malformed allow-list or secret with a ConfigError naming the variable', () => {
     expect(() => createProviders(loadConfig({ NOTIFY_WEBHOOK_ALLOW_CIDRS: '10.0.0.0/99' }), deps())).toThrow(ConfigError);
     expect(() => createProviders(loadConfig({ NOTIFY_WEBHOOK_ALLOW_CIDRS: 'intranet' }), deps())).toThrow(/NOTIFY_WEBHOOK_ALLOW_CIDRS/);
-    expect(() => createProviders(loadConfig({ NOTIFY_WEBHOOK_SECRET: 'whsec_***' }), deps())).toThrow(/NOTIFY_WEBHOOK_SECRET: .*not base64/);
+    expect(() => createProviders(loadConfig({ NOTIFY_WEBHOOK_SECRET: 'whsec_***' }), deps())).toThrow(
+      /NOTIFY_WEBHOOK_SECRET: .*not base64/,
+    );
   });
 });

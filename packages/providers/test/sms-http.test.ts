@@ -10,7 +10,9 @@ let gateway: HttpReceiver;
 let provider: Provider;
 
 beforeAll(async () => {
-  gateway = await startHttpReceiver({ defaultResponse: { status: 201, headers: { 'content-type': 'application/json' }, body: '{"sid":"SM1"}' } });
+  gateway = await startHttpReceiver({
+    defaultResponse: { status: 201, headers: { 'content-type': 'application/json' }, body: '{"sid":"SM1"}' },
+  });
   provider = createSmsHttpProvider(
     { baseUrl: `${gateway.url}/2010-04-01/`, accountId: 'AC123', authToken: 'tok3n', from: '+15550000000' },
     { clock, logger: silentLogger },
@@ -36,7 +38,11 @@ describe('sms-http provider against a local Twilio-style gateway', () => {
     expect(req!.headers['content-type']).toBe('application/x-www-form-urlencoded');
     expect(req!.headers.authorization).toBe(`Basic ${Buffer.from('AC123:tok3n').toString('base64')}`);
     expect(req!.headers['idempotency-key']).toBe(d.id);
-    expect(Object.fromEntries(new URLSearchParams(req!.body))).toEqual({ To: '+14155550100', From: '+15550000000', Body: 'Your code is 123456' });
+    expect(Object.fromEntries(new URLSearchParams(req!.body))).toEqual({
+      To: '+14155550100',
+      From: '+15550000000',
+      Body: 'Your code is 123456',
+    });
   });
 
   it.each([
@@ -52,22 +58,37 @@ describe('sms-http provider against a local Twilio-style gateway', () => {
     [502, 'transient'],
     [503, 'transient'],
   ] as const)('HTTP %i → %s', async (status, kind) => {
-    gateway.script({ status, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ code: 21211, message: "The 'To' number +14155550100 is not valid" }) });
+    gateway.script({
+      status,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ code: 21211, message: "The 'To' number +14155550100 is not valid" }),
+    });
     const result = await provider.send(sms(), never());
-    expect(result).toMatchObject({ kind, providerStatus: String(status), error: `sms gateway answered HTTP ${status} (gateway code 21211)` });
+    expect(result).toMatchObject({
+      kind,
+      providerStatus: String(status),
+      error: `sms gateway answered HTTP ${status} (gateway code 21211)`,
+    });
     // The gateway's message (which quotes the number) is not copied into the error.
     if (result.kind !== 'sent') expect(result.error).not.toContain('+1415');
   });
 
   it('honours Retry-After on 429 and 503', async () => {
-    gateway.script({ status: 429, headers: { 'retry-after': '7' } }, { status: 503, headers: { 'retry-after': 'Fri, 01 May 2026 13:00:00 GMT' } });
+    gateway.script(
+      { status: 429, headers: { 'retry-after': '7' } },
+      { status: 503, headers: { 'retry-after': 'Fri, 01 May 2026 13:00:00 GMT' } },
+    );
     expect(await provider.send(sms(), never())).toMatchObject({ kind: 'transient', notBefore: new Date('2026-05-01T12:00:07Z') });
     expect(await provider.send(sms(), never())).toMatchObject({ kind: 'transient', notBefore: new Date('2026-05-01T13:00:00Z') });
   });
 
   it('a non-JSON error body still classifies by status', async () => {
     gateway.script({ status: 400, body: '<html>bad request</html>' });
-    expect(await provider.send(sms(), never())).toEqual({ kind: 'permanent', error: 'sms gateway answered HTTP 400', providerStatus: '400' });
+    expect(await provider.send(sms(), never())).toEqual({
+      kind: 'permanent',
+      error: 'sms gateway answered HTTP 400',
+      providerStatus: '400',
+    });
   });
 
   it('a reset or an unreachable gateway is transient with the errno', async () => {

@@ -58,7 +58,14 @@ describe('webhook payload and Standard Webhooks signing', () => {
       timestamp: new Date(Number(req!.headers['webhook-timestamp']) * 1000).toISOString(),
     });
     // A tampered body does not verify.
-    expect(verifyWebhookSignature({ secret: SECRET, headers: req!.headers, body: req!.body.replace('"attempt":3', '"attempt":4'), now: new Date() }).ok).toBe(false);
+    expect(
+      verifyWebhookSignature({
+        secret: SECRET,
+        headers: req!.headers,
+        body: req!.body.replace('"attempt":3', '"attempt":4'),
+        now: new Date(),
+      }).ok,
+    ).toBe(false);
   });
 
   it('keeps webhook-id across attempts and signs each attempt with its own timestamp', async () => {
@@ -93,7 +100,11 @@ describe('webhook payload and Standard Webhooks signing', () => {
 
     it("a tenant's own secret overrides the global one; a tenant without one gets the global secret", async () => {
       const tenantSecret = 'raw-tenant-secret';
-      await tdb.pool.query('INSERT INTO tenants (id, webhook_signing_secret) VALUES ($1, $2), ($3, NULL)', ['acme', tenantSecret, 'globex']);
+      await tdb.pool.query('INSERT INTO tenants (id, webhook_signing_secret) VALUES ($1, $2), ($3, NULL)', [
+        'acme',
+        tenantSecret,
+        'globex',
+      ]);
       const provider = webhook({
         allowCidrs: ['127.0.0.1/32'],
         signingSecret: SECRET,
@@ -103,7 +114,8 @@ describe('webhook payload and Standard Webhooks signing', () => {
       await provider.send(delivery(receiver.url, { tenantId: 'globex' }), never());
       await provider.send(delivery(receiver.url, { tenantId: 'no-row' }), never());
       const [acme, globex, noRow] = receiver.requests;
-      const check = (secret: string, r: typeof acme) => verifyWebhookSignature({ secret, headers: r!.headers, body: r!.body, now: new Date() }).ok;
+      const check = (secret: string, r: typeof acme) =>
+        verifyWebhookSignature({ secret, headers: r!.headers, body: r!.body, now: new Date() }).ok;
       expect(check(tenantSecret, acme)).toBe(true);
       expect(check(SECRET, acme)).toBe(false);
       expect(check(SECRET, globex)).toBe(true);
@@ -115,19 +127,21 @@ describe('webhook payload and Standard Webhooks signing', () => {
       const clock = new ManualClock(new Date('2026-06-01T00:00:00Z'));
       const oldSecret = 'whsec_' + randomBytes(32).toString('base64');
       const newSecret = 'whsec_' + randomBytes(32).toString('base64');
-      await tdb.pool.query('INSERT INTO tenant_webhook_secrets (tenant_id, sealed, created_at, expires_at) VALUES ($1, $2, now(), $3), ($1, $4, now(), NULL)', [
-        'rotor',
-        sealSecret(key, oldSecret, 'rotor'),
-        new Date(clock.now().getTime() + 60_000),
-        sealSecret(key, newSecret, 'rotor'),
-      ]);
-      const provider = webhook({ allowCidrs: ['127.0.0.1/32'], tenantSecret: createTenantSecretSource({ db: tdb.db, clock, secretsKey: key }) }, clock);
+      await tdb.pool.query(
+        'INSERT INTO tenant_webhook_secrets (tenant_id, sealed, created_at, expires_at) VALUES ($1, $2, now(), $3), ($1, $4, now(), NULL)',
+        ['rotor', sealSecret(key, oldSecret, 'rotor'), new Date(clock.now().getTime() + 60_000), sealSecret(key, newSecret, 'rotor')],
+      );
+      const provider = webhook(
+        { allowCidrs: ['127.0.0.1/32'], tenantSecret: createTenantSecretSource({ db: tdb.db, clock, secretsKey: key }) },
+        clock,
+      );
       await provider.send(delivery(receiver.url, { tenantId: 'rotor' }), never());
       clock.advance(60_001);
       await provider.send(delivery(receiver.url, { tenantId: 'rotor' }), never());
       const [during, after] = receiver.requests;
       expect(String(during!.headers['webhook-signature']).split(' ')).toHaveLength(2);
-      const check = (secret: string, r: typeof during) => verifyWebhookSignature({ secret, headers: r!.headers, body: r!.body, now: clock.now() }).ok;
+      const check = (secret: string, r: typeof during) =>
+        verifyWebhookSignature({ secret, headers: r!.headers, body: r!.body, now: clock.now() }).ok;
       expect([check(oldSecret, during), check(newSecret, during)]).toEqual([true, true]);
       expect(String(after!.headers['webhook-signature']).split(' ')).toHaveLength(1);
       expect([check(oldSecret, after), check(newSecret, after)]).toEqual([false, true]);
@@ -191,7 +205,11 @@ describe('webhook failure mapping against a real receiver', () => {
   it('honours Retry-After in seconds and as an HTTP date, from the injected clock', async () => {
     const clock = new ManualClock('2026-05-01T12:00:00Z');
     const p = webhook({ allowCidrs: ['127.0.0.1/32'] }, clock);
-    receiver.script({ status: 429, headers: { 'retry-after': '30' } }, { status: 503, headers: { 'retry-after': 'Fri, 01 May 2026 12:05:00 GMT' } }, { status: 503, headers: { 'retry-after': 'soon' } });
+    receiver.script(
+      { status: 429, headers: { 'retry-after': '30' } },
+      { status: 503, headers: { 'retry-after': 'Fri, 01 May 2026 12:05:00 GMT' } },
+      { status: 503, headers: { 'retry-after': 'soon' } },
+    );
     expect(await p.send(delivery(receiver.url), never())).toEqual({
       kind: 'transient',
       error: 'webhook receiver failed: HTTP 429',
@@ -286,7 +304,11 @@ describe('SSRF policy', () => {
     const provider = webhook({ resolver });
     for (const to of targets) {
       const result = await provider.send(delivery(to), never());
-      expect(result, to).toMatchObject({ kind: 'permanent', providerStatus: 'ETARGETREFUSED', error: expect.stringMatching(/webhook target/) });
+      expect(result, to).toMatchObject({
+        kind: 'permanent',
+        providerStatus: 'ETARGETREFUSED',
+        error: expect.stringMatching(/webhook target/),
+      });
     }
     expect(receiver.requests).toHaveLength(0);
   });
@@ -294,7 +316,9 @@ describe('SSRF policy', () => {
   it('names the reason in the error', async () => {
     const provider = webhook({ resolver });
     const meta = await provider.send(delivery('http://metadata.attacker.test/'), never());
-    expect(meta).toMatchObject({ error: 'webhook target host "metadata.attacker.test" refused: 169.254.169.254 is a cloud metadata address' });
+    expect(meta).toMatchObject({
+      error: 'webhook target host "metadata.attacker.test" refused: 169.254.169.254 is a cloud metadata address',
+    });
     const cgnat = await provider.send(delivery('http://100.64.0.1/'), never());
     expect(cgnat).toMatchObject({ error: expect.stringMatching(/carrier-grade NAT/) });
   });
@@ -325,7 +349,8 @@ describe('SSRF policy', () => {
     cleanups.push(() => inside.close());
     let calls = 0;
     // First answer: the allowed 127.0.0.3. Any later answer would point at 127.0.0.1 (refused, where `receiver` listens).
-    const rebinding = async (): Promise<ResolvedAddress[]> => (calls++ === 0 ? [{ address: '127.0.0.3', family: 4 }] : [{ address: '127.0.0.1', family: 4 }]);
+    const rebinding = async (): Promise<ResolvedAddress[]> =>
+      calls++ === 0 ? [{ address: '127.0.0.3', family: 4 }] : [{ address: '127.0.0.1', family: 4 }];
     const provider = webhook({ allowCidrs: ['127.0.0.3/32'], resolver: rebinding });
     expect(await provider.send(delivery(`http://rebind.attacker.test:${inside.port}/`), never())).toMatchObject({ kind: 'sent' });
     expect(calls).toBe(1);

@@ -70,7 +70,10 @@ export interface BatchSourceDeps {
 const IDLE_MARGIN_MS = 10_000;
 
 /** Claim transactions on PostgreSQL: `relaySlotLock`, `outboxClaimBatch`, `outboxHeldBack`; later `outboxMarkPublished` and COMMIT. */
-export function createBatchSource(config: Pick<ResolvedRelayConfig, 'instanceId' | 'batchSize' | 'publishTimeoutMs' | 'orderWaitMs'>, deps: BatchSourceDeps): BatchSource {
+export function createBatchSource(
+  config: Pick<ResolvedRelayConfig, 'instanceId' | 'batchSize' | 'publishTimeoutMs' | 'orderWaitMs'>,
+  deps: BatchSourceDeps,
+): BatchSource {
   const { instanceId } = config;
 
   const batch = (
@@ -88,12 +91,21 @@ export function createBatchSource(config: Pick<ResolvedRelayConfig, 'instanceId'
         if (refused.length > 0) dead = await setAside(fromKysely(trx), refused, now);
         await trx.commit().execute();
       } catch (error) {
-        await trx.rollback().execute().catch(() => {});
+        await trx
+          .rollback()
+          .execute()
+          .catch(() => {});
         throw error;
       }
       for (const { row, reason } of refused) {
         const notificationId = row.headers[HEADERS.notificationId];
-        deps.events.emit('refused', { outboxId: row.id, topic: row.topic, reason, notificationId, deadChannel: notificationId ? dead.get(notificationId) : undefined });
+        deps.events.emit('refused', {
+          outboxId: row.id,
+          topic: row.topic,
+          reason,
+          notificationId,
+          deadChannel: notificationId ? dead.get(notificationId) : undefined,
+        });
       }
       deps.events.emit('published', {
         count: rows.length,
@@ -104,7 +116,10 @@ export function createBatchSource(config: Pick<ResolvedRelayConfig, 'instanceId'
       });
     },
     async rollback() {
-      await trx?.rollback().execute().catch(() => {});
+      await trx
+        ?.rollback()
+        .execute()
+        .catch(() => {});
     },
   });
 
@@ -124,7 +139,15 @@ export function createBatchSource(config: Pick<ResolvedRelayConfig, 'instanceId'
           ...(previous ? { only: previous.slots } : {}),
         });
         const after = previous?.rows[previous.rows.length - 1];
-        const reading = outboxClaimBatch(tx, { instanceId, now, slots, slotCount, limit, orderWaitMs: config.orderWaitMs, ...(after ? { after } : {}) });
+        const reading = outboxClaimBatch(tx, {
+          instanceId,
+          now,
+          slots,
+          slotCount,
+          limit,
+          orderWaitMs: config.orderWaitMs,
+          ...(after ? { after } : {}),
+        });
         // Kysely reaches pg's client.query within microtasks; by the next macrotask it is sent.
         if (onSent) setImmediate(onSent);
         const rows = await reading;
@@ -136,7 +159,10 @@ export function createBatchSource(config: Pick<ResolvedRelayConfig, 'instanceId'
         }
         return batch(trx, { slots, rows, heldBack, startedAt });
       } catch (error) {
-        await trx.rollback().execute().catch(() => {});
+        await trx
+          .rollback()
+          .execute()
+          .catch(() => {});
         throw error;
       }
     },
@@ -162,7 +188,15 @@ async function setAside(tx: SqlExecutor, refused: readonly RefusedRow[], now: Da
     messages: failed.map((n) =>
       buildStatusEvent(
         { id: n.id, tenant_id: n.tenant_id, channel: n.channel as Channel, recipient: n.recipient, traceparent: n.traceparent },
-        { type: 'notification.dead', state: 'dead', attempts: n.attempts, dead_reason: 'publish_failed', last_error: n.last_error, next_attempt_at: null, occurred_at: now },
+        {
+          type: 'notification.dead',
+          state: 'dead',
+          attempts: n.attempts,
+          dead_reason: 'publish_failed',
+          last_error: n.last_error,
+          next_attempt_at: null,
+          occurred_at: now,
+        },
       ),
     ),
   });

@@ -19,13 +19,25 @@ export interface RelayEventMap {
    */
   claimed: { readonly count: number; readonly slots: number; readonly heldBack: boolean };
   /** A batch was published to Kafka and committed as published. `durationMs` covers claim, publish, mark and commit; `publishMs` the Kafka part. */
-  published: { readonly count: number; readonly durationMs: number; readonly publishMs: number; readonly firstId: string; readonly lastId: string };
+  published: {
+    readonly count: number;
+    readonly durationMs: number;
+    readonly publishMs: number;
+    readonly firstId: string;
+    readonly lastId: string;
+  };
   /**
    * Kafka refused an outbox row for good (too large, invalid record): it was set aside in
    * `outbox_refused` and marked published, so its key slot moves on. `deadChannel` is set when
    * its notification ended dead with reason `publish_failed` as a result.
    */
-  refused: { readonly outboxId: string; readonly topic: string; readonly reason: string; readonly notificationId: string | undefined; readonly deadChannel: string | undefined };
+  refused: {
+    readonly outboxId: string;
+    readonly topic: string;
+    readonly reason: string;
+    readonly notificationId: string | undefined;
+    readonly deadChannel: string | undefined;
+  };
   /** A batch failed; its rows stay unpublished and the relay retries after `retryInMs`. `attempt` counts consecutive failures. */
   publishError: { readonly error: unknown; readonly stage: BatchStage; readonly attempt: number; readonly retryInMs: number };
   /** The set of slots this instance holds changed. */

@@ -80,10 +80,14 @@ export function createKafkaPublisher(kafka: Kafka, options: KafkaPublisherOption
       await drop();
       const e = err as { name?: string; message?: string; retriable?: boolean };
       logger.warn({ err: errorSummary(err), count: messages.length }, 'kafka publish failed');
-      throw new PublishError('publish_failed', `kafka publish of ${messages.length} messages failed: ${e.name ?? 'Error'}: ${e.message ?? String(err)}`, {
-        cause: err,
-        retriable: e.retriable ?? true,
-      });
+      throw new PublishError(
+        'publish_failed',
+        `kafka publish of ${messages.length} messages failed: ${e.name ?? 'Error'}: ${e.message ?? String(err)}`,
+        {
+          cause: err,
+          retriable: e.retriable ?? true,
+        },
+      );
     }
   };
 

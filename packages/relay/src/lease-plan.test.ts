@@ -31,40 +31,49 @@ describe('planLeases', () => {
 
   it('shares always add up to the slot count and differ by at most one', () => {
     fc.assert(
-      fc.property(fc.uniqueArray(fc.string({ minLength: 1, maxLength: 6 }), { minLength: 1, maxLength: 40 }), fc.integer({ min: 1, max: 4096 }), (live, slotCount) => {
-        const targets = live.map((id) => planLeases({ instanceId: id, liveInstances: live, slotCount, held: [] }).target);
-        expect(targets.reduce((a, b) => a + b, 0)).toBe(slotCount);
-        expect(Math.max(...targets) - Math.min(...targets)).toBeLessThanOrEqual(1);
-      }),
+      fc.property(
+        fc.uniqueArray(fc.string({ minLength: 1, maxLength: 6 }), { minLength: 1, maxLength: 40 }),
+        fc.integer({ min: 1, max: 4096 }),
+        (live, slotCount) => {
+          const targets = live.map((id) => planLeases({ instanceId: id, liveInstances: live, slotCount, held: [] }).target);
+          expect(targets.reduce((a, b) => a + b, 0)).toBe(slotCount);
+          expect(Math.max(...targets) - Math.min(...targets)).toBeLessThanOrEqual(1);
+        },
+      ),
     );
   });
 
   it('after everyone applies its plan, no slot is wanted by two instances (a plan never takes held slots)', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 8 }), fc.integer({ min: 1, max: 128 }), fc.integer({ min: 0, max: 1_000 }), (n, slotCount, seed) => {
-        const ids = Array.from({ length: n }, (_, i) => `r${i}`);
-        // An arbitrary starting assignment (some slots free), then rounds of plan + apply.
-        const owner = new Map<number, string | null>();
-        for (let s = 0; s < slotCount; s++) owner.set(s, (s * 7 + seed) % 3 === 0 ? null : ids[(s + seed) % n]!);
-        for (let round = 0; round < 3; round++) {
-          for (const id of ids) {
-            const held = [...owner].filter(([, o]) => o === id).map(([s]) => s);
-            const plan = planLeases({ instanceId: id, liveInstances: ids, slotCount, held });
-            for (const s of plan.release) owner.set(s, null);
-            let want = plan.acquire;
-            for (const [s, o] of owner) {
-              if (want === 0) break;
-              if (o === null) {
-                owner.set(s, id);
-                want--;
+      fc.property(
+        fc.integer({ min: 1, max: 8 }),
+        fc.integer({ min: 1, max: 128 }),
+        fc.integer({ min: 0, max: 1_000 }),
+        (n, slotCount, seed) => {
+          const ids = Array.from({ length: n }, (_, i) => `r${i}`);
+          // An arbitrary starting assignment (some slots free), then rounds of plan + apply.
+          const owner = new Map<number, string | null>();
+          for (let s = 0; s < slotCount; s++) owner.set(s, (s * 7 + seed) % 3 === 0 ? null : ids[(s + seed) % n]!);
+          for (let round = 0; round < 3; round++) {
+            for (const id of ids) {
+              const held = [...owner].filter(([, o]) => o === id).map(([s]) => s);
+              const plan = planLeases({ instanceId: id, liveInstances: ids, slotCount, held });
+              for (const s of plan.release) owner.set(s, null);
+              let want = plan.acquire;
+              for (const [s, o] of owner) {
+                if (want === 0) break;
+                if (o === null) {
+                  owner.set(s, id);
+                  want--;
+                }
               }
             }
           }
-        }
-        const counts = ids.map((id) => [...owner.values()].filter((o) => o === id).length);
-        expect(counts.reduce((a, b) => a + b, 0)).toBe(slotCount);
-        expect(Math.max(...counts) - Math.min(...counts)).toBeLessThanOrEqual(1);
-      }),
+          const counts = ids.map((id) => [...owner.values()].filter((o) => o === id).length);
+          expect(counts.reduce((a, b) => a + b, 0)).toBe(slotCount);
+          expect(Math.max(...counts) - Math.min(...counts)).toBeLessThanOrEqual(1);
+        },
+      ),
     );
   });
 });

@@ -99,7 +99,12 @@ afterEach(() => void vi.useRealTimers());
 describe('lease service', () => {
   it('a lone instance takes every slot, reports the change once and wakes the publish loop', async () => {
     const { leases, tables, changes, wakes } = setup();
-    expect(await leases.runOnce()).toEqual({ live: ['a'], slots: [0, 1, 2, 3, 4, 5, 6, 7], acquired: [0, 1, 2, 3, 4, 5, 6, 7], released: [] });
+    expect(await leases.runOnce()).toEqual({
+      live: ['a'],
+      slots: [0, 1, 2, 3, 4, 5, 6, 7],
+      acquired: [0, 1, 2, 3, 4, 5, 6, 7],
+      released: [],
+    });
     expect(leases.slots()).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
     expect(tables.statements).toEqual(['heartbeat', 'renew', 'acquire 8']);
     expect(changes).toEqual([{ slots: [0, 1, 2, 3, 4, 5, 6, 7], acquired: [0, 1, 2, 3, 4, 5, 6, 7], released: [] }]);

@@ -56,7 +56,10 @@ export interface LeaseService {
  * advisory lock (the fence against a batch still in flight). This service keeps them: River's
  * maintenance-service shape, a periodic `runOnce` on runtime's `createPeriodicService`.
  */
-export function createLeaseService(config: Pick<ResolvedRelayConfig, 'instanceId' | 'leaseTtlMs' | 'heartbeatIntervalMs'>, deps: LeaseServiceDeps): LeaseService {
+export function createLeaseService(
+  config: Pick<ResolvedRelayConfig, 'instanceId' | 'leaseTtlMs' | 'heartbeatIntervalMs'>,
+  deps: LeaseServiceDeps,
+): LeaseService {
   const { instanceId } = config;
   const { db, logger, events } = deps;
   let held: number[] = [];

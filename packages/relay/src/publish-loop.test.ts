@@ -47,7 +47,9 @@ function scriptedSource(script: Scripted[]): BatchSource & { log: string[]; clai
       source.claims++;
       const s = script.shift() ?? {};
       const name = s.ids?.length ? `[${s.ids.join(',')}]` : '[]';
-      log.push((previous ? `claim ${name} after ${previous.rows.at(-1)!.id}` : `claim ${name}`) + (limit !== undefined ? ` limit ${limit}` : ''));
+      log.push(
+        (previous ? `claim ${name} after ${previous.rows.at(-1)!.id}` : `claim ${name}`) + (limit !== undefined ? ` limit ${limit}` : ''),
+      );
       onSent?.();
       if (s.claimError) throw s.claimError;
       const rows = (s.ids ?? []).map((id) => (s.big?.includes(id) ? { ...row(id), value: 'x'.repeat(2_000) } : row(id)));
@@ -146,7 +148,13 @@ describe('publish loop: one round at a time (runOnce)', () => {
   });
 
   it('does not read ahead when the batch did not cover every held slot, so new slots are not starved', async () => {
-    const { loop, log } = setup([{ ids: [1, 2], slots: [0] }, { ids: [3, 4], slots: [0, 1] }], { held: [0, 1] });
+    const { loop, log } = setup(
+      [
+        { ids: [1, 2], slots: [0] },
+        { ids: [3, 4], slots: [0, 1] },
+      ],
+      { held: [0, 1] },
+    );
     await loop.runOnce();
     await loop.runOnce();
     expect(log.slice(0, 6)).toEqual(['claim [1,2]', 'publish [1,2]', 'commit [1,2]', 'committed [1,2]', 'claim [3,4]', 'claim [] after 4']);
@@ -178,9 +186,12 @@ describe('publish loop: one round at a time (runOnce)', () => {
 
   it('a failed publish rolls back its batch and the read-ahead; the backoff doubles per consecutive failure and resets after a success', async () => {
     const memory = createMemoryPublisher();
-    const { loop, log, errors } = setup([{ ids: [1, 2] }, { ids: [3] }, { ids: [1, 2] }, { ids: [3] }, { ids: [1, 2] }, { ids: [3] }, { ids: [4] }], {
-      publisher: memory,
-    });
+    const { loop, log, errors } = setup(
+      [{ ids: [1, 2] }, { ids: [3] }, { ids: [1, 2] }, { ids: [3] }, { ids: [1, 2] }, { ids: [3] }, { ids: [4] }],
+      {
+        publisher: memory,
+      },
+    );
     memory.failWith = 'broker down';
     expect(await loop.runOnce()).toMatchObject({ kind: 'failed', stage: 'publish', attempt: 1, retryInMs: 50 });
     expect(log).toEqual(['claim [1,2]', 'claim [3] after 2', 'publish [1,2]', 'rollback [1,2]', 'rollback [3]']);
@@ -252,7 +263,9 @@ describe('publish loop: running (start/stop)', () => {
 
   it('a backoff wait is not cut short by wake(), but stop() ends it at once', async () => {
     vi.useFakeTimers();
-    const { loop, batches } = setup([{ claimError: new Error('down') }, { claimError: new Error('down') }], { config: { backoff: { baseMs: 60_000, maxMs: 60_000, jitter: 0 } } });
+    const { loop, batches } = setup([{ claimError: new Error('down') }, { claimError: new Error('down') }], {
+      config: { backoff: { baseMs: 60_000, maxMs: 60_000, jitter: 0 } },
+    });
     loop.start();
     await vi.advanceTimersByTimeAsync(0);
     expect(batches.claims).toBe(1);
@@ -313,13 +326,18 @@ describe('publish loop: rows Kafka refuses for good', () => {
     const refusing: Publisher = {
       async publish(messages) {
         if (messages.some((m) => m.key === 'k2')) {
-          const cause = Object.assign(new Error('The request included a message larger than the max message size the server will accept'), { type: 'MESSAGE_TOO_LARGE', retriable: false });
+          const cause = Object.assign(new Error('The request included a message larger than the max message size the server will accept'), {
+            type: 'MESSAGE_TOO_LARGE',
+            retriable: false,
+          });
           throw new PublishError('publish_failed', 'kafka publish failed', { cause, retriable: false });
         }
       },
       close: async () => {},
     };
-    const { loop, log, errors } = setup([{ ids: [1, 2] }, { ids: [3, 4] }, { ids: [1] }, { ids: [2] }, { ids: [3, 4] }], { publisher: refusing });
+    const { loop, log, errors } = setup([{ ids: [1, 2] }, { ids: [3, 4] }, { ids: [1] }, { ids: [2] }, { ids: [3, 4] }], {
+      publisher: refusing,
+    });
     expect(await loop.runOnce()).toMatchObject({ kind: 'failed', stage: 'publish' });
     expect(await loop.runOnce()).toMatchObject({ kind: 'published', count: 1 });
     expect(await loop.runOnce()).toMatchObject({ kind: 'published', count: 1 });

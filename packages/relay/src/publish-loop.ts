@@ -14,7 +14,15 @@ import { WakeSignal } from './wake-signal.js';
 /** The part of the relay's configuration the publish loop reads. */
 export type PublishLoopConfig = Pick<
   ResolvedRelayConfig,
-  'instanceId' | 'topicPrefix' | 'batchSize' | 'pollIntervalMs' | 'backoff' | 'heldBackRetryMs' | 'heldBackMaxMs' | 'publishTimeoutMs' | 'maxMessageBytes'
+  | 'instanceId'
+  | 'topicPrefix'
+  | 'batchSize'
+  | 'pollIntervalMs'
+  | 'backoff'
+  | 'heldBackRetryMs'
+  | 'heldBackMaxMs'
+  | 'publishTimeoutMs'
+  | 'maxMessageBytes'
 >;
 
 /** What `createPublishLoop` needs. */
@@ -185,7 +193,13 @@ export function createPublishLoop(config: PublishLoopConfig, deps: PublishLoopDe
       const onSent = new Promise<void>((r) => (sent = r));
       ahead = deps.batches.claim(current, sent);
       ahead.catch(() => {}); // handled when awaited
-      await Promise.race([onSent, ahead.then(() => {}, () => {})]);
+      await Promise.race([
+        onSent,
+        ahead.then(
+          () => {},
+          () => {},
+        ),
+      ]);
     }
     let publishMs = 0;
     // A row larger than Kafka takes is set aside without trying: the broker would refuse it for good.

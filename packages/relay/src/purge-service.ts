@@ -37,7 +37,10 @@ export const PURGE_MAX_STATEMENTS = 100;
  * `job_cleaner.go`), on runtime's `createPeriodicService`. Every relay instance runs one; only
  * the holder of slot 0 purges.
  */
-export function createPurgeService(config: Pick<ResolvedRelayConfig, 'retentionMs' | 'purgeIntervalMs' | 'purgeBatchSize'>, deps: PurgeServiceDeps): PurgeService {
+export function createPurgeService(
+  config: Pick<ResolvedRelayConfig, 'retentionMs' | 'purgeIntervalMs' | 'purgeBatchSize'>,
+  deps: PurgeServiceDeps,
+): PurgeService {
   const { logger, events } = deps;
   let stopped = false;
 

@@ -26,7 +26,8 @@ export function refusedForGood(error: unknown): (typeof REFUSED_FOR_GOOD)[number
   while (e && typeof e === 'object' && !seen.has(e)) {
     seen.add(e);
     const type = (e as { type?: unknown }).type;
-    if (typeof type === 'string' && (REFUSED_FOR_GOOD as readonly string[]).includes(type)) return type as (typeof REFUSED_FOR_GOOD)[number];
+    if (typeof type === 'string' && (REFUSED_FOR_GOOD as readonly string[]).includes(type))
+      return type as (typeof REFUSED_FOR_GOOD)[number];
     e = (e as { cause?: unknown; originalError?: unknown }).cause ?? (e as { originalError?: unknown }).originalError;
   }
   return undefined;

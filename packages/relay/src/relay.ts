@@ -38,7 +38,8 @@ interface RelayDepsBase {
  * What `createRelay` needs: the database, and either a kafkajs `Kafka` (the relay makes and
  * owns an idempotent producer) or a `Publisher` (the caller owns it and closes it).
  */
-export type RelayDeps = RelayDepsBase & ({ readonly kafka: Kafka; readonly publisher?: undefined } | { readonly publisher: Publisher; readonly kafka?: undefined });
+export type RelayDeps = RelayDepsBase &
+  ({ readonly kafka: Kafka; readonly publisher?: undefined } | { readonly publisher: Publisher; readonly kafka?: undefined });
 
 /** A running (or startable) relay instance. */
 export interface Relay {
@@ -114,7 +115,11 @@ export function createRelay(config: RelayConfig, deps: RelayDeps): Relay {
     const leasesStopped = leases.stop(cfg.stopTimeoutMs);
     const purgeStopped = purge.stop(cfg.stopTimeoutMs);
     const drained = await settlesWithin(loop.stop(), left());
-    if (!drained) logger.warn({ stopTimeoutMs: cfg.stopTimeoutMs }, 'relay stop: the in-flight batch did not finish in time; its rows stay unpublished');
+    if (!drained)
+      logger.warn(
+        { stopTimeoutMs: cfg.stopTimeoutMs },
+        'relay stop: the in-flight batch did not finish in time; its rows stay unpublished',
+      );
     await leasesStopped;
     await purgeStopped;
     await leases.releaseAll();

@@ -76,25 +76,41 @@ describe('a relay killed between publish and mark', () => {
     // Kafka has the batch; the database still says unpublished.
     const before = await tk.readAll('requests', BATCH);
     expect(before).toHaveLength(BATCH);
-    const { rows } = await tdb.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM outbox WHERE id = ANY($1::bigint[]) AND published_at IS NULL', [ids]);
+    const { rows } = await tdb.pool.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM outbox WHERE id = ANY($1::bigint[]) AND published_at IS NULL',
+      [ids],
+    );
     expect(rows[0]!.n).toBe(BATCH);
 
     child.kill('SIGKILL');
     expect(await exited).toBe('SIGKILL');
-    const leases = await tdb.pool.query<{ n: number; until: Date }>(`SELECT count(*)::int AS n, max(expires_at) AS until FROM relay_leases WHERE owner = 'doomed'`);
+    const leases = await tdb.pool.query<{ n: number; until: Date }>(
+      `SELECT count(*)::int AS n, max(expires_at) AS until FROM relay_leases WHERE owner = 'doomed'`,
+    );
     expect(leases.rows[0]!.n).toBe(64);
     const leaseEnd = leases.rows[0]!.until.getTime();
 
     // A new relay: it must wait for the dead one's leases to expire, then publish everything.
     const heir = createRelay(
-      { topicPrefix: tk.prefix, batchSize: BATCH, pollIntervalMs: 100, retentionMs: 3_600_000, instanceId: 'heir', leaseTtlMs: 5_000, heartbeatIntervalMs: 100 },
+      {
+        topicPrefix: tk.prefix,
+        batchSize: BATCH,
+        pollIntervalMs: 100,
+        retentionMs: 3_600_000,
+        instanceId: 'heir',
+        leaseTtlMs: 5_000,
+        heartbeatIntervalMs: 100,
+      },
       { db: tdb.db, connectionString: tdb.url, kafka: tk.kafka },
     );
     let firstPublishAt: number | null = null;
     heir.on('published', () => void (firstPublishAt ??= Date.now()));
     await heir.start();
     try {
-      await waitFor(async () => (await outboxCounts(tdb.pool)).unpublished === 0, { timeoutMs: 20_000, message: 'the heir to publish every row' });
+      await waitFor(async () => (await outboxCounts(tdb.pool)).unpublished === 0, {
+        timeoutMs: 20_000,
+        message: 'the heir to publish every row',
+      });
     } finally {
       await heir.stop();
     }

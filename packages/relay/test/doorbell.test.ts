@@ -36,7 +36,9 @@ async function insertThenMark(): Promise<string[]> {
 
 describe('outbox doorbell', () => {
   it('does not notify while no relay sleeps', async () => {
-    await tdb.pool.query(`INSERT INTO relay_instances (instance_id, started_at, expires_at, sleeping) VALUES ('busy', now(), now() + interval '1 hour', false)`);
+    await tdb.pool.query(
+      `INSERT INTO relay_instances (instance_id, started_at, expires_at, sleeping) VALUES ('busy', now(), now() + interval '1 hour', false)`,
+    );
     expect(await insertThenMark()).toEqual([]);
   });
 

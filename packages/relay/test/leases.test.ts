@@ -29,7 +29,16 @@ afterAll(async () => {
 });
 
 function relay(instanceId: string, overrides: Partial<RelayConfig> = {}, publisher?: Publisher): Relay {
-  const config = { topicPrefix: tk.prefix, batchSize: 50, pollIntervalMs: 100, retentionMs: 3_600_000, instanceId, leaseTtlMs: 60_000, heartbeatIntervalMs: 100, ...overrides };
+  const config = {
+    topicPrefix: tk.prefix,
+    batchSize: 50,
+    pollIntervalMs: 100,
+    retentionMs: 3_600_000,
+    instanceId,
+    leaseTtlMs: 60_000,
+    heartbeatIntervalMs: 100,
+    ...overrides,
+  };
   const base = { db: tdb.db, connectionString: tdb.url };
   const r = publisher ? createRelay(config, { ...base, publisher }) : createRelay(config, { ...base, kafka: tk.kafka });
   running.push(r);
@@ -52,7 +61,9 @@ describe('relay leases', () => {
     // A polite stop releases its leases: the others take them without waiting for the 60 s TTL.
     await b.stop();
     await waitFor(() => a.slots().length === 32 && c.slots().length === 32, { timeoutMs: 10_000, message: '32/32 after b left' });
-    const { rows } = await tdb.pool.query<{ owner: string; n: number }>('SELECT owner, count(*)::int AS n FROM relay_leases GROUP BY owner ORDER BY owner');
+    const { rows } = await tdb.pool.query<{ owner: string; n: number }>(
+      'SELECT owner, count(*)::int AS n FROM relay_leases GROUP BY owner ORDER BY owner',
+    );
     expect(rows).toEqual([
       { owner: 'a', n: 32 },
       { owner: 'c', n: 32 },
@@ -64,7 +75,10 @@ describe('relay leases', () => {
     let key = '';
     for (let i = 0; key === '' || (await slotOf(key)) < 32; i++) key = `tenant/email/handover-${i}`;
     const slot = await slotOf(key);
-    await insertMessages(tdb.pool, Array.from({ length: 10 }, (_, seq) => testMessage(key, seq, 'handover')));
+    await insertMessages(
+      tdb.pool,
+      Array.from({ length: 10 }, (_, seq) => testMessage(key, seq, 'handover')),
+    );
 
     // Relay "a" publishes through a gate: its first batch (rows 0..4) waits before reaching Kafka.
     const kafkaPublisher = createKafkaPublisher(tk.kafka);
@@ -99,7 +113,10 @@ describe('relay leases', () => {
     open();
     await waitFor(async () => (await outboxCounts(tdb.pool)).unpublished === 0, { timeoutMs: 10_000, message: 'all ten published' });
     // ("a" may publish rows 5..9 itself: it claimed them ahead, before it released the slots.)
-    await waitFor(() => b.slots().length === 32 && b.slots().includes(slot), { timeoutMs: 10_000, message: 'b took the slots once a committed' });
+    await waitFor(() => b.slots().length === 32 && b.slots().includes(slot), {
+      timeoutMs: 10_000,
+      message: 'b took the slots once a committed',
+    });
     const messages = await tk.readAll('handover', 10);
     expect(messages.map((m) => decode(m).seq)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
     await a.stop();
@@ -109,7 +126,10 @@ describe('relay leases', () => {
   it('does not take a slot while its previous owner still has a batch in flight, even with the lease expired', async () => {
     const key = 'tenant/email/fenced';
     const slot = await slotOf(key);
-    await insertMessages(tdb.pool, [0, 1, 2, 3, 4].map((seq) => testMessage(key, seq, 'fence')));
+    await insertMessages(
+      tdb.pool,
+      [0, 1, 2, 3, 4].map((seq) => testMessage(key, seq, 'fence')),
+    );
     const other = 'tenant/email/free';
     expect(await slotOf(other)).not.toBe(slot);
     await insertMessages(tdb.pool, [testMessage(other, 0, 'fence')]);
@@ -136,7 +156,10 @@ describe('relay leases', () => {
     } finally {
       ghost.release();
     }
-    await waitFor(async () => (await outboxCounts(tdb.pool)).unpublished === 0, { timeoutMs: 10_000, message: 'fenced key published after the ghost committed' });
+    await waitFor(async () => (await outboxCounts(tdb.pool)).unpublished === 0, {
+      timeoutMs: 10_000,
+      message: 'fenced key published after the ghost committed',
+    });
     const messages = (await tk.readAll('fence', 5)).filter((m) => decode(m).key === key);
     // Rows 1..4 (row 0 was the ghost's), in order: the newcomer never overtook the ghost's row.
     expect(messages.map((m) => decode(m).seq)).toEqual([1, 2, 3, 4]);
@@ -176,7 +199,16 @@ describe('relay leases', () => {
     await waitFor(async () => (await outboxCounts(tdb.pool)).unpublished === 0, { timeoutMs: 15_000, message: 'all 200 published' });
     expect(calls).toBeGreaterThan(3);
     const messages = await tk.readAll('joined', 200);
-    expect(keyOrderViolations(messages, new Map([[mine, 100], [late, 100]]), true)).toEqual([]);
+    expect(
+      keyOrderViolations(
+        messages,
+        new Map([
+          [mine, 100],
+          [late, 100],
+        ]),
+        true,
+      ),
+    ).toEqual([]);
     await r.stop();
     await kafkaPublisher.close();
   });
@@ -189,7 +221,10 @@ describe('relay leases', () => {
       [slot],
     );
     const expiresAt = rows[0]!.expires_at.getTime();
-    await insertMessages(tdb.pool, [0, 1, 2].map((seq) => testMessage(key, seq, 'expiry')));
+    await insertMessages(
+      tdb.pool,
+      [0, 1, 2].map((seq) => testMessage(key, seq, 'expiry')),
+    );
     const r = relay('heir');
     let tookAt: number | null = null;
     r.on('leaseChanged', ({ acquired }) => {

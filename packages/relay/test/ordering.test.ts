@@ -68,7 +68,10 @@ describe('three relays, 10,000 rows, 50 keys', () => {
     const leaseChanges = recordEvents(all, 'leaseChanged');
     const writing = Promise.all([...Array(WRITERS).keys()].map(writer));
 
-    await waitFor(async () => (await outboxCounts(tdb.pool)).total - (await outboxCounts(tdb.pool)).unpublished >= 1_500, { timeoutMs: 30_000, message: 'relay-a publishing' });
+    await waitFor(async () => (await outboxCounts(tdb.pool)).total - (await outboxCounts(tdb.pool)).unpublished >= 1_500, {
+      timeoutMs: 30_000,
+      message: 'relay-a publishing',
+    });
     const r1 = await started(make('relay-b'));
     const r2 = await started(make('relay-c'));
     for (const r of [r1, r2]) r.on('publishError', (payload) => void errors.push({ instanceId: r.instanceId, payload }));

@@ -47,7 +47,10 @@ describe('retention purge', () => {
     relay.on('purged', (e) => void purges.push(e));
     await relay.start();
     try {
-      await insertMessages(tdb.pool, Array.from({ length: 250 }, (_, i) => testMessage('tenant/email/old', i)));
+      await insertMessages(
+        tdb.pool,
+        Array.from({ length: 250 }, (_, i) => testMessage('tenant/email/old', i)),
+      );
       await waitFor(async () => (await outboxCounts(tdb.pool)).unpublished === 0, { message: 'old batch published' });
       const stamped = await tdb.pool.query<{ at: Date }>('SELECT DISTINCT published_at AS at FROM outbox');
       expect(stamped.rows.map((r) => r.at.getTime())).toEqual([t0]);
@@ -60,7 +63,10 @@ describe('retention purge', () => {
       expect((await outboxCounts(tdb.pool)).total).toBe(250);
 
       // New rows published at t0 + 30 s; then time passes the old rows' retention only.
-      await insertMessages(tdb.pool, Array.from({ length: 30 }, (_, i) => testMessage('tenant/email/new', i)));
+      await insertMessages(
+        tdb.pool,
+        Array.from({ length: 30 }, (_, i) => testMessage('tenant/email/new', i)),
+      );
       await waitFor(async () => (await outboxCounts(tdb.pool)).unpublished === 0, { message: 'new batch published' });
       clock.advance(RETENTION_MS / 2 + 1);
       await waitFor(() => purges.reduce((n, p) => n + p.count, 0) >= 250, { message: 'old rows purged' });

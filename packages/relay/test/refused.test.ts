@@ -25,7 +25,9 @@ beforeAll(async () => {
   await tk.createTopics(['requests', 'events'], 1);
   await tk.admin.alterConfigs({
     validateOnly: false,
-    resources: [{ type: ConfigResourceTypes.TOPIC, name: tk.topic('requests'), configEntries: [{ name: 'max.message.bytes', value: '20000' }] }],
+    resources: [
+      { type: ConfigResourceTypes.TOPIC, name: tk.topic('requests'), configEntries: [{ name: 'max.message.bytes', value: '20000' }] },
+    ],
   });
 });
 
@@ -37,7 +39,9 @@ afterAll(async () => {
 
 async function enqueueWithPadding(n: number, padBytes: number): Promise<string> {
   return tdb.db.transaction().execute(async (trx) => {
-    const { notification: { id } } = await enqueue(
+    const {
+      notification: { id },
+    } = await enqueue(
       fromKysely(trx),
       { tenant_id: 'acme', channel: 'webhook', to: 'https://hooks.example.com/same-key', body: `n${n}` },
       { maxAttempts: 3, defaultTtlMs: 3_600_000 },
@@ -74,7 +78,11 @@ describe('an outbox row Kafka refuses for good', () => {
     const requests = await tk.readAll('requests', 2);
     expect(requests.map((m) => m.headers![HEADERS.notificationId]!.toString())).toEqual([first, last]);
 
-    const { rows: refused } = await sql<{ notification_id: string; reason: string; topic: string }>`SELECT notification_id, reason, topic FROM outbox_refused`.execute(tdb.db);
+    const { rows: refused } = await sql<{
+      notification_id: string;
+      reason: string;
+      topic: string;
+    }>`SELECT notification_id, reason, topic FROM outbox_refused`.execute(tdb.db);
     expect(refused.map((r) => [r.notification_id, r.topic, r.reason.split(':')[0]]).sort()).toEqual(
       [
         [brokerRefuses, 'requests', 'message_too_large'],

@@ -98,9 +98,13 @@ describe('the snapshot rule', () => {
     startRelay();
     await relay!.start();
     // early's row is below xmin (late is the oldest open transaction) and goes out now.
-    await waitFor(async () => (await unpublishedValues()).length === 0 && (await outboxCounts(tdb.pool)).total === 1, { message: "early's row published" });
+    await waitFor(async () => (await unpublishedValues()).length === 0 && (await outboxCounts(tdb.pool)).total === 1, {
+      message: "early's row published",
+    });
     await late.query('COMMIT');
-    await waitFor(async () => (await outboxCounts(tdb.pool)).unpublished === 0 && (await outboxCounts(tdb.pool)).total === 2, { message: "late's row published" });
+    await waitFor(async () => (await outboxCounts(tdb.pool)).unpublished === 0 && (await outboxCounts(tdb.pool)).total === 2, {
+      message: "late's row published",
+    });
     const messages = await tk.readAll('xid', 2);
     expect(messages.map((m) => decode(m).seq)).toEqual([0, 1]);
   });
@@ -152,7 +156,15 @@ describe('the snapshot rule', () => {
       },
       close: () => inner.close(),
     };
-    const config = (instanceId: string) => ({ topicPrefix: tk.prefix, batchSize: 10, pollIntervalMs: 50, retentionMs: 3_600_000, instanceId, heartbeatIntervalMs: 100, orderWaitMs: HOUR });
+    const config = (instanceId: string) => ({
+      topicPrefix: tk.prefix,
+      batchSize: 10,
+      pollIntervalMs: 50,
+      retentionMs: 3_600_000,
+      instanceId,
+      heartbeatIntervalMs: 100,
+      orderWaitMs: HOUR,
+    });
     const a = createRelay(config('a'), { db: tdb.db, connectionString: tdb.url, publisher: gated });
     const b = createRelay(config('b'), { db: tdb.db, connectionString: tdb.url, kafka: tk.kafka });
     try {
@@ -172,7 +184,10 @@ describe('the snapshot rule', () => {
       await insertMessages(tdb.pool, [testMessage(aKey, 0, 'stuck')]);
       await waitFor(() => stuck, { message: 'a stuck in its publish' });
       await insertMessages(tdb.pool, [testMessage(bKey, 0, 'stuck')]); // written after a's claim began
-      await waitFor(async () => (await unpublishedValues()).length === 1, { timeoutMs: 10_000, message: "b publishes its row while a is stuck" });
+      await waitFor(async () => (await unpublishedValues()).length === 1, {
+        timeoutMs: 10_000,
+        message: 'b publishes its row while a is stuck',
+      });
       const messages = await tk.readAll('stuck', 1);
       expect(messages.map((m) => decode(m).key)).toEqual([bKey]);
     } finally {
@@ -196,7 +211,9 @@ describe('the snapshot rule', () => {
     expect((await tk.readAll('bounded', 1)).map((m) => decode(m).seq)).toEqual([1]);
 
     await slow.query('COMMIT');
-    await waitFor(async () => (await outboxCounts(tdb.pool)).unpublished === 0 && (await outboxCounts(tdb.pool)).total === 2, { message: "slow's row published after its commit" });
+    await waitFor(async () => (await outboxCounts(tdb.pool)).unpublished === 0 && (await outboxCounts(tdb.pool)).total === 2, {
+      message: "slow's row published after its commit",
+    });
     expect((await tk.readAll('bounded', 2)).map((m) => decode(m).seq)).toEqual([1, 0]);
   });
 });

@@ -34,7 +34,10 @@ export async function outboxCounts(pool: pg.Pool): Promise<{ unpublished: number
 }
 
 /** Records every event of the relays, tagged with the instance. */
-export function recordEvents<E extends RelayEventName>(relays: readonly Relay[], event: E): { instanceId: string; payload: RelayEventMap[E] }[] {
+export function recordEvents<E extends RelayEventName>(
+  relays: readonly Relay[],
+  event: E,
+): { instanceId: string; payload: RelayEventMap[E] }[] {
   const seen: { instanceId: string; payload: RelayEventMap[E] }[] = [];
   for (const r of relays) r.on(event, (payload) => void seen.push({ instanceId: r.instanceId, payload }));
   return seen;
@@ -52,7 +55,11 @@ export function decode(m: KafkaMessage): { key: string; k: string; seq: number }
  * Otherwise (at-least-once): first occurrences are in order, and every duplicate re-sends an
  * already-seen seq. Returns a list of violations (empty = fine).
  */
-export function keyOrderViolations(messages: readonly KafkaMessage[], expectedPerKey: ReadonlyMap<string, number>, exact: boolean): string[] {
+export function keyOrderViolations(
+  messages: readonly KafkaMessage[],
+  expectedPerKey: ReadonlyMap<string, number>,
+  exact: boolean,
+): string[] {
   const problems: string[] = [];
   const byKey = new Map<string, number[]>();
   for (const m of messages) {
@@ -67,7 +74,9 @@ export function keyOrderViolations(messages: readonly KafkaMessage[], expectedPe
     if (exact) {
       const bad = seqs.findIndex((s, i) => s !== i);
       if (bad !== -1 || seqs.length !== n) {
-        problems.push(`key ${key}: expected 0..${n - 1} in order, got ${seqs.length} messages, first mismatch at ${bad}: …${seqs.slice(Math.max(0, bad - 3), bad + 3).join(',')}`);
+        problems.push(
+          `key ${key}: expected 0..${n - 1} in order, got ${seqs.length} messages, first mismatch at ${bad}: …${seqs.slice(Math.max(0, bad - 3), bad + 3).join(',')}`,
+        );
       }
       continue;
     }

@@ -52,7 +52,10 @@ describe('wake-up on NOTIFY', () => {
       const idleClaims = claims.length;
 
       await insertMessages(tdb.pool, [testMessage('tenant/email/w', 0)]);
-      await waitFor(async () => (await outboxCounts(tdb.pool)).unpublished === 0, { timeoutMs: DEADLINE_MS, message: 'row 0 published on NOTIFY' });
+      await waitFor(async () => (await outboxCounts(tdb.pool)).unpublished === 0, {
+        timeoutMs: DEADLINE_MS,
+        message: 'row 0 published on NOTIFY',
+      });
 
       // Kill the LISTEN session; the relay reconnects by itself and keeps waking on NOTIFY.
       const killed = await tdb.pool.query<{ ok: boolean }>(

@@ -20,7 +20,10 @@ export interface Emitter<Map extends object> {
 export function createEmitter<Map extends object>(source: string, logger: Logger): Emitter<Map> {
   const listeners = new Map<keyof Map, Set<Listener<never>>>();
   const report = (event: keyof Map, err: unknown) =>
-    logger.error({ event: String(event), err: err instanceof Error ? { name: err.name, message: err.message } : String(err) }, `${source} event listener failed`);
+    logger.error(
+      { event: String(event), err: err instanceof Error ? { name: err.name, message: err.message } : String(err) },
+      `${source} event listener failed`,
+    );
   return {
     on(event, listener) {
       let set = listeners.get(event);

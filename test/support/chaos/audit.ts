@@ -195,7 +195,14 @@ export async function auditRun(params: AuditParams): Promise<AuditReport> {
         prev === undefined
           ? n.created_at.getTime()
           : prev.finished_at.getTime() +
-            backoffDelayMs({ now: prev.finished_at, attempt: prev.attempt, baseMs: retry.baseDelayMs, maxMs: retry.maxDelayMs, jitter: 0, random: () => 0 }) *
+            backoffDelayMs({
+              now: prev.finished_at,
+              attempt: prev.attempt,
+              baseMs: retry.baseDelayMs,
+              maxMs: retry.maxDelayMs,
+              jitter: 0,
+              random: () => 0,
+            }) *
               (1 - retry.jitter);
       const lateness = a.started_at.getTime() - due;
       if (retry.jitter === 0 && lateness < -EARLY_SLACK_MS) {
@@ -214,7 +221,9 @@ export async function auditRun(params: AuditParams): Promise<AuditReport> {
   }
   const strandedRow = stranded[0];
   if (strandedRow && strandedRow.count > 0) {
-    problems.push(`${strandedRow.count} outbox rows unpublished for more than ${strandedAfterMs} ms (oldest from ${strandedRow.oldest?.toISOString()})`);
+    problems.push(
+      `${strandedRow.count} outbox rows unpublished for more than ${strandedAfterMs} ms (oldest from ${strandedRow.oldest?.toISOString()})`,
+    );
   }
   if (lostIds.length > 20) problems.push(`… and ${lostIds.length - 20} more lost`);
   if (dead > (params.allowedDead ?? 0)) {
@@ -297,8 +306,13 @@ export function formatChaosTable(rows: readonly ChaosRow[]): string {
     String(r.waiting),
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
-  const fmt = (cells: readonly string[]) => `| ${cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(' | ')} |`;
-  return [fmt(header), `|${widths.map((w, i) => (i === 0 ? `${'-'.repeat(w + 1)}-` : `${'-'.repeat(w + 1)}:`)).join('|')}|`, ...lines.map(fmt)].join('\n');
+  const fmt = (cells: readonly string[]) =>
+    `| ${cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(' | ')} |`;
+  return [
+    fmt(header),
+    `|${widths.map((w, i) => (i === 0 ? `${'-'.repeat(w + 1)}-` : `${'-'.repeat(w + 1)}:`)).join('|')}|`,
+    ...lines.map(fmt),
+  ].join('\n');
 }
 
 function formatMs(ms: number): string {

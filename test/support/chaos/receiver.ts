@@ -46,7 +46,9 @@ export interface ChaosReceiver {
 }
 
 /** Starts a chaos receiver on 127.0.0.1 and an ephemeral port. The default behaviour is `ok`. */
-export async function startChaosReceiver(behaviour: (req: ReceiverRequest) => ReceiverBehaviour = () => ({ kind: 'ok' })): Promise<ChaosReceiver> {
+export async function startChaosReceiver(
+  behaviour: (req: ReceiverRequest) => ReceiverBehaviour = () => ({ kind: 'ok' }),
+): Promise<ChaosReceiver> {
   let decide = behaviour;
   const deliveries: ReceivedDelivery[] = [];
   const acceptedIds = new Set<string>();

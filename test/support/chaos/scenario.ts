@@ -112,7 +112,13 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
     running.set(proc.name, { child, proc });
     child.child.on('close', (code, signal) => {
       if (!intentional.has(child)) {
-        const tail = child.output().trimEnd().split('\n').slice(-40).map((l) => `      | ${l.slice(0, 400)}`).join('\n');
+        const tail = child
+          .output()
+          .trimEnd()
+          .split('\n')
+          .slice(-40)
+          .map((l) => `      | ${l.slice(0, 400)}`)
+          .join('\n');
         crashed.push(`${proc.name} (pid ${child.pid}) exited by itself: code ${code}, signal ${signal}; its last lines:\n${tail}`);
         // Like any process supervisor would: start it again (a few times at most), so the audit
         // still tells whether a crash lost anything. The crash itself fails the test regardless.
@@ -169,7 +175,11 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
         return code;
       },
       async killAndRestart(name, between) {
-        const { child, proc } = running.get(name) ?? (() => { throw new Error(`no process ${name}`); })();
+        const { child, proc } =
+          running.get(name) ??
+          (() => {
+            throw new Error(`no process ${name}`);
+          })();
         intentional.add(child);
         await child.kill();
         note(`SIGKILL ${name} (pid ${child.pid})`);
@@ -189,7 +199,11 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
           `SELECT (SELECT count(*)::int FROM outbox WHERE published_at IS NULL) AS unpublished,
                   (SELECT count(*)::int FROM notifications WHERE state = 'queued') AS queued`,
         )
-        .then(({ rows }) => note(`  progress: ${load.ids.length} enqueued, ${rows[0]!.unpublished} outbox rows unpublished, ${rows[0]!.queued} queued, ${receiver.acceptedIds.size} received`))
+        .then(({ rows }) =>
+          note(
+            `  progress: ${load.ids.length} enqueued, ${rows[0]!.unpublished} outbox rows unpublished, ${rows[0]!.queued} queued, ${receiver.acceptedIds.size} received`,
+          ),
+        )
         .catch(() => {});
     }, s.sampleEveryMs ?? 5_000);
     try {
@@ -214,7 +228,8 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
       retry,
       allowedDead: s.allowedDead ?? 0,
     });
-    if (receiver.anonymous > 0) (report.problems as string[]).push(`${receiver.anonymous} requests reached the receiver without a webhook-id`);
+    if (receiver.anonymous > 0)
+      (report.problems as string[]).push(`${receiver.anonymous} requests reached the receiver without a webhook-id`);
     return { report, timeline, crashed: [...crashed], logs: children.logs(), seed: s.seed };
   } finally {
     closing = true;

@@ -27,7 +27,11 @@ function atProgress(ctx: ScenarioContext, fraction: number): Promise<void> {
 
 /** Waits until `fraction` of the load has reached the receiver. */
 function atDelivered(ctx: ScenarioContext, fraction: number): Promise<void> {
-  return ctx.until(() => ctx.receiver.acceptedIds.size >= Math.ceil(ctx.total * fraction), `${Math.round(fraction * 100)}% of the load delivered`, 180_000);
+  return ctx.until(
+    () => ctx.receiver.acceptedIds.size >= Math.ceil(ctx.total * fraction),
+    `${Math.round(fraction * 100)}% of the load delivered`,
+    180_000,
+  );
 }
 
 /**
@@ -47,7 +51,8 @@ export function sigkillScenario(role: 'relay' | 'dispatcher', rounds: number, si
       for (const p of points) {
         // Never strike a process that has not delivered anything since its restart: 3% of the load at least.
         await atDelivered(ctx, Math.max(p, deliveredAtRestart / ctx.total + 0.03));
-        const pileUp = role === 'relay' ? () => atProgress(ctx, Math.min(1, ctx.enqueued() / ctx.total + 0.02 + ctx.random() * 0.05)) : undefined;
+        const pileUp =
+          role === 'relay' ? () => atProgress(ctx, Math.min(1, ctx.enqueued() / ctx.total + 0.02 + ctx.random() * 0.05)) : undefined;
         await ctx.killAndRestart(role, pileUp);
         deliveredAtRestart = ctx.receiver.acceptedIds.size;
       }
@@ -124,10 +129,16 @@ export function pgTerminateScenario(rounds: number, size: Size): Scenario {
       for (const p of points) {
         await atProgress(ctx, p);
         // Strike a stack that is up: every role connected (after a crash, the restarted process must reconnect first).
-        await ctx.until(async () => {
-          const { rows } = await ctx.db.pool.query<{ n: number }>(`SELECT count(DISTINCT application_name)::int AS n FROM pg_stat_activity WHERE ${service}`);
-          return rows[0]!.n >= 3;
-        }, 'the service connected again', 90_000);
+        await ctx.until(
+          async () => {
+            const { rows } = await ctx.db.pool.query<{ n: number }>(
+              `SELECT count(DISTINCT application_name)::int AS n FROM pg_stat_activity WHERE ${service}`,
+            );
+            return rows[0]!.n >= 3;
+          },
+          'the service connected again',
+          90_000,
+        );
         const { rows } = await ctx.db.pool.query<{ n: number }>(
           `SELECT count(*)::int AS n FROM (
              SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE ${service} AND pid <> pg_backend_pid()
@@ -162,7 +173,11 @@ export function longTransactionScenario(holdMs: number, size: Size): Scenario {
         const openedAt = Date.now();
         const delivered = ctx.receiver.acceptedIds.size;
         // Deliveries go on while it is open (the relay does not wait for it beyond the bound).
-        await ctx.until(() => ctx.receiver.acceptedIds.size >= delivered + Math.min(100, ctx.total - delivered), 'deliveries while the transaction is open', holdMs);
+        await ctx.until(
+          () => ctx.receiver.acceptedIds.size >= delivered + Math.min(100, ctx.total - delivered),
+          'deliveries while the transaction is open',
+          holdMs,
+        );
         ctx.note(`${ctx.receiver.acceptedIds.size - delivered} delivered while it was open`);
         await ctx.until(() => Date.now() - openedAt >= holdMs, `the transaction open for ${holdMs} ms`, holdMs + 10_000);
         await holder.query('COMMIT');
@@ -179,7 +194,10 @@ export function longTransactionScenario(holdMs: number, size: Size): Scenario {
  * data and port: the shared one is never stopped). Enqueue goes on meanwhile: it never depends
  * on Kafka.
  */
-export function kafkaOutageScenario(outageMs: number, size: Size & { readonly brokerName: string; readonly brokers: readonly string[] }): Scenario {
+export function kafkaOutageScenario(
+  outageMs: number,
+  size: Size & { readonly brokerName: string; readonly brokers: readonly string[] },
+): Scenario {
   return {
     name: `Kafka down ${Math.round(outageMs / 1000)} s`,
     ...size,
@@ -203,7 +221,18 @@ export function kafkaOutageScenario(outageMs: number, size: Size & { readonly br
 
 const POISON_DUE = '2020-01-01T00:00:00.000Z';
 const request = (over: Record<string, unknown>) =>
-  Buffer.from(JSON.stringify({ v: 1, type: 'notification.deliver', id: 'ntf_01JAAAAAAAAAAAAAAAAAAAAAAA', tenant_id: 'chaos', channel: 'webhook', attempt: 1, due_at: POISON_DUE, ...over }));
+  Buffer.from(
+    JSON.stringify({
+      v: 1,
+      type: 'notification.deliver',
+      id: 'ntf_01JAAAAAAAAAAAAAAAAAAAAAAA',
+      tenant_id: 'chaos',
+      channel: 'webhook',
+      attempt: 1,
+      due_at: POISON_DUE,
+      ...over,
+    }),
+  );
 
 /** The poison messages `poisonScenario` injects (fixed bytes, so a test can compare them with the dead letters). */
 export const POISON: readonly { readonly name: string; readonly value: Buffer | null; readonly headers?: Record<string, string> }[] = [
@@ -247,7 +276,10 @@ export function poisonScenario(size: Size, sink: { dlq?: KafkaMessage[] }): Scen
         for (const [i, p] of POISON.entries()) {
           await atProgress(ctx, 0.1 + (0.8 * i) / POISON.length);
           for (const topic of targets) {
-            await producer.send({ topic, messages: [{ key: `poison-${i}`, value: p.value, headers: { 'chaos-poison': p.name, ...p.headers } }] });
+            await producer.send({
+              topic,
+              messages: [{ key: `poison-${i}`, value: p.value, headers: { 'chaos-poison': p.name, ...p.headers } }],
+            });
           }
           ctx.note(`poison: ${p.name} → ${targets.length} topics`);
         }
@@ -269,4 +301,3 @@ export function poisonScenario(size: Size, sink: { dlq?: KafkaMessage[] }): Scen
     },
   };
 }
-

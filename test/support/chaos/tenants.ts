@@ -13,7 +13,11 @@ export interface TestKey {
  * Stores a new API key for `tenant` the way the service does (tenant row, sha256 of the key; the
  * key itself is never stored), optionally revoked. The test keeps the key to send it.
  */
-export async function issueTestKey(db: SqlExecutor, tenant: string, { revoked = false }: { readonly revoked?: boolean } = {}): Promise<TestKey> {
+export async function issueTestKey(
+  db: SqlExecutor,
+  tenant: string,
+  { revoked = false }: { readonly revoked?: boolean } = {},
+): Promise<TestKey> {
   const key = `nk_${randomBytes(32).toString('base64url')}`;
   const id = `key_${randomBytes(9).toString('base64url')}`;
   await db.query('INSERT INTO tenants (id) VALUES ($1) ON CONFLICT (id) DO NOTHING', [tenant]);

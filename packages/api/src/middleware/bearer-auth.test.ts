@@ -13,7 +13,9 @@ function keysDb(rows: { id: string; tenant_id: string; key: string; revoked?: bo
     async query<R>(_text: string, values: readonly unknown[]) {
       db.queries++;
       const found = rows.find((r) => hashApiKey(r.key) === values[0]);
-      const out = found ? [{ id: found.id, tenant_id: found.tenant_id, key_hash: hashApiKey(found.key), revoked_at: found.revoked ? new Date() : null }] : [];
+      const out = found
+        ? [{ id: found.id, tenant_id: found.tenant_id, key_hash: hashApiKey(found.key), revoked_at: found.revoked ? new Date() : null }]
+        : [];
       return { rows: out as R[] };
     },
   };
@@ -56,7 +58,11 @@ describe('bearerAuth', () => {
     expect(res.status).toBe(401);
     expect(res.headers.get('www-authenticate')).toMatch(/^Bearer realm="notify"/);
     expect(res.headers.get('content-type')).toBe('application/problem+json');
-    expect(await res.json()).toMatchObject({ type: 'https://notify.dev/problems/unauthorized', status: 401, detail: expect.stringContaining(detail) });
+    expect(await res.json()).toMatchObject({
+      type: 'https://notify.dev/problems/unauthorized',
+      status: 401,
+      detail: expect.stringContaining(detail),
+    });
   });
   it('does not query the database for a malformed header', async () => {
     const fresh = keysDb([]);

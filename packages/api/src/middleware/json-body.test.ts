@@ -11,7 +11,7 @@ function app() {
   return a;
 }
 
-const post = (body: RequestInit["body"], headers: Record<string, string>) =>
+const post = (body: RequestInit['body'], headers: Record<string, string>) =>
   app().request('/', { method: 'POST', body, headers, duplex: 'half' });
 
 describe('jsonBody', () => {

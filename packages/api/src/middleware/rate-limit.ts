@@ -16,7 +16,6 @@ export interface ApiRateLimits {
   readonly perTenant?: TokenRate | undefined;
 }
 
-
 /**
  * The rate-limit check that `bearerAuth` runs once it knows the caller. Buckets live in
  * PostgreSQL (`api_rate_buckets`), so every API process draws from the same ones. Every limited
@@ -24,7 +23,11 @@ export interface ApiRateLimits {
  * and `RateLimit-Policy` for the tighter bucket; a refusal is a 429 `rate_limited` problem with
  * `Retry-After` (seconds until one token is back).
  */
-export function apiRateLimit(deps: { readonly db: SqlExecutor; readonly clock: Clock; readonly limits: ApiRateLimits }): RateLimitCheck | undefined {
+export function apiRateLimit(deps: {
+  readonly db: SqlExecutor;
+  readonly clock: Clock;
+  readonly limits: ApiRateLimits;
+}): RateLimitCheck | undefined {
   const { perKey, perTenant } = deps.limits;
   if (!perKey && !perTenant) return undefined;
   return async (c, auth) => {

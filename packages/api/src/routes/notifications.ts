@@ -35,7 +35,6 @@ const RESERVED_FIELDS = ['tenant_id', 'idempotency_key', 'traceparent'] as const
 /** The same for a batch item, which carries its own `idempotency_key`. */
 const RESERVED_ITEM_FIELDS = ['tenant_id', 'traceparent'] as const;
 
-
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 function notFound(id: string): ProblemError {
@@ -73,7 +72,9 @@ export function notificationRoutes(deps: NotificationRoutesDeps): Hono<AppEnv> {
       const rest = Object.fromEntries(Object.entries(body).filter(([k]) => !(RESERVED_FIELDS as readonly string[]).includes(k)));
       const other = await intentCheck(db, { intent: { ...rest, tenant_id: c.get('auth').tenantId }, now: deps.clock.now() });
       throw new ProblemError('validation_failed', 'the request body is not a valid notification', {
-        extensions: { errors: [...reserved.map((f) => ({ path: f, message: `unrecognized key: the API sets ${f} itself` })), ...(other?.errors ?? [])] },
+        extensions: {
+          errors: [...reserved.map((f) => ({ path: f, message: `unrecognized key: the API sets ${f} itself` })), ...(other?.errors ?? [])],
+        },
       });
     }
     const key = c.req.header('idempotency-key');
@@ -84,10 +85,17 @@ export function notificationRoutes(deps: NotificationRoutesDeps): Hono<AppEnv> {
     }
     return withServerSpan('POST /v1/notifications', c.req.header('traceparent'), async (trace) => {
       c.set('trace', trace);
-      const intent = { ...(body as Omit<NotificationIntent, 'tenant_id'>), tenant_id: auth.tenantId, idempotency_key: key, traceparent: trace.traceparent };
+      const intent = {
+        ...(body as Omit<NotificationIntent, 'tenant_id'>),
+        tenant_id: auth.tenantId,
+        idempotency_key: key,
+        traceparent: trace.traceparent,
+      };
       const { notification, created } = await deps.db
         .transaction()
-        .execute((trx) => enqueue(trx, intent, { now: deps.clock.now(), maxAttempts: deps.retry.maxAttempts, defaultTtlMs: deps.retry.defaultTtlMs }));
+        .execute((trx) =>
+          enqueue(trx, intent, { now: deps.clock.now(), maxAttempts: deps.retry.maxAttempts, defaultTtlMs: deps.retry.defaultTtlMs }),
+        );
       deps.logger.info(
         { notificationId: notification.id, tenantId: auth.tenantId, channel: notification.channel, created, traceId: trace.traceId },
         created ? 'notification queued' : 'notification replayed for a repeated Idempotency-Key',
@@ -108,7 +116,8 @@ export function notificationRoutes(deps: NotificationRoutesDeps): Hono<AppEnv> {
       if (!Array.isArray(items) || items.length < 1 || items.length > MAX_BATCH_ITEMS) {
         envelopeIssues.push({ path: 'items', message: `must be an array of 1 to ${MAX_BATCH_ITEMS} notification requests` });
       }
-      if (body.atomic !== undefined && typeof body.atomic !== 'boolean') envelopeIssues.push({ path: 'atomic', message: 'must be a boolean' });
+      if (body.atomic !== undefined && typeof body.atomic !== 'boolean')
+        envelopeIssues.push({ path: 'atomic', message: 'must be a boolean' });
       for (const k of Object.keys(body)) if (k !== 'items' && k !== 'atomic') envelopeIssues.push({ path: k, message: 'unrecognized key' });
     }
     if (c.req.header('idempotency-key') !== undefined) {
@@ -123,7 +132,9 @@ export function notificationRoutes(deps: NotificationRoutesDeps): Hono<AppEnv> {
       // Items the API refuses itself (not an object, a reserved field) are left out of the call.
       const own: (ProblemError | undefined)[] = items.map((item, i) => {
         if (!isObject(item)) {
-          return new ProblemError('validation_failed', `item ${i} is not a JSON object`, { extensions: { errors: [{ path: '(root)', message: 'expected an object' }] } });
+          return new ProblemError('validation_failed', `item ${i} is not a JSON object`, {
+            extensions: { errors: [{ path: '(root)', message: 'expected an object' }] },
+          });
         }
         const reserved = RESERVED_ITEM_FIELDS.filter((f) => Object.hasOwn(item, f));
         if (reserved.length === 0) return undefined;
@@ -137,16 +148,25 @@ export function notificationRoutes(deps: NotificationRoutesDeps): Hono<AppEnv> {
         });
       }
       const positions = own.flatMap((p, i) => (p ? [] : [i]));
-      const intents = positions.map(
-        (i) => ({ ...(items[i] as Omit<NotificationIntent, 'tenant_id'>), tenant_id: auth.tenantId, traceparent: trace.traceparent }),
-      );
+      const intents = positions.map((i) => ({
+        ...(items[i] as Omit<NotificationIntent, 'tenant_id'>),
+        tenant_id: auth.tenantId,
+        traceparent: trace.traceparent,
+      }));
       const results =
         intents.length === 0
           ? []
           : await deps.db.transaction().execute((trx) =>
-              enqueueMany(trx, intents, { now: deps.clock.now(), maxAttempts: deps.retry.maxAttempts, defaultTtlMs: deps.retry.defaultTtlMs, atomic: atomic ?? false }),
+              enqueueMany(trx, intents, {
+                now: deps.clock.now(),
+                maxAttempts: deps.retry.maxAttempts,
+                defaultTtlMs: deps.retry.defaultTtlMs,
+                atomic: atomic ?? false,
+              }),
             );
-      const answer: ({ status: number; id: string } | { status: number; problem: ProblemDetails })[] = own.map((p) => (p ? { status: 422, problem: problemFromError(p).body } : { status: 202, id: '' }));
+      const answer: ({ status: number; id: string } | { status: number; problem: ProblemDetails })[] = own.map((p) =>
+        p ? { status: 422, problem: problemFromError(p).body } : { status: 202, id: '' },
+      );
       results.forEach((r, k) => {
         const i = positions[k]!;
         if (r.ok) answer[i] = { status: r.created ? 202 : 200, id: r.notification.id };
@@ -217,10 +237,16 @@ export function notificationRoutes(deps: NotificationRoutesDeps): Hono<AppEnv> {
       budget: deps.retry.maxAttempts,
     });
     if (!result.replayed) {
-      deps.logger.info({ tenantId: auth.tenantId, apiKeyId: auth.apiKeyId, bulkRetryId: result.id, requeued: result.requeued }, 'dead notifications re-queued in bulk');
+      deps.logger.info(
+        { tenantId: auth.tenantId, apiKeyId: auth.apiKeyId, bulkRetryId: result.id, requeued: result.requeued },
+        'dead notifications re-queued in bulk',
+      );
     }
     c.header('location', `/v1/notifications/retries/${result.id}`);
-    return c.json({ id: result.id, requeued: result.requeued, matched: result.matched, created_at: result.createdAt.toISOString() }, result.replayed ? 200 : 202);
+    return c.json(
+      { id: result.id, requeued: result.requeued, matched: result.matched, created_at: result.createdAt.toISOString() },
+      result.replayed ? 200 : 202,
+    );
   });
 
   app.get('/retries/:id', async (c) => {
@@ -261,7 +287,8 @@ export function notificationRoutes(deps: NotificationRoutesDeps): Hono<AppEnv> {
       ? await cancelNotification({ db: deps.db, tenantId: auth.tenantId, id, now: deps.clock.now(), apiKeyId: auth.apiKeyId })
       : undefined;
     if (!result) throw notFound(id);
-    if (result.changed) deps.logger.info({ notificationId: id, tenantId: auth.tenantId, apiKeyId: auth.apiKeyId }, 'notification cancelled');
+    if (result.changed)
+      deps.logger.info({ notificationId: id, tenantId: auth.tenantId, apiKeyId: auth.apiKeyId }, 'notification cancelled');
     return c.json(notificationView(result.notification), 200);
   });
 

@@ -44,7 +44,10 @@ export function opsRoutes(deps: OpsRoutesDeps): Hono<AppEnv> {
     const checks = Object.fromEntries(results);
     const failed = results.filter(([, s]) => s !== 'ok').map(([n]) => n);
     if (failed.length > 0) {
-      throw new ProblemError('not_ready', `not reachable: ${failed.join(', ')}`, { extensions: { checks }, headers: { 'retry-after': '5' } });
+      throw new ProblemError('not_ready', `not reachable: ${failed.join(', ')}`, {
+        extensions: { checks },
+        headers: { 'retry-after': '5' },
+      });
     }
     return c.json({ status: 'ok' as const, checks });
   });

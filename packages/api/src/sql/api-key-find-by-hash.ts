@@ -16,6 +16,8 @@ export interface ApiKeyRecord {
 
 /** The key stored under this hash, revoked or not (the caller decides), or undefined. Served by the unique index on key_hash. */
 export async function apiKeyFindByHash(db: SqlExecutor, params: ApiKeyFindByHashParams): Promise<ApiKeyRecord | undefined> {
-  const { rows } = await db.query<ApiKeyRecord>('SELECT id, tenant_id, key_hash, revoked_at FROM api_keys WHERE key_hash = $1', [params.keyHash]);
+  const { rows } = await db.query<ApiKeyRecord>('SELECT id, tenant_id, key_hash, revoked_at FROM api_keys WHERE key_hash = $1', [
+    params.keyHash,
+  ]);
   return rows[0];
 }

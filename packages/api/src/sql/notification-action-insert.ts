@@ -23,8 +23,15 @@ export async function notificationActionInsert(db: SqlExecutor, params: Notifica
        (notification_id, action, from_state, to_state, previous_dead_reason, attempts, max_attempts, api_key_id, occurred_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
     [
-      params.notificationId, params.action, params.fromState, params.toState, params.previousDeadReason,
-      params.attempts, params.maxAttempts, params.apiKeyId, params.now,
+      params.notificationId,
+      params.action,
+      params.fromState,
+      params.toState,
+      params.previousDeadReason,
+      params.attempts,
+      params.maxAttempts,
+      params.apiKeyId,
+      params.now,
     ],
   );
 }

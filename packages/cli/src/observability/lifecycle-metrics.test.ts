@@ -38,7 +38,14 @@ describe('lifecycle metrics', () => {
     const m = createMetrics({ processMetrics: false });
     const d = emitter();
     const off = watchDispatcher(m, d);
-    d.emit('attempt', { notificationId: 'n', channel: 'webhook', attempt: 1, outcome: 'transient', durationMs: 120, providerStatus: '503' });
+    d.emit('attempt', {
+      notificationId: 'n',
+      channel: 'webhook',
+      attempt: 1,
+      outcome: 'transient',
+      durationMs: 120,
+      providerStatus: '503',
+    });
     d.emit('attempt', { notificationId: 'n', channel: 'webhook', attempt: 2, outcome: 'sent', durationMs: 30, providerStatus: '200' });
     d.emit('attempt', { notificationId: 'm', channel: 'email', attempt: 1, outcome: 'suppressed', durationMs: 0, providerStatus: null });
     d.emit('stateChanged', { notificationId: 'm', channel: 'email', from: 'queued', to: 'dead', deadReason: 'suppressed', attempts: 1 });

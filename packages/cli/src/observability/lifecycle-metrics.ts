@@ -15,10 +15,7 @@ export interface RelayEventSource {
 
 /** The dispatcher events the metrics read (the dispatcher's `DispatcherEvents` from @notify/dispatcher fits). */
 export interface DispatcherEventSource {
-  on(
-    event: 'attempt',
-    listener: Listener<{ readonly channel: string; readonly outcome: string; readonly durationMs: number }>,
-  ): () => void;
+  on(event: 'attempt', listener: Listener<{ readonly channel: string; readonly outcome: string; readonly durationMs: number }>): () => void;
   on(event: 'dispatched', listener: Listener<{ readonly latenessMs: number }>): () => void;
   on(
     event: 'stateChanged',

@@ -23,7 +23,13 @@ describe('createLogger', () => {
   it('redacts authorization headers, keys, passwords and bodies if someone logs them', () => {
     const { lines, destination } = capture();
     const log = createLogger({ level: 'info', destination });
-    log.info({ req: { headers: { authorization: 'Bearer nk_secret' } }, headers: { authorization: 'Bearer nk_2' }, key: 'nk_3', smtp: { password: 'pw' }, body: 'hello' });
+    log.info({
+      req: { headers: { authorization: 'Bearer nk_secret' } },
+      headers: { authorization: 'Bearer nk_2' },
+      key: 'nk_3',
+      smtp: { password: 'pw' },
+      body: 'hello',
+    });
     const text = JSON.stringify(lines[0]);
     for (const secret of ['nk_secret', 'nk_2', 'nk_3', '"pw"', 'hello']) expect(text).not.toContain(secret);
   });

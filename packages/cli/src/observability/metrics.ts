@@ -103,7 +103,11 @@ export function createMetrics(options: CreateMetricsOptions = {}): Metrics {
     buckets: PROVIDER_LATENCY_BUCKETS,
     registers: [registry],
   });
-  const published = new Counter({ name: 'notify_relay_published_total', help: 'Messages the relay published to Kafka', registers: [registry] });
+  const published = new Counter({
+    name: 'notify_relay_published_total',
+    help: 'Messages the relay published to Kafka',
+    registers: [registry],
+  });
   const relayErrors = new Counter({
     name: 'notify_relay_errors_total',
     help: 'Relay failures by stage (claim, publish, mark, lease, wakeup, purge); the relay retries them',
@@ -300,4 +304,3 @@ interface Snapshot {
 function seconds(now: Date, then: Date | string): number {
   return Math.max(0, (now.getTime() - new Date(then).getTime()) / 1000);
 }
-

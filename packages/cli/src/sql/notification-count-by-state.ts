@@ -15,7 +15,10 @@ export type NotificationCountByStateParams = Record<string, never>;
  * migration 0020 keep in the writing transactions: a sum over at most 192 shard rows, whatever
  * the size of `notifications` (measured at 1,000,000 rows in docs/observability.md).
  */
-export async function notificationCountByState(db: SqlExecutor, _params: NotificationCountByStateParams = {}): Promise<NotificationStateCount[]> {
+export async function notificationCountByState(
+  db: SqlExecutor,
+  _params: NotificationCountByStateParams = {},
+): Promise<NotificationStateCount[]> {
   const { rows } = await db.query<{ state: string; channel: string; count: string }>(
     'SELECT state, channel, sum(count) AS count FROM notification_state_counts GROUP BY state, channel',
     [],

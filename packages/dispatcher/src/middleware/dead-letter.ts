@@ -52,7 +52,13 @@ export function deadLetter(sink: DeadLetterSink, deps: { events: DispatcherEvent
       { topic: message.topic, partition: message.partition, offset: message.offset, code: result.code },
       'message dead-lettered',
     );
-    deps.events.emit('deadLettered', { code: result.code, reason: result.reason, topic: message.topic, partition: message.partition, offset: message.offset });
+    deps.events.emit('deadLettered', {
+      code: result.code,
+      reason: result.reason,
+      topic: message.topic,
+      partition: message.partition,
+      offset: message.offset,
+    });
     return { kind: 'dead-lettered', code: result.code, reason: result.reason };
   };
 }
@@ -62,7 +68,10 @@ export function deadLetter(sink: DeadLetterSink, deps: { events: DispatcherEvent
  * original bytes need not be valid UTF-8 (the outbox stores text), and no database state has to
  * commit with a dead letter. Idempotent producer, acks from all replicas.
  */
-export function createKafkaDeadLetterSink(kafka: Kafka, topicPrefix: string): DeadLetterSink & { connect(): Promise<void>; disconnect(): Promise<void> } {
+export function createKafkaDeadLetterSink(
+  kafka: Kafka,
+  topicPrefix: string,
+): DeadLetterSink & { connect(): Promise<void>; disconnect(): Promise<void> } {
   const topic = topicName(topicPrefix, TOPICS.dlq);
   const producer: Producer = kafka.producer({
     idempotent: true,

@@ -14,7 +14,12 @@ class TestContextManager implements ContextManager {
   active(): Context {
     return this.#als.getStore() ?? ROOT_CONTEXT;
   }
-  with<A extends unknown[], F extends (...args: A) => ReturnType<F>>(ctx: Context, fn: F, thisArg?: ThisParameterType<F>, ...args: A): ReturnType<F> {
+  with<A extends unknown[], F extends (...args: A) => ReturnType<F>>(
+    ctx: Context,
+    fn: F,
+    thisArg?: ThisParameterType<F>,
+    ...args: A
+  ): ReturnType<F> {
     return this.#als.run(ctx, () => fn.call(thisArg, ...args));
   }
   bind<T>(_ctx: Context, target: T): T {
@@ -72,14 +77,24 @@ describe('dead-letter middleware', () => {
     const events = createDispatcherEvents(silentLogger);
     const seen: string[] = [];
     events.on('deadLettered', (e) => seen.push(`${e.topic}/${e.partition}/${e.offset}: ${e.reason}`));
-    const handler = compose(deadLetter(sink, { events, logger: silentLogger }))(async () => ({ kind: 'dead-letter', code: 'unknown_version', reason: 'unknown schema version 9' }));
+    const handler = compose(deadLetter(sink, { events, logger: silentLogger }))(async () => ({
+      kind: 'dead-letter',
+      code: 'unknown_version',
+      reason: 'unknown schema version 9',
+    }));
     const result = await handler(message({ origin: 'x' }), new AbortController().signal);
     expect(result).toEqual({ kind: 'dead-lettered', code: 'unknown_version', reason: 'unknown schema version 9' });
     expect(sink.letters).toEqual([
       {
         key: Buffer.from('k'),
         value: Buffer.from('{"v":9}'),
-        headers: { origin: 'x', 'dlq-reason': 'unknown schema version 9', 'dlq-source-topic': 'p.requests', 'dlq-source-partition': '2', 'dlq-source-offset': '41' },
+        headers: {
+          origin: 'x',
+          'dlq-reason': 'unknown schema version 9',
+          'dlq-source-topic': 'p.requests',
+          'dlq-source-partition': '2',
+          'dlq-source-offset': '41',
+        },
       },
     ]);
     expect(seen).toEqual(['p.requests/2/41: unknown schema version 9']);
@@ -87,7 +102,11 @@ describe('dead-letter middleware', () => {
 
   it('passes other results through and lets a failing sink throw (the message is retried, not lost)', async () => {
     const events = createDispatcherEvents(silentLogger);
-    const ok = compose(deadLetter(createMemoryDeadLetterSink(), { events, logger: silentLogger }))(async () => ({ kind: 'skipped', notificationId: 'n', reason: 'terminal' }));
+    const ok = compose(deadLetter(createMemoryDeadLetterSink(), { events, logger: silentLogger }))(async () => ({
+      kind: 'skipped',
+      notificationId: 'n',
+      reason: 'terminal',
+    }));
     expect(await ok(message(), new AbortController().signal)).toEqual({ kind: 'skipped', notificationId: 'n', reason: 'terminal' });
     const broken = deadLetter(
       {
@@ -103,10 +122,7 @@ describe('dead-letter middleware', () => {
 
 describe('deadLetterFor', () => {
   it('cuts a huge reason so the dead letter stays within the broker limit', () => {
-    const letter = deadLetterFor(
-      message(),
-      `unknown notification ${'x'.repeat(900_000)}`,
-    );
+    const letter = deadLetterFor(message(), `unknown notification ${'x'.repeat(900_000)}`);
     expect(letter.headers['dlq-reason']).toHaveLength(MAX_DLQ_REASON_CHARS);
     expect(letter.headers['dlq-reason']).toMatch(/^unknown notification x+…$/);
   });

@@ -22,7 +22,10 @@ export interface QueuedPredecessor {
  * Dead, sent and cancelled ones do not count. What `ordering: "strict"` waits for. Served by
  * notifications_tenant_recipient_idx (tenant_id, recipient, id DESC).
  */
-export async function notificationFindQueuedPredecessor(db: SqlExecutor, params: NotificationFindQueuedPredecessorParams): Promise<QueuedPredecessor | undefined> {
+export async function notificationFindQueuedPredecessor(
+  db: SqlExecutor,
+  params: NotificationFindQueuedPredecessorParams,
+): Promise<QueuedPredecessor | undefined> {
   const { rows } = await db.query<QueuedPredecessor>(
     `SELECT id, next_attempt_at FROM notifications
       WHERE tenant_id = $1 AND recipient = $2 AND channel = $3 AND state = 'queued'

@@ -70,15 +70,18 @@ export async function notificationRecordOutcomes(db: SqlExecutor, params: Notifi
   if (n === 0) return [];
   const seen = new Set<string>();
   for (const o of params.outcomes) {
-    if (seen.has(o.id)) throw new RangeError(`notificationRecordOutcomes: notification ${o.id} appears twice; record the second outcome in a later call`);
+    if (seen.has(o.id))
+      throw new RangeError(`notificationRecordOutcomes: notification ${o.id} appears twice; record the second outcome in a later call`);
     seen.add(o.id);
   }
   // Lock order: by id (see SQL). `order[k]` is the caller's index of the k-th row sent.
-  const order = params.outcomes.map((_, i) => i).sort((a, b) => {
-    const x = params.outcomes[a]!.id;
-    const y = params.outcomes[b]!.id;
-    return x < y ? -1 : x > y ? 1 : 0;
-  });
+  const order = params.outcomes
+    .map((_, i) => i)
+    .sort((a, b) => {
+      const x = params.outcomes[a]!.id;
+      const y = params.outcomes[b]!.id;
+      return x < y ? -1 : x > y ? 1 : 0;
+    });
   const rows = order.map((i) => params.outcomes[i]!);
   const owner: number[] = [];
   const topic: string[] = [];

@@ -103,7 +103,10 @@ describe('content: templates', () => {
       now: clock.now(),
     });
     expect(version).toBe(2);
-    const prepared = await preparer.prepare(notification({ data: { name: '<img src=x onerror=alert(1)>', shop: { name: 'Tea & Co' } } }), 1);
+    const prepared = await preparer.prepare(
+      notification({ data: { name: '<img src=x onerror=alert(1)>', shop: { name: 'Tea & Co' } } }),
+      1,
+    );
     expect(prepared.kind).toBe('ready');
     if (prepared.kind !== 'ready') return;
     expect(prepared.delivery.subject).toBe('Welcome to Tea & Co, <img src=x onerror=alert(1)>');
@@ -115,13 +118,22 @@ describe('content: templates', () => {
     await templateInsert(db(), { tenantId: tenant, name: 'welcome', channel: 'email', body: 'one {{name}}', now: clock.now() });
     await templateInsert(db(), { tenantId: tenant, name: 'welcome', channel: 'email', body: 'two {{name}}', now: clock.now() });
     await templateInsert(db(), { tenantId: tenant, name: 'welcome', channel: 'email', body: 'three {{name}}', now: clock.now() });
-    expect(await preparer.prepare(notification({ template_version: 1 }), 1)).toMatchObject({ kind: 'ready', delivery: { body: 'one Ada' } });
-    expect(await preparer.prepare(notification({ template_version: 2 }), 1)).toMatchObject({ kind: 'ready', delivery: { body: 'two Ada' } });
+    expect(await preparer.prepare(notification({ template_version: 1 }), 1)).toMatchObject({
+      kind: 'ready',
+      delivery: { body: 'one Ada' },
+    });
+    expect(await preparer.prepare(notification({ template_version: 2 }), 1)).toMatchObject({
+      kind: 'ready',
+      delivery: { body: 'two Ada' },
+    });
     expect(await preparer.prepare(notification(), 1)).toMatchObject({ kind: 'ready', delivery: { body: 'three Ada' } });
   });
 
   it('a missing template or pinned version is a permanent failure that names it', async () => {
-    expect(await preparer.prepare(notification({ template: 'nope' }), 1)).toEqual({ kind: 'permanent', error: `template "nope" not found for tenant ${tenant}` });
+    expect(await preparer.prepare(notification({ template: 'nope' }), 1)).toEqual({
+      kind: 'permanent',
+      error: `template "nope" not found for tenant ${tenant}`,
+    });
     await templateInsert(db(), { tenantId: tenant, name: 'welcome', channel: 'email', body: 'x', now: clock.now() });
     expect(await preparer.prepare(notification({ template_version: 9 }), 1)).toEqual({
       kind: 'permanent',
@@ -135,7 +147,14 @@ describe('content: templates', () => {
   });
 
   it('a missing variable is a permanent failure naming every missing variable and the field', async () => {
-    await templateInsert(db(), { tenantId: tenant, name: 'welcome', channel: 'email', subject: 'Hi {{name}}', body: '{{greeting}} {{name}}, code {{code.value}}', now: clock.now() });
+    await templateInsert(db(), {
+      tenantId: tenant,
+      name: 'welcome',
+      channel: 'email',
+      subject: 'Hi {{name}}',
+      body: '{{greeting}} {{name}}, code {{code.value}}',
+      now: clock.now(),
+    });
     const prepared = await preparer.prepare(notification({ data: { name: 'Ada' } }), 1);
     expect(prepared).toEqual({
       kind: 'permanent',
@@ -145,11 +164,21 @@ describe('content: templates', () => {
 
   it('a template for another channel is a permanent failure', async () => {
     await templateInsert(db(), { tenantId: tenant, name: 'welcome', channel: 'sms', body: 'Hi {{name}}', now: clock.now() });
-    expect(await preparer.prepare(notification(), 1)).toEqual({ kind: 'permanent', error: 'template "welcome" v1 is for the sms channel, not email' });
+    expect(await preparer.prepare(notification(), 1)).toEqual({
+      kind: 'permanent',
+      error: 'template "welcome" v1 is for the sms channel, not email',
+    });
   });
 
   it("a notification's own subject wins; line breaks never reach the subject header", async () => {
-    await templateInsert(db(), { tenantId: tenant, name: 'welcome', channel: 'email', subject: 'Hi {{name}}', body: 'b', now: clock.now() });
+    await templateInsert(db(), {
+      tenantId: tenant,
+      name: 'welcome',
+      channel: 'email',
+      subject: 'Hi {{name}}',
+      body: 'b',
+      now: clock.now(),
+    });
     expect(await preparer.prepare(notification({ subject: 'Explicit' }), 1)).toMatchObject({ delivery: { subject: 'Explicit' } });
     expect(await preparer.prepare(notification({ data: { name: 'Ada\r\nBcc: victim@example.com' } }), 1)).toMatchObject({
       delivery: { subject: 'Hi Ada Bcc: victim@example.com' },
@@ -158,7 +187,9 @@ describe('content: templates', () => {
 
   it('renders sms and webhook templates as text', async () => {
     await templateInsert(db(), { tenantId: tenant, name: 'otp', channel: 'sms', body: 'Code {{code}} <3', now: clock.now() });
-    expect(await preparer.prepare(notification({ channel: 'sms', recipient: '+14155550100', template: 'otp', data: { code: 123456 } }), 1)).toMatchObject({
+    expect(
+      await preparer.prepare(notification({ channel: 'sms', recipient: '+14155550100', template: 'otp', data: { code: 123456 } }), 1),
+    ).toMatchObject({
       kind: 'ready',
       delivery: { body: 'Code 123456 <3', html: null, subject: null },
     });
@@ -177,28 +208,44 @@ describe('content: templates', () => {
 
 describe('content: storing templates', () => {
   it('numbers versions per tenant and name and stores them unchanged', async () => {
-    expect(await templateInsert(db(), { tenantId: tenant, name: 'a', channel: 'webhook', body: 'x', now: clock.now() })).toEqual({ version: 1 });
-    expect(await templateInsert(db(), { tenantId: tenant, name: 'a', channel: 'webhook', body: 'y', now: clock.now() })).toEqual({ version: 2 });
-    expect(await templateInsert(db(), { tenantId: tenant, name: 'b', channel: 'webhook', body: 'z', now: clock.now() })).toEqual({ version: 1 });
-    expect(await templateGet(db(), { tenantId: tenant, name: 'a', version: 1 })).toMatchObject({ body: 'x', version: 1, createdAt: clock.now() });
+    expect(await templateInsert(db(), { tenantId: tenant, name: 'a', channel: 'webhook', body: 'x', now: clock.now() })).toEqual({
+      version: 1,
+    });
+    expect(await templateInsert(db(), { tenantId: tenant, name: 'a', channel: 'webhook', body: 'y', now: clock.now() })).toEqual({
+      version: 2,
+    });
+    expect(await templateInsert(db(), { tenantId: tenant, name: 'b', channel: 'webhook', body: 'z', now: clock.now() })).toEqual({
+      version: 1,
+    });
+    expect(await templateGet(db(), { tenantId: tenant, name: 'a', version: 1 })).toMatchObject({
+      body: 'x',
+      version: 1,
+      createdAt: clock.now(),
+    });
   });
 
   it('refuses bad syntax and fields the channel does not have, with a stable code', async () => {
-    await expect(templateInsert(db(), { tenantId: tenant, name: 'a', channel: 'email', body: 'Hi {{#admin}}', now: clock.now() })).rejects.toMatchObject({
+    await expect(
+      templateInsert(db(), { tenantId: tenant, name: 'a', channel: 'email', body: 'Hi {{#admin}}', now: clock.now() }),
+    ).rejects.toMatchObject({
       code: 'template_invalid',
       field: 'body',
     });
-    await expect(templateInsert(db(), { tenantId: tenant, name: 'a', channel: 'sms', body: 'x', htmlBody: '<p>x</p>', now: clock.now() })).rejects.toBeInstanceOf(
-      TemplateRejectedError,
-    );
-    await expect(templateInsert(db(), { tenantId: tenant, name: 'a', channel: 'email', body: 'x', subject: 'Hi {{name', now: clock.now() })).rejects.toMatchObject({
+    await expect(
+      templateInsert(db(), { tenantId: tenant, name: 'a', channel: 'sms', body: 'x', htmlBody: '<p>x</p>', now: clock.now() }),
+    ).rejects.toBeInstanceOf(TemplateRejectedError);
+    await expect(
+      templateInsert(db(), { tenantId: tenant, name: 'a', channel: 'email', body: 'x', subject: 'Hi {{name', now: clock.now() }),
+    ).rejects.toMatchObject({
       field: 'subject',
     });
   });
 
   it('the database refuses an HTML body on a non-email template (named CHECK from 0004)', async () => {
     await expect(
-      tdb.pool.query(`INSERT INTO templates (tenant_id, name, version, channel, body, html_body) VALUES ($1, 'x', 1, 'sms', 'b', '<p>')`, [tenant]),
+      tdb.pool.query(`INSERT INTO templates (tenant_id, name, version, channel, body, html_body) VALUES ($1, 'x', 1, 'sms', 'b', '<p>')`, [
+        tenant,
+      ]),
     ).rejects.toMatchObject({ constraint: 'templates_html_body_email_only' });
   });
 });
@@ -207,7 +254,13 @@ describe('content: preferences and consent (suppressions), checked at send time'
   it("a channel-wide opt-out ('*') suppresses every category, with its reason, and needs no template", async () => {
     const before = await preparer.prepare(notification({ template: null, body: 'x' }), 1);
     expect(before.kind).toBe('ready');
-    await suppressionInsert(db(), { tenantId: tenant, channel: 'email', recipient: 'ada@example.com', reason: 'unsubscribe link', now: clock.now() });
+    await suppressionInsert(db(), {
+      tenantId: tenant,
+      channel: 'email',
+      recipient: 'ada@example.com',
+      reason: 'unsubscribe link',
+      now: clock.now(),
+    });
     // The same notification, next attempt: opted out in between, so it is suppressed now.
     expect(await preparer.prepare(notification({ template: null, body: 'x' }), 2)).toEqual({
       kind: 'suppressed',
@@ -217,7 +270,13 @@ describe('content: preferences and consent (suppressions), checked at send time'
   });
 
   it('a category opt-out suppresses that category only', async () => {
-    await suppressionInsert(db(), { tenantId: tenant, channel: 'email', recipient: 'ada@example.com', category: 'marketing', now: clock.now() });
+    await suppressionInsert(db(), {
+      tenantId: tenant,
+      channel: 'email',
+      recipient: 'ada@example.com',
+      category: 'marketing',
+      now: clock.now(),
+    });
     const body = { template: null, body: 'x' };
     expect(await preparer.prepare(notification({ ...body, category: 'marketing' }), 1)).toEqual({
       kind: 'suppressed',

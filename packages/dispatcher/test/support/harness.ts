@@ -38,7 +38,19 @@ export interface HarnessOptions {
   readonly dispatcher?: DispatcherConfigOverrides & { sendTimeoutMs?: number; maxInFlight?: number; repairAfterMs?: number };
 }
 
-const EVENTS: DispatcherEventName[] = ['assigned', 'dispatched', 'attempt', 'stateChanged', 'retryScheduled', 'skipped', 'deferred', 'deadLettered', 'consumerError', 'repaired', 'outcomesFlushed'];
+const EVENTS: DispatcherEventName[] = [
+  'assigned',
+  'dispatched',
+  'attempt',
+  'stateChanged',
+  'retryScheduled',
+  'skipped',
+  'deferred',
+  'deadLettered',
+  'consumerError',
+  'repaired',
+  'outcomesFlushed',
+];
 
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
   const retry: RetryConfig = { maxAttempts: 4, baseDelayMs: 200, maxDelayMs: 2000, jitter: 0, defaultTtlMs: 3_600_000, ...options.retry };
@@ -63,7 +75,10 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     drain,
     seen,
     async startDispatcher(providers, overrides = {}) {
-      const d = createDispatcher({ ...config, ...overrides }, { db: db.db, kafka: kafka.kafka, providers, content: plainContent(), clock: systemClock, logger: silentLogger });
+      const d = createDispatcher(
+        { ...config, ...overrides },
+        { db: db.db, kafka: kafka.kafka, providers, content: plainContent(), clock: systemClock, logger: silentLogger },
+      );
       for (const e of EVENTS) d.on(e, (payload) => (seen[e] as unknown[]).push(payload));
       dispatchers.push(d);
       await d.start();
@@ -89,6 +104,11 @@ export async function stateOf(h: Harness, id: string) {
 
 /** How many notifications are in each state. */
 export async function countByState(h: Harness): Promise<Record<string, number>> {
-  const rows = await h.db.db.selectFrom('notifications').select(['state']).select((eb) => eb.fn.countAll<string>().as('n')).groupBy('state').execute();
+  const rows = await h.db.db
+    .selectFrom('notifications')
+    .select(['state'])
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .groupBy('state')
+    .execute();
   return Object.fromEntries(rows.map((r) => [r.state, Number(r.n)]));
 }

@@ -23,7 +23,12 @@ interface Row {
  * that write sequentially). The dispatcher's e2e test uses the real relay instead.
  */
 export async function startOutboxDrain(db: Kysely<Database>, kafka: Kafka, topicPrefix: string, intervalMs = 20): Promise<OutboxDrain> {
-  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false, createPartitioner: Partitioners.DefaultPartitioner });
+  const producer = kafka.producer({
+    idempotent: true,
+    maxInFlightRequests: 1,
+    allowAutoTopicCreation: false,
+    createPartitioner: Partitioners.DefaultPartitioner,
+  });
   await producer.connect();
   let published = 0;
   let stopped = false;
@@ -31,7 +36,10 @@ export async function startOutboxDrain(db: Kysely<Database>, kafka: Kafka, topic
   let running: Promise<void> = Promise.resolve();
   const once = async () => {
     await db.transaction().execute(async (trx) => {
-      const { rows } = await sql<Row>`SELECT id, topic, key, value, headers FROM outbox WHERE published_at IS NULL ORDER BY id LIMIT 500 FOR UPDATE SKIP LOCKED`.execute(trx);
+      const { rows } =
+        await sql<Row>`SELECT id, topic, key, value, headers FROM outbox WHERE published_at IS NULL ORDER BY id LIMIT 500 FOR UPDATE SKIP LOCKED`.execute(
+          trx,
+        );
       if (rows.length === 0) return;
       const byTopic = new Map<string, Row[]>();
       for (const r of rows) byTopic.set(r.topic, [...(byTopic.get(r.topic) ?? []), r]);

@@ -27,7 +27,8 @@ export function createOutboxReplay(db: Kysely<Database>, topicPrefix: string): O
   let lastId = 0n;
   return {
     async takeRequests() {
-      const { rows } = await sql<Row>`SELECT id, topic, key, value, headers FROM outbox WHERE id > ${lastId.toString()}::bigint ORDER BY id`.execute(db);
+      const { rows } =
+        await sql<Row>`SELECT id, topic, key, value, headers FROM outbox WHERE id > ${lastId.toString()}::bigint ORDER BY id`.execute(db);
       const last = rows.at(-1);
       if (last) lastId = BigInt(last.id);
       return rows
@@ -42,7 +43,9 @@ export function createOutboxReplay(db: Kysely<Database>, topicPrefix: string): O
         }));
     },
     async events() {
-      const { rows } = await sql<Row>`SELECT id, topic, key, value, headers FROM outbox WHERE topic = ${TOPICS.events} ORDER BY id`.execute(db);
+      const { rows } = await sql<Row>`SELECT id, topic, key, value, headers FROM outbox WHERE topic = ${TOPICS.events} ORDER BY id`.execute(
+        db,
+      );
       return rows.map((r) => {
         const parsed = parseStatusEvent(r.value);
         if (!parsed.ok) throw new Error(`bad status event in outbox row ${r.id}: ${parsed.reason}`);

@@ -32,7 +32,9 @@ export interface Receiver {
  * gate to hold the request open). The body the dispatcher's test provider sends is JSON
  * `{ id, attempt, body }`.
  */
-export async function startReceiver(answer: (r: { path: string; id: string; attempt: number; body: string }) => Answer | Promise<Answer>): Promise<Receiver> {
+export async function startReceiver(
+  answer: (r: { path: string; id: string; attempt: number; body: string }) => Answer | Promise<Answer>,
+): Promise<Receiver> {
   const received: Received[] = [];
   const sockets = new Set<Socket>();
   let open = 0;

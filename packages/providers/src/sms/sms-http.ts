@@ -59,7 +59,8 @@ export function createSmsHttpProvider(options: SmsHttpProviderOptions, deps: Sms
   const endpoint = new URL(
     options.accountId !== undefined ? `${base}/Accounts/${encodeURIComponent(options.accountId)}/Messages.json` : `${base}/Messages.json`,
   );
-  if (endpoint.protocol !== 'http:' && endpoint.protocol !== 'https:') throw new Error(`NOTIFY_SMS_URL: expected http: or https:, got ${endpoint.protocol}`);
+  if (endpoint.protocol !== 'http:' && endpoint.protocol !== 'https:')
+    throw new Error(`NOTIFY_SMS_URL: expected http: or https:, got ${endpoint.protocol}`);
   const authorization =
     options.accountId !== undefined || options.authToken !== undefined
       ? `Basic ${Buffer.from(`${options.accountId ?? ''}:${options.authToken ?? ''}`).toString('base64')}`
@@ -98,7 +99,11 @@ export function createSmsHttpProvider(options: SmsHttpProviderOptions, deps: Sms
       if (attemptSignal.aborted) return { kind: 'transient', error: 'timeout', providerStatus: 'timeout' };
       const code = errorCode(err);
       log.debug({ notificationId: delivery.id, attempt: delivery.attempt, status: code }, 'sms gateway unreachable');
-      return { kind: classifyErrno('sms', code), error: `sms gateway request failed: ${code ?? (err as Error).message}`, providerStatus: code ?? 'error' };
+      return {
+        kind: classifyErrno('sms', code),
+        error: `sms gateway request failed: ${code ?? (err as Error).message}`,
+        providerStatus: code ?? 'error',
+      };
     }
   }
 

@@ -83,9 +83,10 @@ function firstLine(text: string, max = 200): string {
  */
 export function createSmtpProvider(options: SmtpProviderOptions, deps: SmtpProviderDeps): Provider {
   const url = new URL(options.url);
-  if (url.protocol !== 'smtp:' && url.protocol !== 'smtps:') throw new Error(`NOTIFY_SMTP_URL: expected smtp: or smtps:, got ${url.protocol}`);
+  if (url.protocol !== 'smtp:' && url.protocol !== 'smtps:')
+    throw new Error(`NOTIFY_SMTP_URL: expected smtp: or smtps:, got ${url.protocol}`);
   const secure = url.protocol === 'smtps:';
-  const domain = options.messageIdDomain ?? (/@([^@>\s]+)>?$/.exec(options.from)?.[1] ?? 'notify.invalid');
+  const domain = options.messageIdDomain ?? /@([^@>\s]+)>?$/.exec(options.from)?.[1] ?? 'notify.invalid';
   const transport = nodemailer.createTransport({
     pool: true,
     host: url.hostname.replace(/^\[|\]$/g, ''),

@@ -22,10 +22,7 @@ export interface ReceivedRequest {
  * - `'endless'`: answer 200 and stream a body that never ends (until the client hangs up).
  */
 export type ScriptedResponse =
-  | { readonly status: number; readonly headers?: Readonly<Record<string, string>>; readonly body?: string }
-  | 'hang'
-  | 'reset'
-  | 'endless';
+  { readonly status: number; readonly headers?: Readonly<Record<string, string>>; readonly body?: string } | 'hang' | 'reset' | 'endless';
 
 /** A real local HTTP server with scripted answers: a webhook receiver or an SMS gateway in tests. */
 export interface HttpReceiver {
@@ -58,7 +55,11 @@ export async function startHttpReceiver(options: HttpReceiverOptions = {}): Prom
   const host = options.host ?? '127.0.0.1';
   const requests: ReceivedRequest[] = [];
   const queue: ScriptedResponse[] = [];
-  let fallback: ScriptedResponse = options.defaultResponse ?? { status: 200, headers: { 'content-type': 'application/json' }, body: '{"ok":true}' };
+  let fallback: ScriptedResponse = options.defaultResponse ?? {
+    status: 200,
+    headers: { 'content-type': 'application/json' },
+    body: '{"ok":true}',
+  };
   const sockets = new Set<Socket>();
   let open = 0;
   let closed = false;

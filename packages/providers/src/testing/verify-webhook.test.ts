@@ -20,8 +20,16 @@ describe('Standard Webhooks signing', () => {
   });
 
   it('verifies the vector, with header names in any case and several signatures', () => {
-    expect(verifyWebhookSignature({ secret: VECTOR.secret, headers, body: VECTOR.body, now: at })).toEqual({ ok: true, id: VECTOR.id, timestamp: at });
-    const upper = { 'Webhook-Id': VECTOR.id, 'WEBHOOK-TIMESTAMP': String(VECTOR.timestamp), 'Webhook-Signature': `v1,bm9wZQ== ${VECTOR.signature}` };
+    expect(verifyWebhookSignature({ secret: VECTOR.secret, headers, body: VECTOR.body, now: at })).toEqual({
+      ok: true,
+      id: VECTOR.id,
+      timestamp: at,
+    });
+    const upper = {
+      'Webhook-Id': VECTOR.id,
+      'WEBHOOK-TIMESTAMP': String(VECTOR.timestamp),
+      'Webhook-Signature': `v1,bm9wZQ== ${VECTOR.signature}`,
+    };
     expect(verifyWebhookSignature({ secret: VECTOR.secret, headers: upper, body: VECTOR.body, now: at }).ok).toBe(true);
   });
 
@@ -30,12 +38,17 @@ describe('Standard Webhooks signing', () => {
     expect(verifyWebhookSignature({ ...base, body: '{"test": 2432232315}' })).toEqual({ ok: false, reason: 'no v1 signature matches' });
     expect(verifyWebhookSignature({ ...base, headers: { ...headers, 'webhook-id': 'msg_other' } }).ok).toBe(false);
     expect(verifyWebhookSignature({ ...base, secret: 'whsec_' + Buffer.from('another key').toString('base64') }).ok).toBe(false);
-    expect(verifyWebhookSignature({ ...base, headers: { ...headers, 'webhook-signature': VECTOR.signature.replace('v1,', 'v2,') } }).ok).toBe(false);
+    expect(
+      verifyWebhookSignature({ ...base, headers: { ...headers, 'webhook-signature': VECTOR.signature.replace('v1,', 'v2,') } }).ok,
+    ).toBe(false);
   });
 
   it('rejects stale and future timestamps outside the tolerance (replays)', () => {
     const base = { secret: VECTOR.secret, headers, body: VECTOR.body };
-    expect(verifyWebhookSignature({ ...base, now: new Date(at.getTime() + 301_000) })).toMatchObject({ ok: false, reason: expect.stringMatching(/300 s/) });
+    expect(verifyWebhookSignature({ ...base, now: new Date(at.getTime() + 301_000) })).toMatchObject({
+      ok: false,
+      reason: expect.stringMatching(/300 s/),
+    });
     expect(verifyWebhookSignature({ ...base, now: new Date(at.getTime() - 301_000) }).ok).toBe(false);
     expect(verifyWebhookSignature({ ...base, now: new Date(at.getTime() + 299_000) }).ok).toBe(true);
     expect(verifyWebhookSignature({ ...base, now: new Date(at.getTime() + 3_600_000), toleranceSeconds: 7200 }).ok).toBe(true);
@@ -51,7 +64,14 @@ describe('Standard Webhooks signing', () => {
     expect(() => webhookSecretKey('whsec_not base64!')).toThrow(/not base64/);
     expect(() => webhookSecretKey('')).toThrow(/empty/);
     const raw = signWebhook({ secret: 'plain secret', id: 'ntf_1', timestamp: 1, body: '{}' });
-    expect(verifyWebhookSignature({ secret: 'plain secret', headers: { 'webhook-id': 'ntf_1', 'webhook-timestamp': '1', 'webhook-signature': raw }, body: '{}', now: new Date(1000) }).ok).toBe(true);
+    expect(
+      verifyWebhookSignature({
+        secret: 'plain secret',
+        headers: { 'webhook-id': 'ntf_1', 'webhook-timestamp': '1', 'webhook-signature': raw },
+        body: '{}',
+        now: new Date(1000),
+      }).ok,
+    ).toBe(true);
   });
 });
 

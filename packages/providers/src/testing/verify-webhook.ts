@@ -17,8 +17,7 @@ export interface WebhookVerifyInput {
 
 /** The result of a verification: the message id to dedupe on, or why it failed. */
 export type WebhookVerification =
-  | { readonly ok: true; readonly id: string; readonly timestamp: Date }
-  | { readonly ok: false; readonly reason: string };
+  { readonly ok: true; readonly id: string; readonly timestamp: Date } | { readonly ok: false; readonly reason: string };
 
 function header(headers: WebhookVerifyInput['headers'], name: string): string | undefined {
   for (const [key, value] of Object.entries(headers)) {

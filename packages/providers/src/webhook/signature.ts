@@ -46,8 +46,6 @@ export interface WebhookSignInput {
 
 /** The `webhook-signature` header value: `v1,<base64 HMAC-SHA256 of id.timestamp.body>`. */
 export function signWebhook(input: WebhookSignInput): string {
-  const mac = createHmac('sha256', webhookSecretKey(input.secret))
-    .update(`${input.id}.${input.timestamp}.${input.body}`)
-    .digest('base64');
+  const mac = createHmac('sha256', webhookSecretKey(input.secret)).update(`${input.id}.${input.timestamp}.${input.body}`).digest('base64');
   return `v1,${mac}`;
 }

@@ -43,9 +43,12 @@ describe('addressProblem', () => {
     expect(addressProblem(address)).toMatch(reason);
   });
 
-  it.each(['93.184.215.14', '8.8.8.8', '1.1.1.1', '2606:4700:4700::1111', '2a00:1450:4001:80b::200e'])('permits the public address %s', (address) => {
-    expect(addressProblem(address)).toBeNull();
-  });
+  it.each(['93.184.215.14', '8.8.8.8', '1.1.1.1', '2606:4700:4700::1111', '2a00:1450:4001:80b::200e'])(
+    'permits the public address %s',
+    (address) => {
+      expect(addressProblem(address)).toBeNull();
+    },
+  );
 
   it('permits allow-listed ranges, never the metadata addresses', () => {
     const allow = parseAllowCidrs(['127.0.0.0/8', '10.0.0.5', 'fd00::/8', '169.254.0.0/16']);
@@ -83,7 +86,15 @@ describe('createTargetGuard', () => {
   const guard = createTargetGuard({ resolver });
 
   it('refuses non-http schemes, credentials and hostile IP literals at URL check time', () => {
-    for (const url of ['ftp://example.com/', 'file:///etc/passwd', 'gopher://x/', 'http://user:pw@example.com/', 'not a url', 'http://2130706433/', 'http://[::ffff:127.0.0.1]/']) {
+    for (const url of [
+      'ftp://example.com/',
+      'file:///etc/passwd',
+      'gopher://x/',
+      'http://user:pw@example.com/',
+      'not a url',
+      'http://2130706433/',
+      'http://[::ffff:127.0.0.1]/',
+    ]) {
       expect(() => guard.checkUrl(url)).toThrow(TargetRefusedError);
     }
     expect(guard.checkUrl('https://public.example/hook').hostname).toBe('public.example');

@@ -101,7 +101,11 @@ export function createWebhookProvider(options: WebhookProviderOptions, deps: Web
     try {
       secrets = await secretsFor(delivery.tenantId);
     } catch (err) {
-      return { kind: 'transient', error: `could not load the tenant's webhook signing secret: ${(err as Error).message}`, providerStatus: 'secret_unavailable' };
+      return {
+        kind: 'transient',
+        error: `could not load the tenant's webhook signing secret: ${(err as Error).message}`,
+        providerStatus: 'secret_unavailable',
+      };
     }
     const now = deps.clock.now();
     const timestamp = Math.floor(now.getTime() / 1000);
@@ -127,7 +131,11 @@ export function createWebhookProvider(options: WebhookProviderOptions, deps: Web
         // Standard Webhooks: several space-separated signatures; a receiver accepts any one it can verify.
         headers[WEBHOOK_HEADERS.signature] = secrets.map((secret) => signWebhook({ secret, id: delivery.id, timestamp, body })).join(' ');
       } catch (err) {
-        return { kind: 'permanent', error: `the tenant's webhook signing secret is unusable: ${(err as Error).message}`, providerStatus: 'bad_secret' };
+        return {
+          kind: 'permanent',
+          error: `the tenant's webhook signing secret is unusable: ${(err as Error).message}`,
+          providerStatus: 'bad_secret',
+        };
       }
     }
     const attemptSignal = AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]);
@@ -144,9 +152,15 @@ export function createWebhookProvider(options: WebhookProviderOptions, deps: Web
           providerStatus: status,
         };
       }
-      if (verdict === 'permanent') return { kind: 'permanent', error: `webhook receiver rejected the notification: HTTP ${status}`, providerStatus: status };
+      if (verdict === 'permanent')
+        return { kind: 'permanent', error: `webhook receiver rejected the notification: HTTP ${status}`, providerStatus: status };
       const notBefore = parseRetryAfter(res.headers['retry-after'], deps.clock.now());
-      return { kind: 'transient', error: `webhook receiver failed: HTTP ${status}`, providerStatus: status, ...(notBefore ? { notBefore } : {}) };
+      return {
+        kind: 'transient',
+        error: `webhook receiver failed: HTTP ${status}`,
+        providerStatus: status,
+        ...(notBefore ? { notBefore } : {}),
+      };
     } catch (err) {
       if (signal.aborted || attemptSignal.aborted) return timeoutResult();
       const code = errorCode(err);

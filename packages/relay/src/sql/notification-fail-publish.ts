@@ -23,7 +23,10 @@ export interface PublishFailedNotification {
  * never reach Kafka, so no attempt will ever happen. Notifications no longer queued are left
  * alone. Returns the ones it changed.
  */
-export async function notificationFailPublish(db: SqlExecutor, params: NotificationFailPublishParams): Promise<PublishFailedNotification[]> {
+export async function notificationFailPublish(
+  db: SqlExecutor,
+  params: NotificationFailPublishParams,
+): Promise<PublishFailedNotification[]> {
   if (params.notifications.length === 0) return [];
   const { rows } = await db.query<PublishFailedNotification & { last_error: string }>(
     `UPDATE notifications AS n

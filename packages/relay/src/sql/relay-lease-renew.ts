@@ -12,9 +12,9 @@ export interface RelayLeaseRenewParams {
  * (nobody else published that slot meanwhile: taking it would have changed the owner).
  */
 export async function relayLeaseRenew(db: SqlExecutor, params: RelayLeaseRenewParams): Promise<number[]> {
-  const { rows } = await db.query<{ slot: number }>(
-    `UPDATE relay_leases SET expires_at = $2 WHERE owner = $1 RETURNING slot`,
-    [params.instanceId, params.expiresAt],
-  );
+  const { rows } = await db.query<{ slot: number }>(`UPDATE relay_leases SET expires_at = $2 WHERE owner = $1 RETURNING slot`, [
+    params.instanceId,
+    params.expiresAt,
+  ]);
   return rows.map((r) => r.slot).sort((a, b) => a - b);
 }

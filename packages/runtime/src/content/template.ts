@@ -15,7 +15,12 @@
 /** A parsed template piece. */
 export type TemplatePart =
   | { readonly kind: 'text'; readonly text: string }
-  | { readonly kind: 'variable'; readonly name: string; readonly path: readonly string[]; /** Where its `{{` starts. */ readonly offset: number };
+  | {
+      readonly kind: 'variable';
+      readonly name: string;
+      readonly path: readonly string[];
+      /** Where its `{{` starts. */ readonly offset: number;
+    };
 
 /** A template that does not parse. `code` is stable; the message names the offset and the tag. */
 export class TemplateSyntaxError extends Error {
@@ -141,7 +146,9 @@ export function renderTemplate(source: string, data: Record<string, unknown> | n
   const problems: string[] = [];
   if (missing.length > 0) problems.push(`missing variable${missing.length > 1 ? 's' : ''} ${missing.map((n) => `"${n}"`).join(', ')}`);
   if (notScalar.length > 0) {
-    problems.push(`variable${notScalar.length > 1 ? 's' : ''} ${notScalar.map((n) => `"${n}"`).join(', ')} not a string, number or boolean`);
+    problems.push(
+      `variable${notScalar.length > 1 ? 's' : ''} ${notScalar.map((n) => `"${n}"`).join(', ')} not a string, number or boolean`,
+    );
   }
   return problems.length > 0 ? { ok: false, error: problems.join('; ') } : { ok: true, text: out };
 }

@@ -23,6 +23,13 @@ export async function suppressionInsert(db: SqlExecutor, params: SuppressionInse
     `INSERT INTO suppressions (tenant_id, channel, recipient, category, reason, created_at)
      VALUES ($1, $2, $3, $4, $5, $6)
      ON CONFLICT (tenant_id, channel, recipient, category) DO UPDATE SET reason = EXCLUDED.reason`,
-    [params.tenantId, params.channel, normalizeRecipient(params.channel, params.recipient), params.category ?? '*', params.reason ?? null, params.now],
+    [
+      params.tenantId,
+      params.channel,
+      normalizeRecipient(params.channel, params.recipient),
+      params.category ?? '*',
+      params.reason ?? null,
+      params.now,
+    ],
   );
 }

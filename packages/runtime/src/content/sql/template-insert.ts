@@ -43,7 +43,10 @@ export class TemplateRejectedError extends Error {
 export async function templateInsert(db: SqlExecutor, params: TemplateInsertParams): Promise<{ version: number }> {
   if (params.name.trim() === '' || params.name.length > 200) throw new TemplateRejectedError('name', 'must be 1 to 200 characters');
   if (params.channel !== 'email' && (params.subject != null || params.htmlBody != null)) {
-    throw new TemplateRejectedError(params.subject != null ? 'subject' : 'html_body', `only email templates have one (this one is ${params.channel})`);
+    throw new TemplateRejectedError(
+      params.subject != null ? 'subject' : 'html_body',
+      `only email templates have one (this one is ${params.channel})`,
+    );
   }
   const fields: [string, string | null | undefined][] = [
     ['subject', params.subject],
