@@ -14,6 +14,10 @@ node scripts/kafka.mjs ensure >/dev/null
 pnpm -s typecheck
 mkdir -p .cache
 status=0
-pnpm -s exec vitest run --reporter=default --reporter=json --outputFile.json=.cache/vitest-report.json "$@" || status=$?
+# The whole suite measures coverage and holds the thresholds of vitest.config.ts; a filtered run
+# (arguments given) does not.
+coverage=()
+if [ "$#" -eq 0 ]; then coverage=(--coverage); fi
+pnpm -s exec vitest run "${coverage[@]}" --reporter=default --reporter=json --outputFile.json=.cache/vitest-report.json "$@" || status=$?
 node scripts/test-summary.mjs .cache/vitest-report.json || status=1
 exit $status
