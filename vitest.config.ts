@@ -4,11 +4,17 @@ import { defineConfig } from 'vitest/config';
 // `@notify/source` condition (the compiled `dist/` is what `node` and the packed tarballs use).
 export const sourceConditions = ['@notify/source', 'module', 'node', 'development|production'];
 
-/** Per-package floors, statements and branches in percent (see README "Coverage"). */
+/**
+ * Per-package floors, statements and branches in percent (README "Coverage"): what two full runs
+ * on 2026-12-01 reached, rounded down. Where the two runs differed (the dispatcher's timing-driven
+ * paths: branches 85.46 and 86.04), one point below the lower; contract parsing is exercised by
+ * property tests with random seeds, so its floor is 99, not 100.
+ */
 const COVERAGE_THRESHOLDS = {
-  'packages/outbox/src/**': { statements: 0, branches: 0 },
-  'packages/contract/src/**': { statements: 0, branches: 0 },
-  'packages/dispatcher/src/**': { statements: 0, branches: 0 },
+  'packages/outbox/src/**': { statements: 91, branches: 78 },
+  'packages/contract/src/**': { statements: 99, branches: 99 },
+  'packages/providers/src/**': { statements: 96, branches: 82 },
+  'packages/dispatcher/src/**': { statements: 92, branches: 84 },
 };
 
 export default defineConfig({
