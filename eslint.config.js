@@ -7,7 +7,7 @@ import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
   {
-    ignores: ['**/dist/**', '**/node_modules/**', '.cache/**', 'coverage/**', 'bench/results/**', 'test/architecture/fixtures/**'],
+    ignores: ['**/dist/**', '**/node_modules/**', '.cache/**', 'coverage/**', 'bench/results/**'],
   },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
