@@ -51,6 +51,8 @@ export interface Config extends ProvidersConfig {
   readonly consoleShowContent: boolean;
   /** `notify start`: how long a graceful shutdown (SIGTERM/SIGINT) may take before the process exits anyway. */
   readonly shutdownTimeoutMs: number;
+  /** NOTIFY_RETENTION_DAYS: terminal notifications (with their attempts and actions) are deleted this many days after their last change; 0 keeps them. */
+  readonly retentionDays: number;
 }
 
 /** The environment as a plain record (process.env fits). */
@@ -224,5 +226,6 @@ export function loadConfig(env: Env): Config {
     secretRotationGraceMs: int(env, 'NOTIFY_SECRET_ROTATION_GRACE_MS', 86_400_000, 0, 30 * 86_400_000),
     consoleShowContent: flag(env, 'NOTIFY_CONSOLE_SHOW_CONTENT'),
     shutdownTimeoutMs: int(env, 'NOTIFY_SHUTDOWN_TIMEOUT_MS', 15_000, 100, 600_000),
+    retentionDays: int(env, 'NOTIFY_RETENTION_DAYS', 30, 0, 36_500),
   };
 }

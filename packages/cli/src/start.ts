@@ -8,7 +8,13 @@ import { type Database } from '@notify/migrations';
 import { fromKysely } from '@notify/outbox';
 import { TOPICS, topicName } from '@notify/contract';
 import { type Relay, createRelay } from '@notify/relay';
-import { type Dispatcher, createContentPreparer, createDispatcher, dispatcherTopicSuffixes } from '@notify/dispatcher';
+import {
+  type Dispatcher,
+  createContentPreparer,
+  createDispatcher,
+  createRetentionService,
+  dispatcherTopicSuffixes,
+} from '@notify/dispatcher';
 import { type Provider, createProviders } from '@notify/providers';
 import { dispatcherConfigFrom, relayConfigFrom } from './role-configs.js';
 import { createAdminApp, createApp } from '@notify/api';
@@ -140,6 +146,10 @@ export async function startNotify(config: Config, roles: readonly Role[], deps: 
       await dispatcher.start();
       const d = dispatcher;
       cleanup.push(() => d.stop());
+      // Retention (NOTIFY_RETENTION_DAYS): every dispatcher runs it, the holder of its lease works.
+      const retention = createRetentionService({ retentionDays: config.retentionDays }, { db: fromKysely(db), clock, logger: dlogger });
+      retention.start();
+      cleanup.push(() => retention.stop(Math.floor(config.shutdownTimeoutMs / 3)));
     }
 
     const admin = createAdminApp({

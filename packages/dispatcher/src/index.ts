@@ -64,3 +64,10 @@ export type { ConsumerStopReport } from './consumer.js';
 export { createRepairSweep, type RepairSweep, type RepairSweepDeps } from './repair.js';
 export { createKafkaConsumerProgress, type ConsumerProgress, type PublishedRequest } from './consumer-progress.js';
 export { createScheduleService, type ScheduleService, type ScheduleServiceDeps } from './schedule.js';
+export {
+  createRetentionService,
+  type RetentionService,
+  type RetentionServiceDeps,
+  type RetentionConfig,
+  type RetentionRound,
+} from './retention/retention-service.js';
