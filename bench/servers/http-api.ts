@@ -26,7 +26,8 @@ const db = createDb({
   applicationName: 'notify-bench-api',
 });
 const logger = createLogger({ level: config.logLevel, base: { role: 'api' } });
-const app = createApp({ db, config, logger });
+// As `notify start` builds it: the API-key cache of NOTIFY_API_KEY_CACHE_MS (default 5 s).
+const app = createApp({ db, config, logger, apiKeyCacheMs: config.apiKeyCacheMs });
 
 /** The baseline: same app, same middleware (request id, request log line, HTTP metrics), no auth, no database. */
 app.post('/bench/noop', async (c) => {

@@ -4,12 +4,14 @@
  * given another tenant's notification id answers exactly like for an id that does not exist
  * (404, same body) and changes nothing; API keys are stored only as hashes (checked over every
  * text cell of the database, for keys issued by `notify api-keys create` and seeded ones), and a
- * key revoked with `notify api-keys revoke` stops working on the next request.
+ * key revoked with `notify api-keys revoke` stops working on the next request with the API-key
+ * cache off (NOTIFY_API_KEY_CACHE_MS=0), and within NOTIFY_API_KEY_CACHE_MS with it on.
  */
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Problem, createApp, hashApiKey } from '@notify/api';
 import { fromKysely, type SqlExecutor } from '@notify/outbox';
+import { ManualClock } from '@notify/runtime/testing';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { allStoredText, issueTestKey, type TestKey } from '../support/chaos/tenants.js';
 import { runNotifyCommand } from '../support/chaos/stack.js';
@@ -29,7 +31,8 @@ beforeAll(async () => {
   acme = await issueTestKey(db, 'acme');
   globex = await issueTestKey(db, 'globex');
   revoked = await issueTestKey(db, 'acme', { revoked: true });
-  app = createApp({ db: t.db, config: { retry: { maxAttempts: 3, defaultTtlMs: 3_600_000 } } });
+  // The key cache off: revocation is checked on the very next request (the cached bound: below).
+  app = createApp({ db: t.db, config: { retry: { maxAttempts: 3, defaultTtlMs: 3_600_000 } }, apiKeyCacheMs: 0 });
   for (const state of ['queued', 'dead', 'sent'] as const) {
     const res = await call(acme, 'POST', '/v1/notifications', { channel: 'webhook', to: `https://hooks.example.com/${state}`, body: 'hi' });
     expect(res.status).toBe(202);
@@ -187,6 +190,21 @@ describe('API keys: hashes only, revocation at once (through the notify command)
     const revokedNow = await runNotifyCommand(['api-keys', 'revoke', id], env);
     expect(revokedNow.code, revokedNow.stderr).toBe(0);
     await expectProblem(await call(`Bearer ${key}`, 'GET', '/v1/notifications'), 401);
+  }, 60_000);
+
+  it('with NOTIFY_API_KEY_CACHE_MS, a revoked key keeps working at most that long after the revocation', async () => {
+    const clock = new ManualClock();
+    const cached = createApp({ db: t.db, config: { retry: { maxAttempts: 3, defaultTtlMs: 3_600_000 } }, clock, apiKeyCacheMs: 5_000 });
+    const key = await issueTestKey(db, 'initech');
+    const get = () => Promise.resolve(cached.request('/v1/notifications', { headers: { authorization: `Bearer ${key.key}` } }));
+    expect((await get()).status).toBe(200);
+    await runNotifyCommand(['api-keys', 'revoke', key.id], { DATABASE_URL: t.url });
+    clock.advance(4_999);
+    expect((await get()).status).toBe(200); // still remembered: within the bound
+    clock.advance(1);
+    await expectProblem(await get(), 401);
+    clock.advance(60_000);
+    await expectProblem(await get(), 401); // a revoked key is remembered as revoked
   }, 60_000);
 
   it('no key issued in this file is stored in clear', async () => {

@@ -3,6 +3,7 @@ import { HTTPException } from 'hono/http-exception';
 import type { Kysely } from 'kysely';
 import type { Database } from '@notify/migrations';
 import { type Clock, type Logger, errorSummary, silentLogger, systemClock } from '@notify/runtime';
+import { apiKeyLookup } from './api-key-cache.js';
 import type { AppEnv } from './env.js';
 import { requestContext } from './middleware/request-context.js';
 import { type ApiRateLimits, apiRateLimit } from './middleware/rate-limit.js';
@@ -29,6 +30,11 @@ export interface AppDeps {
   readonly rateLimits?: ApiRateLimits;
   /** How tenant signing secrets are stored (NOTIFY_SECRETS_KEY, NOTIFY_SECRET_ROTATION_GRACE_MS). Default: no key (rotation refused), 24 h grace. */
   readonly secrets?: SecretsSettings;
+  /**
+   * NOTIFY_API_KEY_CACHE_MS: how long a looked-up API key is remembered, and so the bound on how
+   * long a revoked key still works (`apiKeyLookup`). Default 0: every request reads api_keys.
+   */
+  readonly apiKeyCacheMs?: number;
   /** The console at /console: content visibility, the pipeline probe. */
   readonly console?: ConsoleOptions;
 }
@@ -64,13 +70,14 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   const docs = renderDocsPage(openapi);
   app.get('/openapi.json', (c) => c.json(openapi));
   app.get('/docs', (c) => c.html(docs));
-  const rateLimit = apiRateLimit({ db: fromKysely(deps.db), clock, limits: deps.rateLimits ?? {} });
-  if (rateLimit) {
-    app.use('/v1/*', async (c, next) => {
-      c.set('rateLimit', rateLimit);
-      await next();
-    });
-  }
+  const sql = fromKysely(deps.db);
+  const rateLimit = apiRateLimit({ db: sql, clock, limits: deps.rateLimits ?? {} });
+  const keyLookup = apiKeyLookup({ db: sql, clock, ttlMs: deps.apiKeyCacheMs ?? 0 });
+  app.use('/v1/*', async (c, next) => {
+    c.set('apiKeyLookup', keyLookup);
+    if (rateLimit) c.set('rateLimit', rateLimit);
+    await next();
+  });
   app.route('/v1/notifications', notificationRoutes({ db: deps.db, clock, logger, retry: deps.config.retry }));
   const management = { db: deps.db, clock, logger, secrets: deps.secrets ?? { key: undefined, rotationGraceMs: 86_400_000 } };
   app.route('/v1/templates', templateRoutes(management));

@@ -1,4 +1,5 @@
 import type { Context } from 'hono';
+import type { ApiKeyLookup } from './api-key-cache.js';
 import type { RequestTrace } from './tracing.js';
 
 /** Who is calling: set by the bearer-auth middleware on every /v1 route. */
@@ -19,6 +20,8 @@ export interface AppEnv {
     trace: RequestTrace;
     /** The API's rate-limit check (`apiRateLimit`), when limits are configured: `bearerAuth` runs it. */
     rateLimit: RateLimitCheck | undefined;
+    /** The API-key lookup with its cache (`apiKeyLookup`), when the app has one: `bearerAuth` uses it. */
+    apiKeyLookup: ApiKeyLookup | undefined;
   };
 }
 

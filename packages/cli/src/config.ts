@@ -17,6 +17,8 @@ export interface Config extends ProvidersConfig {
   readonly adminHost: string;
   /** NOTIFY_API_RATE_LIMIT / NOTIFY_API_TENANT_RATE_LIMIT: token buckets per API key and per tenant, shared by every API process; unset: no limit. */
   readonly apiRateLimits: { readonly perKey: RateLimit | undefined; readonly perTenant: RateLimit | undefined };
+  /** NOTIFY_API_KEY_CACHE_MS: how long the API remembers a looked-up key, the bound on how long a revoked key still works (0: no cache). */
+  readonly apiKeyCacheMs: number;
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   readonly topicPrefix: string;
   readonly topicPartitions: number;
@@ -175,6 +177,7 @@ export function loadConfig(env: Env): Config {
     adminPort: int(env, 'NOTIFY_ADMIN_PORT', 9464, 0, 65_535),
     adminHost: str(env, 'NOTIFY_ADMIN_HOST') ?? '127.0.0.1',
     apiRateLimits: { perKey: rateLimit(env, 'NOTIFY_API_RATE_LIMIT'), perTenant: rateLimit(env, 'NOTIFY_API_TENANT_RATE_LIMIT') },
+    apiKeyCacheMs: int(env, 'NOTIFY_API_KEY_CACHE_MS', 5_000, 0, 300_000),
     logLevel: logLevel as Config['logLevel'],
     topicPrefix,
     topicPartitions: int(env, 'NOTIFY_TOPIC_PARTITIONS', 6, 1, 1_000),

@@ -178,6 +178,7 @@ export async function startNotify(config: Config, roles: readonly Role[], deps: 
         metrics,
         secrets: { key: config.webhook.secretsKey, rotationGraceMs: config.secretRotationGraceMs },
         rateLimits: config.apiRateLimits,
+        apiKeyCacheMs: config.apiKeyCacheMs,
         console: {
           showContent: config.consoleShowContent,
           pipeline: createPipelineProbe({

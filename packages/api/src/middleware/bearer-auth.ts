@@ -10,7 +10,9 @@ const BEARER = /^Bearer +([\x21-\x7e]{1,512})$/i;
 /**
  * `Authorization: Bearer <key>`: the key is hashed (sha256) and looked up by its hash; the stored
  * hash is compared in constant time; revoked keys are refused. Sets `auth` (tenant and key id).
- * Every failure is a 401 problem with a `WWW-Authenticate` challenge. Then the rate-limit check
+ * Every failure is a 401 problem with a `WWW-Authenticate` challenge. The lookup is the app's
+ * `apiKeyLookup` when it set one (the cache of NOTIFY_API_KEY_CACHE_MS), else a query per request.
+ * Then the rate-limit check
  * the app set (`rateLimit`, see `apiRateLimit`) runs for the authenticated caller.
  */
 export function bearerAuth(deps: { readonly db: SqlExecutor }): MiddlewareHandler<AppEnv> {
@@ -23,7 +25,8 @@ export function bearerAuth(deps: { readonly db: SqlExecutor }): MiddlewareHandle
       });
     }
     const hash = hashApiKey(match[1]!);
-    const key = await apiKeyFindByHash(deps.db, { keyHash: hash });
+    const lookup = c.get('apiKeyLookup');
+    const key = await (lookup ? lookup(hash) : apiKeyFindByHash(deps.db, { keyHash: hash }));
     if (!key || !hashesEqual(key.key_hash, hash)) {
       throw new ProblemError('unauthorized', 'the API key is not valid', {
         headers: { 'www-authenticate': 'Bearer realm="notify", error="invalid_token"' },
