@@ -88,6 +88,17 @@ export interface TenantsTable {
   created_at: Generated<Timestamp>;
 }
 
+/** `dlq_redrives`: dead letters `notify dlq redrive` re-published, by DLQ position (migration 0080). */
+interface DlqRedrivesTable {
+  dlq_topic: string;
+  dlq_partition: number;
+  dlq_offset: string;
+  target_topic: string;
+  notification_id: string | null;
+  redrive_count: Generated<number>;
+  redriven_at: Timestamp;
+}
+
 /** The whole schema, for `new Kysely<Database>(…)`. */
 export interface Database extends OutboxDatabase {
   attempts: AttemptsTable;
@@ -98,6 +109,7 @@ export interface Database extends OutboxDatabase {
   template_activations: TemplateActivationsTable;
   tenant_webhook_secrets: TenantWebhookSecretsTable;
   bulk_retries: BulkRetriesTable;
+  dlq_redrives: DlqRedrivesTable;
 }
 
 /** An attempt row as read. */

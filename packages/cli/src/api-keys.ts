@@ -1,21 +1,16 @@
-import { type Clock, createDb } from '@notify/runtime';
+import type { Kysely } from 'kysely';
+import type { Clock } from '@notify/runtime';
+import type { Database } from '@notify/migrations';
 import type { Config } from './config.js';
 import { fromKysely } from '@notify/outbox';
 import { apiKeyInsert, apiKeyList, apiKeyRevoke, generateApiKey, hashApiKey, tenantEnsure } from '@notify/api';
 import { CliError, type CliIo } from './cli-error.js';
-import { checkDatabase, checkMigrations } from './preflight.js';
+import { withMigratedDb } from './preflight.js';
 
 const TENANT = /^[\w.:-]{1,200}$/;
 
-async function withDb<T>(config: Pick<Config, 'databaseUrl'>, fn: (db: ReturnType<typeof createDb>) => Promise<T>): Promise<T> {
-  await checkDatabase(config.databaseUrl);
-  const db = createDb({ connectionString: config.databaseUrl, max: 1, applicationName: 'notify-api-keys' });
-  try {
-    await checkMigrations(db);
-    return await fn(db);
-  } finally {
-    await db.destroy();
-  }
+function withDb<T>(config: Pick<Config, 'databaseUrl'>, fn: (db: Kysely<Database>) => Promise<T>): Promise<T> {
+  return withMigratedDb(config.databaseUrl, 'notify-api-keys', fn);
 }
 
 /** `notify api-keys create --tenant T [--name N] [--json]`: stores the hash of a new key and prints the key, once. */

@@ -17,6 +17,10 @@ Commands:
                                         issue an API key; it is printed once, only its hash is stored
   api-keys revoke <key-id>              revoke a key at once
   api-keys list [--tenant T]            list keys (ids and states, never the keys)
+  dlq redrive --topic-offset-range P:FROM-TO [--topic-offset-range …] [--reason TEXT]
+              [--source-topic T] [--dry-run] [--force]
+                                        re-publish dead letters of <prefix>.dlq to the topic
+                                        they came from (docs/operations.md); --dry-run lists them
   help                                  this text
 
 Configuration comes from the environment; see docs/configuration.md.`;
@@ -60,7 +64,7 @@ async function dispatch(argv: readonly string[], env: Env, io: CliIo, proc: Proc
     io.out(USAGE);
     return command === undefined ? 2 : 0;
   }
-  const parse = <O extends Record<string, { type: 'string' | 'boolean' }>>(options: O) => {
+  const parse = <O extends Record<string, { type: 'string' | 'boolean'; multiple?: boolean }>>(options: O) => {
     try {
       return parseArgs({ args: [...rest], options, allowPositionals: true, strict: true });
     } catch (err) {
@@ -152,7 +156,34 @@ async function dispatch(argv: readonly string[], env: Env, io: CliIo, proc: Proc
       }
       throw new CliError(`api-keys: expected create, revoke or list${sub ? `, got "${sub}"` : ''}`, 2);
     }
+    case 'dlq': {
+      const { values, positionals } = parse({
+        'topic-offset-range': { type: 'string', multiple: true },
+        reason: { type: 'string' },
+        'source-topic': { type: 'string' },
+        'dry-run': { type: 'boolean' },
+        force: { type: 'boolean' },
+      });
+      const [sub, ...extra] = positionals;
+      if (sub !== 'redrive' || extra.length > 0)
+        throw new CliError(`dlq: expected redrive${sub ? `, got "${[sub, ...extra].join(' ')}"` : ''}`, 2);
+      const { parseOffsetRanges } = await import('./dlq/offset-range.js');
+      const { runDlqRedrive } = await import('./dlq/redrive.js');
+      const ranges = parseOffsetRanges(values['topic-offset-range']);
+      await runDlqRedrive(
+        loadConfig(env),
+        {
+          ranges,
+          reason: values.reason,
+          sourceTopic: values['source-topic'],
+          dryRun: values['dry-run'] ?? false,
+          force: values.force ?? false,
+        },
+        { io, clock: systemClock },
+      );
+      return 0;
+    }
     default:
-      throw new CliError(`unknown command "${command}"; expected migrate, start, api-keys or help`, 2);
+      throw new CliError(`unknown command "${command}"; expected migrate, start, api-keys, dlq or help`, 2);
   }
 }

@@ -3,6 +3,7 @@ import { type Kysely, Migrator } from 'kysely';
 import type pg from 'pg';
 import type { Database } from '@notify/migrations';
 import { DatabaseUnreachableError, SqlFileMigrationProvider, connectPostgres, databaseName, redactUrl } from '@notify/migrations';
+import { createDb } from '@notify/runtime';
 import { CliError } from './cli-error.js';
 
 /**
@@ -39,6 +40,21 @@ export async function checkMigrations(db: Kysely<Database>): Promise<void> {
   const pending = migrations.filter((m) => m.executedAt === undefined).map((m) => m.name);
   if (pending.length > 0) {
     throw new CliError(`the database schema is not up to date (pending: ${pending.join(', ')}); run \`pnpm notify migrate\` first`);
+  }
+}
+
+/**
+ * Runs `fn` with a one-connection pool, after `checkDatabase` and `checkMigrations`, and closes
+ * the pool after: the shape of a short command (`api-keys`, `dlq redrive`).
+ */
+export async function withMigratedDb<T>(url: string, applicationName: string, fn: (db: Kysely<Database>) => Promise<T>): Promise<T> {
+  await checkDatabase(url);
+  const db = createDb({ connectionString: url, max: 1, applicationName });
+  try {
+    await checkMigrations(db);
+    return await fn(db);
+  } finally {
+    await db.destroy();
   }
 }
 
