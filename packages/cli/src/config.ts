@@ -20,6 +20,8 @@ export interface Config extends ProvidersConfig {
   /** NOTIFY_API_KEY_CACHE_MS: how long the API remembers a looked-up key, the bound on how long a revoked key still works (0: no cache). */
   readonly apiKeyCacheMs: number;
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /** NOTIFY_EVENTS: which status events are written (migration 0060): every one, only those of a final state, or none. */
+  readonly events: 'all' | 'terminal' | 'none';
   readonly topicPrefix: string;
   readonly topicPartitions: number;
   readonly retry: RetryConfig;
@@ -140,6 +142,7 @@ function flag(env: Env, name: string): boolean {
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+const EVENT_POLICIES = ['all', 'terminal', 'none'] as const;
 
 /**
  * Reads and validates the whole configuration. Pure: it takes the environment as an argument,
@@ -149,6 +152,10 @@ export function loadConfig(env: Env): Config {
   const logLevel = str(env, 'LOG_LEVEL') ?? 'info';
   if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
     throw new ConfigError('LOG_LEVEL', `expected one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
+  }
+  const events = str(env, 'NOTIFY_EVENTS') ?? 'all';
+  if (!(EVENT_POLICIES as readonly string[]).includes(events)) {
+    throw new ConfigError('NOTIFY_EVENTS', `expected one of ${EVENT_POLICIES.join(', ')}, got "${events}"`);
   }
   const topicPrefix = str(env, 'NOTIFY_TOPIC_PREFIX') ?? 'notify';
   if (!/^[a-zA-Z0-9._-]{1,100}$/.test(topicPrefix)) {
@@ -179,6 +186,7 @@ export function loadConfig(env: Env): Config {
     apiRateLimits: { perKey: rateLimit(env, 'NOTIFY_API_RATE_LIMIT'), perTenant: rateLimit(env, 'NOTIFY_API_TENANT_RATE_LIMIT') },
     apiKeyCacheMs: int(env, 'NOTIFY_API_KEY_CACHE_MS', 5_000, 0, 300_000),
     logLevel: logLevel as Config['logLevel'],
+    events: events as Config['events'],
     topicPrefix,
     topicPartitions: int(env, 'NOTIFY_TOPIC_PARTITIONS', 6, 1, 1_000),
     retry: {

@@ -87,7 +87,11 @@ export async function startNotify(config: Config, roles: readonly Role[], deps: 
   try {
     await checkMigrations(db);
     // Every enqueuer (the API, enqueue() in a domain service, notify_enqueue from SQL) reads these.
-    await notifySettingsWrite(fromKysely(db), { maxAttempts: config.retry.maxAttempts, defaultTtlMs: config.retry.defaultTtlMs });
+    await notifySettingsWrite(fromKysely(db), {
+      maxAttempts: config.retry.maxAttempts,
+      defaultTtlMs: config.retry.defaultTtlMs,
+      events: config.events,
+    });
     // Preflight: few retries, so an unreachable broker fails start in seconds, not after kafkajs's ~30 s default.
     const preflight = createKafka({
       brokers: config.kafkaBrokers,

@@ -90,9 +90,9 @@ describe('notify start, end to end', () => {
     expect(names.some((n) => n.startsWith(`${kafka.prefix}.retry.`))).toBe(true);
   });
 
-  it('publishes its attempt budget and default expiry to notify_settings, for every enqueuer', async () => {
-    const { rows } = await t.pool.query('SELECT max_attempts, default_ttl_ms FROM notify_settings');
-    expect(rows).toEqual([{ max_attempts: 2, default_ttl_ms: expect.anything() }]);
+  it('publishes its attempt budget, default expiry and event policy to notify_settings, for every enqueuer', async () => {
+    const { rows } = await t.pool.query('SELECT max_attempts, default_ttl_ms, events FROM notify_settings');
+    expect(rows).toEqual([{ max_attempts: 2, default_ttl_ms: expect.anything(), events: 'all' }]);
     expect(Number(rows[0].default_ttl_ms)).toBe(86_400_000);
   });
 
