@@ -34,8 +34,7 @@ const LIBS_MARKER = path.join(LIBS, '.fetched');
 
 // Where one broker keeps its state. The shared broker lives in .cache/kafka/; a private one
 // (startPrivateKafka) in .cache/kafka-<name>/, with its own ports, and the same jars.
-function layoutFor(name) {
-  const dir = name ? path.join(ROOT, '.cache', `kafka-${name}`) : CACHE;
+function layoutFor(name, dir = name ? path.join(ROOT, '.cache', `kafka-${name}`) : CACHE) {
   return {
     name,
     dir,
@@ -201,6 +200,335 @@ function privateLayout(name) {
   return layoutFor(name);
 }
 
+// ---------------------------------------------------------------------------------------------
+// A local cluster: `size` combined broker+controller nodes on one static quorum
+// (controller.quorum.voters lists every node), each in .cache/kafka-cluster/<name>/node-<id>/
+// with its own free ports (never 19092) and data, on the shared jars. cluster.json keeps the
+// cluster id and every node's ports, so a stopped node comes back as the same broker.
+
+const CLUSTER_ROOT = path.join(ROOT, '.cache', 'kafka-cluster');
+const DEFAULT_CLUSTER = 'local';
+// Per node: three of them share 2 cores and the machine's memory with everything else.
+const CLUSTER_HEAP_OPTS = ['-Xms96m', '-Xmx320m'];
+const MAX_CLUSTER_SIZE = 9;
+
+function clusterLayout(name = DEFAULT_CLUSTER) {
+  if (typeof name !== 'string' || !PRIVATE_NAME.test(name)) {
+    fail(`cluster name must match ${PRIVATE_NAME} (got ${JSON.stringify(name)})`);
+  }
+  const dir = path.join(CLUSTER_ROOT, name);
+  return {
+    name,
+    dir,
+    file: path.join(dir, 'cluster.json'),
+    lockDir: path.join(dir, 'lock'),
+    node: (id) => layoutFor(`${name}-node-${id}`, path.join(dir, `node-${id}`)),
+  };
+}
+
+function readCluster(C) {
+  try {
+    const c = JSON.parse(fs.readFileSync(C.file, 'utf8'));
+    return Array.isArray(c?.nodes) && typeof c.clusterId === 'string' ? c : null;
+  } catch {
+    return null;
+  }
+}
+
+const addressOf = (n) => `127.0.0.1:${n.port}`;
+const bootstrapOf = (cluster) => cluster.nodes.map(addressOf).join(',');
+
+function nodeOf(cluster, nodeId) {
+  const n = cluster.nodes.find((x) => x.id === nodeId);
+  if (!n) fail(`the cluster has no node ${nodeId} (nodes: ${cluster.nodes.map((x) => x.id).join(', ')})`);
+  return n;
+}
+
+function nodePid(C, n) {
+  const L = C.node(n.id);
+  const pid = readState(L)?.pid ?? readPid(L);
+  return pid && isOurBroker(pid, L) ? pid : null;
+}
+
+function clusterView(C, cluster) {
+  const nodes = cluster.nodes.map((n) => ({ ...n, brokers: addressOf(n), pid: nodePid(C, n) }));
+  return { name: C.name, brokers: bootstrapOf(cluster), clusterId: cluster.clusterId, dir: C.dir, nodes };
+}
+
+/**
+ * Starts a fresh local cluster of `brokers` nodes (default 3; a running one of that name is
+ * stopped and its data removed first) and waits until every node lists every node.
+ * @param {{ name?: string, brokers?: number, log?: (msg: string) => void, timeoutMs?: number }} [opts]
+ * @returns {Promise<{ name: string, brokers: string, clusterId: string, dir: string,
+ *   nodes: { id: number, port: number, controllerPort: number, brokers: string, pid: number | null }[] }>}
+ */
+export async function startKafkaCluster({ name, brokers: size = 3, log = defaultLog, timeoutMs } = {}) {
+  const C = clusterLayout(name);
+  return withLock(log, () => startClusterLocked(C, size, log, timeoutMs), C);
+}
+
+/**
+ * Reuses the running cluster of that name when it has `brokers` nodes, all alive and answering;
+ * otherwise starts a fresh one.
+ * @param {{ name?: string, brokers?: number, log?: (msg: string) => void, timeoutMs?: number }} [opts]
+ */
+export async function ensureKafkaCluster({ name, brokers: size = 3, log = defaultLog, timeoutMs } = {}) {
+  const C = clusterLayout(name);
+  return withLock(
+    log,
+    async () => {
+      const cluster = readCluster(C);
+      if (cluster?.version === KAFKA_VERSION && cluster.nodes.length === size && libsReady()) {
+        const view = clusterView(C, cluster);
+        if (view.nodes.every((n) => n.pid)) {
+          try {
+            await waitForNodes(
+              C,
+              cluster,
+              cluster.nodes.map((n) => n.id),
+              Date.now() + 5_000,
+            );
+            log(`reusing cluster ${C.name} at ${view.brokers}`);
+            return view;
+          } catch (err) {
+            log(`cluster ${C.name} does not answer (${err.message}); restarting it`);
+          }
+        }
+      }
+      return startClusterLocked(C, size, log, timeoutMs);
+    },
+    C,
+  );
+}
+
+/**
+ * Stops every node of the cluster. keepData false (default): SIGKILL (the data is removed
+ * anyway) and the cluster's directory goes; keepData true: SIGTERM, one node after the other,
+ * and the data and ports stay for `startKafkaNode`.
+ * @param {{ name?: string, keepData?: boolean, log?: (msg: string) => void }} [opts]
+ * @returns {Promise<{ stopped: number }>}
+ */
+export async function stopKafkaCluster({ name, keepData = false, log = defaultLog } = {}) {
+  const C = clusterLayout(name);
+  const stopped = await withLock(log, () => stopClusterNodes(C, log, keepData ? 'SIGTERM' : 'SIGKILL'), C);
+  if (!keepData) fs.rmSync(C.dir, { recursive: true, force: true });
+  return { stopped };
+}
+
+/**
+ * Stops one node of the cluster, keeping its data and ports: SIGTERM (a controlled shutdown:
+ * its partitions get new leaders first) or SIGKILL (a crash).
+ * @param {{ name?: string, nodeId: number, signal?: 'SIGTERM' | 'SIGKILL', log?: (msg: string) => void }} opts
+ * @returns {Promise<{ stopped: boolean, pid?: number }>}
+ */
+export async function stopKafkaNode({ name, nodeId, signal: sig = 'SIGTERM', log = defaultLog }) {
+  if (sig !== 'SIGTERM' && sig !== 'SIGKILL') fail(`signal must be SIGTERM or SIGKILL (got ${sig})`);
+  const C = clusterLayout(name);
+  return withLock(
+    log,
+    async () => {
+      const cluster = readCluster(C) ?? fail(`no cluster ${C.name} in ${path.relative(ROOT, C.dir)}`);
+      return stopNode(C, nodeOf(cluster, nodeId), log, sig);
+    },
+    C,
+  );
+}
+
+/**
+ * Starts a stopped node again on its kept data and ports (the same broker to clients and to the
+ * quorum), and waits until it answers and lists itself (it is unfenced). A running node is left alone.
+ * @param {{ name?: string, nodeId: number, log?: (msg: string) => void, timeoutMs?: number }} opts
+ * @returns {Promise<{ pid: number, port: number, brokers: string }>}
+ */
+export async function startKafkaNode({ name, nodeId, log = defaultLog, timeoutMs }) {
+  const C = clusterLayout(name);
+  return withLock(
+    log,
+    async () => {
+      const cluster = readCluster(C) ?? fail(`no cluster ${C.name} in ${path.relative(ROOT, C.dir)}`);
+      const n = nodeOf(cluster, nodeId);
+      const running = nodePid(C, n);
+      if (running) return { pid: running, port: n.port, brokers: addressOf(n) };
+      await reusePort(n.port);
+      await reusePort(n.controllerPort);
+      const t0 = Date.now();
+      const pid = spawnNode(C, cluster, n, log);
+      await waitForNodes(C, cluster, [n.id], t0 + startTimeout(timeoutMs), [n.id]);
+      log(`node ${n.id} ready in ${secs(Date.now() - t0)} (start on kept data)`);
+      return { pid, port: n.port, brokers: addressOf(n) };
+    },
+    C,
+  );
+}
+
+/**
+ * @param {{ name?: string }} [opts]
+ * @returns {Promise<{ running: boolean, answering?: boolean, brokers?: string,
+ *   nodes?: { id: number, port: number, pid: number | null }[] }>}
+ */
+export async function kafkaClusterStatus({ name } = {}) {
+  const C = clusterLayout(name);
+  const cluster = readCluster(C);
+  if (!cluster) return { running: false };
+  const view = clusterView(C, cluster);
+  const alive = view.nodes.filter((n) => n.pid);
+  if (alive.length === 0) return { running: false, ...view };
+  const answering = await waitForNodes(
+    C,
+    cluster,
+    alive.map((n) => n.id),
+    Date.now() + 3_000,
+  ).then(
+    () => true,
+    () => false,
+  );
+  return { running: true, answering, ...view };
+}
+
+const startTimeout = (timeoutMs) => timeoutMs ?? (Number(process.env.KAFKA_START_TIMEOUT_MS) || DEFAULT_START_TIMEOUT_MS);
+
+async function startClusterLocked(C, size, log, timeoutMs) {
+  if (!Number.isInteger(size) || size < 1 || size > MAX_CLUSTER_SIZE) fail(`--brokers must be 1–${MAX_CLUSTER_SIZE} (got ${size})`);
+  await stopClusterNodes(C, log, 'SIGKILL');
+  for (const f of fs.readdirSync(C.dir)) if (f !== 'lock') fs.rmSync(path.join(C.dir, f), { recursive: true, force: true });
+  const { java } = findJava();
+  await fetchLibs(log);
+  const ports = [];
+  while (ports.length < 2 * size) {
+    const p = await freePort(DEFAULT_PORT);
+    if (!ports.includes(p)) ports.push(p);
+  }
+  const nodes = Array.from({ length: size }, (_, i) => ({ id: i + 1, port: ports[2 * i], controllerPort: ports[2 * i + 1] }));
+  const cluster = { clusterId: randomClusterId(), version: KAFKA_VERSION, nodes };
+  const t0 = Date.now();
+  await Promise.all(nodes.map((n) => formatNode(C, cluster, n, java)));
+  fs.writeFileSync(C.file, `${JSON.stringify(cluster, null, 2)}\n`);
+  for (const n of nodes) spawnNode(C, cluster, n, log);
+  const ids = nodes.map((n) => n.id);
+  await waitForNodes(C, cluster, ids, t0 + startTimeout(timeoutMs), ids);
+  log(`cluster ${C.name} of ${size} ready in ${secs(Date.now() - t0)} (format + start) at ${bootstrapOf(cluster)}`);
+  return clusterView(C, cluster);
+}
+
+function nodeProperties(C, cluster, n) {
+  const L = C.node(n.id);
+  fs.mkdirSync(L.data, { recursive: true });
+  fs.writeFileSync(
+    L.props,
+    serverProperties({ port: n.port, controllerPort: n.controllerPort, dataDir: L.data, cluster: { nodeId: n.id, nodes: cluster.nodes } }),
+  );
+  return L;
+}
+
+async function formatNode(C, cluster, n, java) {
+  const L = nodeProperties(C, cluster, n);
+  const res = await new Promise((resolve) => {
+    const p = spawn(java, [...jvmArgs(L, CLUSTER_HEAP_OPTS), 'kafka.tools.StorageTool', 'format', '-t', cluster.clusterId, '-c', L.props], {
+      cwd: L.dir,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    p.stdout.on('data', (d) => (output += d));
+    p.stderr.on('data', (d) => (output += d));
+    p.on('error', (err) => resolve({ code: -1, output: `${output}\n${err.message}` }));
+    p.on('close', (code) => resolve({ code, output }));
+  });
+  if (res.code !== 0) fail(`kafka storage format of node ${n.id} failed (exit ${res.code}):\n${lastLines(res.output, 25)}`);
+}
+
+// Spawns one node detached (as startBroker does) and records its pid; readiness is waitForNodes' job.
+function spawnNode(C, cluster, n, log) {
+  const { java, versionText } = findJava();
+  const L = nodeProperties(C, cluster, n);
+  // Nodes only read the shared class-data archive (recording one is the shared broker's job).
+  const cds = cdsOptions({ versionText, record: false, prune: false });
+  for (const f of [L.logFile, L.outFile]) if (fs.existsSync(f)) fs.renameSync(f, `${f}.1`);
+  const out = fs.openSync(L.outFile, 'a');
+  const child = spawn(java, [...jvmArgs(L, CLUSTER_HEAP_OPTS), ...cds.use, 'kafka.Kafka', L.props], {
+    cwd: L.dir,
+    detached: true,
+    stdio: ['ignore', out, out],
+  });
+  fs.closeSync(out);
+  child.on('error', () => {});
+  child.unref();
+  if (!child.pid) fail(`could not start java for node ${n.id}`);
+  fs.writeFileSync(L.pidFile, `${child.pid}\n`);
+  const state = {
+    pid: child.pid,
+    port: n.port,
+    brokers: addressOf(n),
+    version: KAFKA_VERSION,
+    controllerPort: n.controllerPort,
+    nodeId: n.id,
+  };
+  fs.writeFileSync(L.stateFile, `${JSON.stringify(state, null, 2)}\n`);
+  log(`starting node ${n.id} of cluster ${C.name} (pid ${child.pid}) on ${addressOf(n)}, logs in ${path.relative(ROOT, L.logFile)}`);
+  return child.pid;
+}
+
+// Waits until each node in `askIds` answers on its own address and its metadata lists every node
+// in `wantIds` (a node lists only unfenced brokers); fails at once when a node died.
+async function waitForNodes(C, cluster, wantIds, deadline, askIds = null) {
+  const ask = (askIds ?? wantIds).map((id) => nodeOf(cluster, id));
+  let lastErr;
+  while (Date.now() < deadline) {
+    for (const n of ask) {
+      if (!nodePid(C, n)) {
+        const L = C.node(n.id);
+        const cause = firstError(L.logFile) ?? firstError(L.outFile);
+        cleanupFiles(L);
+        fail(`node ${n.id} of cluster ${C.name} is not running${cause ? `: ${cause}` : ''}${tailOf(L.logFile)}${tailOf(L.outFile)}`);
+      }
+    }
+    try {
+      await Promise.all(
+        ask.map(async (n) => {
+          const got = await probe(addressOf(n), Math.min(3000, Math.max(500, deadline - Date.now())));
+          const listed = Array.isArray(got?.brokers) ? got.brokers.map((b) => b.nodeId) : null;
+          const missing = listed ? wantIds.filter((id) => !listed.includes(id)) : got.brokers >= wantIds.length ? [] : wantIds;
+          if (missing.length > 0) throw new Error(`node ${n.id} does not list node(s) ${missing.join(', ')} yet`);
+        }),
+      );
+      return;
+    } catch (err) {
+      lastErr = err;
+    }
+    await sleep(200);
+  }
+  fail(`cluster ${C.name} not ready within the deadline (last error: ${lastErr?.message})`);
+}
+
+async function stopNode(C, n, log, sig) {
+  const L = C.node(n.id);
+  if (sig === 'SIGTERM') return stopBroker(log, L);
+  const pid = nodePid(C, n);
+  if (!pid) {
+    cleanupFiles(L);
+    return { stopped: false };
+  }
+  signal(pid, 'SIGKILL');
+  const t0 = Date.now();
+  while (isAlive(pid) && Date.now() - t0 < 5000) await sleep(50);
+  if (isAlive(pid)) fail(`node ${n.id} (pid ${pid}) survived SIGKILL`);
+  cleanupFiles(L);
+  log(`killed node ${n.id} of cluster ${C.name} (pid ${pid})`);
+  return { stopped: true, pid };
+}
+
+async function stopClusterNodes(C, log, sig) {
+  const cluster = readCluster(C);
+  if (!cluster) return 0;
+  let stopped = 0;
+  if (sig === 'SIGKILL') {
+    const results = await Promise.all(cluster.nodes.map((n) => stopNode(C, n, log, sig)));
+    stopped = results.filter((r) => r.stopped).length;
+  } else {
+    for (const n of cluster.nodes) if ((await stopNode(C, n, log, sig)).stopped) stopped++;
+  }
+  return stopped;
+}
+
 // The port a restarted private broker had before: it must come back on it (clients know that address).
 async function reusePort(port) {
   if ((await tryListen(port)) === null) fail(`cannot restart the private broker on port ${port}: it is in use now`);
@@ -303,27 +631,34 @@ async function startBroker({ log, timeoutMs, L = SHARED, reuse = null }) {
   );
 }
 
-function serverProperties({ port, controllerPort, dataDir }) {
+// One node (nodeId 1, its own quorum) unless `cluster` says which node of which quorum this is:
+// then internal topics are replicated min(3, size) times, with min.insync.replicas one less.
+function serverProperties({ port, controllerPort, dataDir, cluster = null }) {
+  const size = cluster?.nodes.length ?? 1;
+  const rf = Math.min(3, size);
+  const minIsr = Math.max(1, rf - 1);
   const props = {
     'process.roles': 'broker,controller',
-    'node.id': 1,
-    'controller.quorum.voters': `1@127.0.0.1:${controllerPort}`,
+    'node.id': cluster?.nodeId ?? 1,
+    'controller.quorum.voters': cluster
+      ? cluster.nodes.map((n) => `${n.id}@127.0.0.1:${n.controllerPort}`).join(',')
+      : `1@127.0.0.1:${controllerPort}`,
     listeners: `PLAINTEXT://127.0.0.1:${port},CONTROLLER://127.0.0.1:${controllerPort}`,
     'advertised.listeners': `PLAINTEXT://127.0.0.1:${port}`,
     'listener.security.protocol.map': 'PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT',
     'controller.listener.names': 'CONTROLLER',
     'inter.broker.listener.name': 'PLAINTEXT',
     'log.dirs': dataDir,
-    // one node: every internal topic must fit on one replica
-    'offsets.topic.replication.factor': 1,
+    // one node: every internal topic must fit on one replica; a cluster: min(3, size) replicas
+    'offsets.topic.replication.factor': rf,
     'offsets.topic.num.partitions': 1,
-    'transaction.state.log.replication.factor': 1,
-    'transaction.state.log.min.isr': 1,
+    'transaction.state.log.replication.factor': rf,
+    'transaction.state.log.min.isr': minIsr,
     'transaction.state.log.num.partitions': 1,
-    'share.coordinator.state.topic.replication.factor': 1,
-    'share.coordinator.state.topic.min.isr': 1,
-    'default.replication.factor': 1,
-    'min.insync.replicas': 1,
+    'share.coordinator.state.topic.replication.factor': rf,
+    'share.coordinator.state.topic.min.isr': minIsr,
+    'default.replication.factor': rf,
+    'min.insync.replicas': minIsr,
     'num.partitions': 1,
     // tests: fast joins, explicit topics, fast create/delete, small memory
     'group.initial.rebalance.delay.ms': 0,
@@ -341,8 +676,8 @@ function serverProperties({ port, controllerPort, dataDir }) {
     .join('\n')}\n`;
 }
 
-function jvmArgs(L) {
-  const heap = process.env.KAFKA_HEAP_OPTS ? splitOpts(process.env.KAFKA_HEAP_OPTS) : DEFAULT_HEAP_OPTS;
+function jvmArgs(L, defaultHeap = DEFAULT_HEAP_OPTS) {
+  const heap = process.env.KAFKA_HEAP_OPTS ? splitOpts(process.env.KAFKA_HEAP_OPTS) : defaultHeap;
   const perf = process.env.KAFKA_JVM_PERFORMANCE_OPTS ? splitOpts(process.env.KAFKA_JVM_PERFORMANCE_OPTS) : DEFAULT_JVM_PERF_OPTS;
   return [...heap, ...perf, `-Dlog4j2.configurationFile=${LOG4J_CONF}`, `-Dkafka.logs.dir=${L.dir}`, '-cp', `${LIBS}${path.sep}*`];
 }
@@ -852,6 +1187,8 @@ async function main(argv) {
   const cmd = argv[0];
   const quiet = argv.includes('-q') || argv.includes('--quiet');
   const log = quiet ? () => {} : defaultLog;
+  const size = brokersFlag(argv);
+  if (size !== null) return clusterMain(cmd, size, log, argv);
   switch (cmd) {
     case 'start': {
       const { brokers } = await startKafka({ log });
@@ -900,9 +1237,68 @@ async function main(argv) {
           '  status  exit 0 if running and answering, 1 if not answering, 3 if not running\n' +
           '  stop    SIGTERM (SIGKILL after 20 s) and remove pid/state files\n' +
           '  private-start <name>  a separate broker in .cache/kafka-<name>/ on free ports (--keep-data: restart it on its data)\n' +
-          '  private-stop <name>   stop it (--keep-data: keep its data and ports for a restart; else remove its directory)\n',
+          '  private-stop <name>   stop it (--keep-data: keep its data and ports for a restart; else remove its directory)\n' +
+          '       node scripts/kafka.mjs start|ensure --brokers N | status|stop --cluster | node-stop|node-kill|node-start <id> --cluster\n' +
+          '  start --brokers 3     a fresh local KRaft cluster of 3 nodes in .cache/kafka-cluster/local/ on free ports;\n' +
+          '                        last stdout line: KAFKA_BROKERS=127.0.0.1:<p1>,127.0.0.1:<p2>,127.0.0.1:<p3>\n' +
+          '  ensure --brokers 3    reuse that cluster if all its nodes answer, else start it fresh\n' +
+          '  status|stop --cluster the cluster (stop: SIGKILL every node, remove its directory)\n' +
+          '  node-stop|node-kill|node-start <id> --cluster   SIGTERM / SIGKILL one node (data kept), start it again\n',
       );
       return cmd ? 2 : 0;
+  }
+}
+
+// `--brokers N` / `--brokers=N` (a local cluster of N nodes); `--cluster` means the local cluster whatever its size.
+function brokersFlag(argv) {
+  const i = argv.findIndex((a) => a === '--brokers' || a.startsWith('--brokers='));
+  if (i < 0) return argv.includes('--cluster') ? 0 : null;
+  const raw = argv[i].includes('=') ? argv[i].slice('--brokers='.length) : argv[i + 1];
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1 || n > MAX_CLUSTER_SIZE)
+    fail(`--brokers needs a number of brokers from 1 to ${MAX_CLUSTER_SIZE} (got ${raw ?? 'nothing'})`);
+  return n;
+}
+
+// The cluster commands. KAFKA_BROKERS is not consulted: --brokers asks for this machine's own cluster.
+async function clusterMain(cmd, size, log, argv) {
+  const want = size || 3;
+  switch (cmd) {
+    case 'start':
+    case 'ensure': {
+      const c = cmd === 'start' ? await startKafkaCluster({ brokers: want, log }) : await ensureKafkaCluster({ brokers: want, log });
+      process.stdout.write(`KAFKA_BROKERS=${c.brokers}\n`);
+      return 0;
+    }
+    case 'stop': {
+      const { stopped } = await stopKafkaCluster({ log });
+      if (!stopped) log('no cluster node running');
+      return 0;
+    }
+    case 'status': {
+      const s = await kafkaClusterStatus();
+      if (!s.running) {
+        process.stdout.write('kafka cluster: not running\n');
+        return 3;
+      }
+      const nodes = s.nodes.map((n) => `node ${n.id} ${n.pid ? `pid ${n.pid}` : 'DOWN'} on ${n.brokers}`).join('; ');
+      const allUp = s.nodes.every((n) => n.pid);
+      process.stdout.write(`kafka cluster: ${s.answering ? 'answering' : 'NOT answering'}, ${nodes}\n`);
+      process.stdout.write(`KAFKA_BROKERS=${s.brokers}\n`);
+      return s.answering && allUp ? 0 : 1;
+    }
+    case 'node-stop':
+    case 'node-kill':
+    case 'node-start': {
+      const nodeId = Number(argv[1]);
+      if (!Number.isInteger(nodeId)) fail(`${cmd} needs a node id: node scripts/kafka.mjs ${cmd} <id> --cluster`);
+      if (cmd === 'node-start') await startKafkaNode({ nodeId, log });
+      else await stopKafkaNode({ nodeId, signal: cmd === 'node-kill' ? 'SIGKILL' : 'SIGTERM', log });
+      return 0;
+    }
+    default:
+      process.stderr.write(`kafka: unknown cluster command '${cmd ?? ''}'; see node scripts/kafka.mjs --help\n`);
+      return 2;
   }
 }
 

@@ -24,6 +24,8 @@ export interface Config extends ProvidersConfig {
   readonly events: 'all' | 'terminal' | 'none';
   readonly topicPrefix: string;
   readonly topicPartitions: number;
+  /** NOTIFY_TOPIC_REPLICATION: replicas of each topic `notify start` creates; unset: min(3, brokers the cluster lists). */
+  readonly topicReplication: number | undefined;
   readonly retry: RetryConfig;
   readonly dispatcher: {
     readonly sendTimeoutMs: number;
@@ -189,6 +191,7 @@ export function loadConfig(env: Env): Config {
     events: events as Config['events'],
     topicPrefix,
     topicPartitions: int(env, 'NOTIFY_TOPIC_PARTITIONS', 6, 1, 1_000),
+    topicReplication: str(env, 'NOTIFY_TOPIC_REPLICATION') === undefined ? undefined : int(env, 'NOTIFY_TOPIC_REPLICATION', 1, 1, 100),
     retry: {
       maxAttempts: int(env, 'NOTIFY_MAX_ATTEMPTS', 8, 1, 100),
       baseDelayMs,

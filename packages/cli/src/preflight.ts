@@ -75,22 +75,60 @@ export async function connectKafkaAdmin(kafka: Kafka, brokers: readonly string[]
   }
 }
 
+/** How `notify start` replicates the topics it creates. */
+interface TopicReplication {
+  readonly replicationFactor: number;
+  /** `min.insync.replicas` of each topic: RF − 1, at least 1 (with acks = all, a write needs this many copies). */
+  readonly minInsyncReplicas: number;
+}
+
 /**
- * Creates the topics that do not exist yet, with `partitions` partitions each, and waits (up to
- * `timeoutMs`) until every partition of every named topic has a leader. Returns the names it created.
- * kafkajs' own `waitForLeaders` gives up when a just-created topic briefly answers "This server
- * does not host this topic-partition" (seen here several times), so the metadata is polled instead.
+ * NOTIFY_TOPIC_REPLICATION, or min(3, brokers) when it is unset, with `min.insync.replicas` one
+ * less (at least 1): RF 3 keeps accepting writes with one broker down and loses nothing acked
+ * unless two brokers are lost.
+ */
+/** @internal Exported for its tests. */
+export function topicReplicationFor(requested: number | undefined, brokers: number): TopicReplication {
+  const replicationFactor = requested ?? Math.max(1, Math.min(3, brokers));
+  return { replicationFactor, minInsyncReplicas: Math.max(1, replicationFactor - 1) };
+}
+
+/** Options of `ensureTopics`. */
+export interface EnsureTopicsOptions {
+  readonly timeoutMs?: number;
+  /** Replication of the topics it creates; default: the broker's `default.replication.factor` and `min.insync.replicas`. */
+  readonly replication?: TopicReplication;
+}
+
+/**
+ * Creates the topics that do not exist yet, with `partitions` partitions each (and `replication`
+ * when given), and waits (up to `timeoutMs`) until every partition of every named topic has a
+ * leader. Returns the names it created. kafkajs' own `waitForLeaders` gives up when a
+ * just-created topic briefly answers "This server does not host this topic-partition" (seen
+ * here several times), so the metadata is polled instead.
  */
 export async function ensureTopics(
   admin: Admin,
   names: readonly string[],
   partitions: number,
-  { timeoutMs = 30_000 } = {},
+  { timeoutMs = 30_000, replication }: EnsureTopicsOptions = {},
 ): Promise<string[]> {
   const existing = new Set(await admin.listTopics());
   const missing = names.filter((n) => !existing.has(n));
   if (missing.length > 0) {
-    await admin.createTopics({ topics: missing.map((topic) => ({ topic, numPartitions: partitions })), waitForLeaders: false });
+    await admin.createTopics({
+      topics: missing.map((topic) => ({
+        topic,
+        numPartitions: partitions,
+        ...(replication
+          ? {
+              replicationFactor: replication.replicationFactor,
+              configEntries: [{ name: 'min.insync.replicas', value: String(replication.minInsyncReplicas) }],
+            }
+          : {}),
+      })),
+      waitForLeaders: false,
+    });
   }
   const deadline = performance.now() + timeoutMs;
   for (;;) {
@@ -105,4 +143,46 @@ export async function ensureTopics(
     if (performance.now() > deadline) throw new CliError(`Kafka topics have no leader after ${timeoutMs} ms: ${names.join(', ')}`, 1);
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+/** What `notify start` does about replication before it creates its topics (`planTopicReplication`). */
+export interface ReplicationPlan extends TopicReplication {
+  /** Brokers the cluster lists now. */
+  readonly brokers: number;
+  /** Existing topics with fewer replicas than `replicationFactor` (their smallest partition), left as they are. */
+  readonly lowerExisting: readonly { readonly topic: string; readonly replicationFactor: number }[];
+}
+
+/**
+ * Decides the replication of the topics to create (`topicReplicationFor`) and checks it against
+ * the cluster. Throws a one-line `CliError` when a topic must be created and the cluster lists
+ * fewer brokers than NOTIFY_TOPIC_REPLICATION asks for. When every topic exists, a broker that
+ * is down does not stop the service from starting (that is what the replicas are for).
+ */
+export async function planTopicReplication(
+  admin: Admin,
+  names: readonly string[],
+  requested: number | undefined,
+  brokersText: string,
+): Promise<ReplicationPlan> {
+  const brokers = (await admin.describeCluster()).brokers.length;
+  const replication = topicReplicationFor(requested, brokers);
+  const existing = new Set(await admin.listTopics());
+  const present = names.filter((n) => existing.has(n));
+  if (present.length < names.length && brokers < replication.replicationFactor) {
+    throw new CliError(
+      `NOTIFY_TOPIC_REPLICATION=${replication.replicationFactor} but the Kafka cluster at ${brokersText} lists ${brokers} broker${brokers === 1 ? '' : 's'}: ` +
+        `cannot create ${names.length - present.length} missing topic(s) with ${replication.replicationFactor} replicas; add brokers or lower NOTIFY_TOPIC_REPLICATION`,
+      1,
+    );
+  }
+  const lowerExisting: { topic: string; replicationFactor: number }[] = [];
+  if (present.length > 0) {
+    const { topics } = await admin.fetchTopicMetadata({ topics: present });
+    for (const t of topics) {
+      const rf = Math.min(...t.partitions.map((p) => p.replicas.length));
+      if (rf < replication.replicationFactor) lowerExisting.push({ topic: t.name, replicationFactor: rf });
+    }
+  }
+  return { ...replication, brokers, lowerExisting };
 }

@@ -23,7 +23,7 @@ import { createMetrics } from './observability/metrics.js';
 import { createPipelineProbe } from './observability/pipeline-probe.js';
 import { CliError } from './cli-error.js';
 import { createKafka } from './kafka-client.js';
-import { checkDatabase, checkMigrations, connectKafkaAdmin, ensureTopics } from './preflight.js';
+import { checkDatabase, checkMigrations, connectKafkaAdmin, ensureTopics, planTopicReplication } from './preflight.js';
 import { seedApiKeys } from './seed-api-keys.js';
 import { notifySettingsWrite } from './sql/notify-settings-write.js';
 
@@ -103,8 +103,26 @@ export async function startNotify(config: Config, roles: readonly Role[], deps: 
     let createdTopics: string[];
     try {
       const topics = dispatcherTopicSuffixes(config.retry).map((s) => topicName(config.topicPrefix, s));
-      createdTopics = await ensureTopics(preflightAdmin, topics, config.topicPartitions);
-      if (createdTopics.length > 0) logger.info({ topics: createdTopics, partitions: config.topicPartitions }, 'created Kafka topics');
+      const plan = await planTopicReplication(preflightAdmin, topics, config.topicReplication, config.kafkaBrokers.join(','));
+      if (plan.lowerExisting.length > 0) {
+        logger.warn(
+          { topics: plan.lowerExisting.map((t) => `${t.topic} (RF ${t.replicationFactor})`), replication: plan.replicationFactor },
+          `existing Kafka topics have fewer replicas than ${plan.replicationFactor}: notify start never changes an existing topic; ` +
+            'raise their replication with kafka-reassign-partitions, or they lose messages with their broker',
+        );
+      }
+      createdTopics = await ensureTopics(preflightAdmin, topics, config.topicPartitions, { replication: plan });
+      if (createdTopics.length > 0) {
+        logger.info(
+          {
+            topics: createdTopics,
+            partitions: config.topicPartitions,
+            replication: plan.replicationFactor,
+            min_insync_replicas: plan.minInsyncReplicas,
+          },
+          'created Kafka topics',
+        );
+      }
     } finally {
       await preflightAdmin.disconnect().catch(() => {});
     }
