@@ -13,6 +13,7 @@ import { buildOpenApiDocument, renderDocsPage } from './openapi.js';
 import { type ProblemCode, problem, problemFromError, problemResponse } from './problem.js';
 import { suppressionRoutes, templateRoutes, webhookSecretRoutes } from './routes/management.js';
 import { notificationRoutes } from './routes/notifications.js';
+import { callbackRoutes } from './routes/callbacks.js';
 import type { SecretsSettings } from './management/webhook-secret.js';
 import { type ConsoleOptions, consoleApp } from './console/console.js';
 import { type ReadinessCheck, opsRoutes } from './routes/ops.js';
@@ -37,6 +38,8 @@ export interface AppDeps {
   readonly apiKeyCacheMs?: number;
   /** The console at /console: content visibility, the pipeline probe. */
   readonly console?: ConsoleOptions;
+  /** NOTIFY_WEBHOOK_ALLOW_CIDRS, for the SSRF check of callback URLs at registration. Default: none. */
+  readonly webhookAllowCidrs?: readonly string[];
 }
 
 /** What `createAdminApp` needs. */
@@ -83,6 +86,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   app.route('/v1/templates', templateRoutes(management));
   app.route('/v1/suppressions', suppressionRoutes(management));
   app.route('/v1/webhook-secret', webhookSecretRoutes(management));
+  app.route('/v1/callbacks', callbackRoutes({ db: deps.db, clock, logger, allowCidrs: deps.webhookAllowCidrs ?? [] }));
   app.route('/console', consoleApp({ db: deps.db, clock, logger, retry: deps.config.retry, options: deps.console ?? {} }));
   return app;
 }

@@ -31,6 +31,9 @@ describe('the OpenAPI document', () => {
     expect(statuses('/v1/templates/{name}/preview', 'post')).toEqual(['200', '400', '401', '404', '413', '415', '422']);
     expect(statuses('/v1/suppressions', 'get')).toEqual(['200', '400', '401']);
     expect(statuses('/v1/webhook-secret/rotate', 'post')).toEqual(['201', '401', '503']);
+    expect(statuses('/v1/callbacks', 'put')).toEqual(['200', '201', '400', '401', '413', '415', '422']);
+    expect(statuses('/v1/callbacks', 'get')).toEqual(['200', '401', '404']);
+    expect(statuses('/v1/callbacks', 'delete')).toEqual(['204', '401', '404']);
     // Health, readiness and metrics live on the admin port, apart from the public API.
     expect(Object.keys(doc.paths).filter((p) => !p.startsWith('/v1/'))).toEqual([]);
   });

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { MAX_BATCH_BODY_BYTES, MAX_BODY_BYTES } from './middleware/json-body.js';
 import { PROBLEM_CATALOG, PROBLEM_TYPE_BASE, type ProblemCode } from './problem.js';
+import { CallbackRequest, CallbackView } from './callback-schemas.js';
 import {
   BulkRetryRequest,
   BulkRetryView,
@@ -71,6 +72,8 @@ function componentSchemas(): Record<string, JsonSchema> {
     WebhookSecretRotated,
     BulkRetryRequest,
     BulkRetryView,
+    CallbackRequest,
+    CallbackView,
   };
   for (const [id, schema] of Object.entries(management)) registry.add(schema, { id });
   const { schemas } = z.toJSONSchema(registry, { uri: (id) => `#/components/schemas/${id}`, target: 'draft-2020-12', io: 'input' }) as {
@@ -243,6 +246,7 @@ export function buildOpenApiDocument(): JsonSchema {
         },
       },
       ...managementPaths(),
+      ...privacyPaths(),
       // /healthz, /readyz and /metrics are served on the admin port (createAdminApp), not here.
     },
     components: {
@@ -401,6 +405,43 @@ function managementPaths(): Record<string, JsonSchema> {
           'NOTIFY_SECRET_ROTATION_GRACE_MS (default 24 h) the previous secret signs too: webhooks carry both signatures in ' +
           'one webhook-signature header. Without NOTIFY_SECRETS_KEY the service refuses (503 `secrets_key_missing`).',
         responses: { '201': json('WebhookSecretRotated', 'Rotated'), ...auth, ...problems('secrets_key_missing') },
+      },
+    },
+  };
+}
+
+/** Status callbacks and erasure (issue 15): docs/callbacks.md, docs/retention.md. */
+function privacyPaths(): Record<string, JsonSchema> {
+  const auth = problems('unauthorized');
+  const badBody = problems('malformed_json', 'unsupported_media_type', 'payload_too_large');
+  return {
+    '/v1/callbacks': {
+      put: {
+        operationId: 'putCallback',
+        summary: "Register or replace the tenant's status callback URL",
+        description:
+          'The URL receives the chosen StatusEventV1 types as Standard Webhooks (body: the event JSON as on <prefix>.events; ' +
+          'webhook-id stable across retries; signed with the tenant secret, else NOTIFY_WEBHOOK_SECRET), at least once, retried with ' +
+          "the notifications' backoff up to NOTIFY_MAX_ATTEMPTS. The URL and the addresses its host resolves to are checked by the " +
+          'SSRF policy now (422 `callback_url_refused`) and at every send.',
+        requestBody: body('CallbackRequest'),
+        responses: {
+          '201': json('CallbackView', 'Registered'),
+          '200': json('CallbackView', 'Replaced'),
+          ...auth,
+          ...badBody,
+          '422': problemResponse(['validation_failed', 'callback_url_refused']),
+        },
+      },
+      get: {
+        operationId: 'getCallback',
+        summary: "The tenant's callback URL with its pending, failed and dropped counts",
+        responses: { '200': json('CallbackView', 'The registration'), ...auth, ...problems('not_found') },
+      },
+      delete: {
+        operationId: 'deleteCallback',
+        summary: 'Remove the callback URL and its pending deliveries',
+        responses: { '204': { description: 'Removed' }, ...auth, ...problems('not_found') },
       },
     },
   };

@@ -10,12 +10,13 @@ import { TOPICS, topicName } from '@notify/contract';
 import { type Relay, createRelay } from '@notify/relay';
 import {
   type Dispatcher,
+  createCallbackService,
   createContentPreparer,
   createDispatcher,
   createRetentionService,
   dispatcherTopicSuffixes,
 } from '@notify/dispatcher';
-import { type Provider, createProviders } from '@notify/providers';
+import { type Provider, createProviders, createTenantSecretSource } from '@notify/providers';
 import { dispatcherConfigFrom, relayConfigFrom } from './role-configs.js';
 import { createAdminApp, createApp } from '@notify/api';
 import { watchDispatcher, watchRelay } from './observability/lifecycle-metrics.js';
@@ -172,6 +173,27 @@ export async function startNotify(config: Config, roles: readonly Role[], deps: 
       const retention = createRetentionService({ retentionDays: config.retentionDays }, { db: fromKysely(db), clock, logger: dlogger });
       retention.start();
       cleanup.push(() => retention.stop(Math.floor(config.shutdownTimeoutMs / 3)));
+      // Status callbacks (docs/callbacks.md): a consumer group of their own on <prefix>.events, sent from PostgreSQL.
+      const callbacks = createCallbackService(
+        {
+          topicPrefix: config.topicPrefix,
+          groupId: `${dispatcherConfigFrom(config, {}).groupId}.callbacks`,
+          retry: config.retry,
+          sendTimeoutMs: config.dispatcher.sendTimeoutMs,
+          allowCidrs: config.webhook.allowCidrs,
+          signingSecret: config.webhook.signingSecret,
+          sessionTimeoutMs: config.dispatcher.sessionTimeoutMs,
+        },
+        {
+          db: fromKysely(db),
+          kafka,
+          clock,
+          logger: dlogger,
+          tenantSecret: createTenantSecretSource({ db, clock, secretsKey: config.webhook.secretsKey }),
+        },
+      );
+      await callbacks.start();
+      cleanup.push(() => callbacks.stop(Math.floor(config.shutdownTimeoutMs / 3)));
     }
 
     const admin = createAdminApp({
@@ -201,6 +223,7 @@ export async function startNotify(config: Config, roles: readonly Role[], deps: 
         secrets: { key: config.webhook.secretsKey, rotationGraceMs: config.secretRotationGraceMs },
         rateLimits: config.apiRateLimits,
         apiKeyCacheMs: config.apiKeyCacheMs,
+        webhookAllowCidrs: config.webhook.allowCidrs,
         console: {
           showContent: config.consoleShowContent,
           pipeline: createPipelineProbe({

@@ -71,3 +71,9 @@ export {
   type RetentionConfig,
   type RetentionRound,
 } from './retention/retention-service.js';
+export {
+  createCallbackService,
+  type CallbackService,
+  type CallbackServiceConfig,
+  type CallbackServiceDeps,
+} from './callbacks/callback-service.js';

@@ -62,6 +62,11 @@ describe('retention', () => {
               (2, 'requests', 'k', '{}', '{}', 'young-sent-1', 'message_too_large', now())`,
     );
 
+    await tdb.pool.query(
+      `INSERT INTO callback_deliveries (tenant_id, event_id, notification_id, event_type, payload, state, created_at, updated_at)
+       VALUES ('t1', 'e1', 'old-sent-2', 'notification.sent', '{}', 'delivered', now(), now()),
+              ('t1', 'e2', 'young-sent-2', 'notification.sent', '{}', 'delivered', now(), now())`,
+    );
     const service = createRetentionService(
       { retentionDays: 30, batchSize: 10, maxStatementsPerRound: 2, instanceId: 'a' },
       { db: fromPgClient(tdb.pool), clock, logger: silentLogger },
@@ -81,6 +86,8 @@ describe('retention', () => {
     expect(await count('SELECT count(*)::int AS n FROM attempts')).toBe(16);
     expect(await count('SELECT count(*)::int AS n FROM notification_actions')).toBe(0);
     expect(await count('SELECT count(*)::int AS n FROM outbox_refused')).toBe(1);
+    expect(await count(`SELECT count(*)::int AS n FROM callback_deliveries WHERE notification_id = 'young-sent-2'`)).toBe(1);
+    expect(await count('SELECT count(*)::int AS n FROM callback_deliveries')).toBe(1);
     // The state-count gauge's table followed the deletes (its trigger runs on DELETE too).
     expect(await count(`SELECT coalesce(sum(count), 0)::int AS n FROM notification_state_counts`)).toBe(16);
 

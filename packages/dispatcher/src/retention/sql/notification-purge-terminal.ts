@@ -26,6 +26,8 @@ export async function notificationPurgeTerminal(db: SqlExecutor, params: Notific
           FOR UPDATE SKIP LOCKED),
      refused AS (
        DELETE FROM outbox_refused r USING doomed d WHERE r.notification_id = d.id),
+     callbacks AS (
+       DELETE FROM callback_deliveries c USING doomed d WHERE c.notification_id = d.id),
      gone AS (
        DELETE FROM notifications n USING doomed d WHERE n.id = d.id RETURNING 1)
      SELECT count(*)::int AS n FROM gone`,
