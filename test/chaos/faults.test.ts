@@ -15,12 +15,16 @@ import {
   kafkaOutageScenario,
   longTransactionScenario,
   pgTerminateScenario,
+  type OutageProbe,
+  failoverScenario,
   poisonScenario,
+  postgresRestartScenario,
   rebalanceScenario,
   sigkillScenario,
 } from '../support/chaos/scenarios.js';
 import { expectNothingLost } from '../support/chaos/report.js';
 import { chaosSeed } from '../support/chaos/stack.js';
+import { type PrivatePostgres, startPrivatePostgres } from '../support/chaos/private-postgres.js';
 
 // One seed for the whole run, printed with every scenario: CHAOS_SEED=<it> replays every fault schedule.
 const seed = chaosSeed();
@@ -35,6 +39,12 @@ describe('faults against the real stack', () => {
 
   it('SIGKILL the dispatcher 3 times mid-run', async ({ task }) => {
     const result = await runScenario({ ...sigkillScenario('dispatcher', 3, size(2000, 30_000)), settleTimeoutMs: 120_000 });
+    expectNothingLost(task, result);
+    expect(result.report.row.sent).toBe(2000);
+  }, 600_000);
+
+  it('failover: one of two dispatchers SIGKILLed, the other takes its partitions', async ({ task }) => {
+    const result = await runScenario(failoverScenario(size(2000, 30_000)));
     expectNothingLost(task, result);
     expect(result.report.row.sent).toBe(2000);
   }, 600_000);
@@ -93,5 +103,32 @@ describe('Kafka outage (a private broker: the shared one is never stopped)', () 
     const result = await runScenario(kafkaOutageScenario(30_000, { ...size(1500, 40_000), brokerName: name, brokers }));
     expectNothingLost(task, result);
     expect(result.report.row.sent).toBe(1500);
+  }, 600_000);
+});
+
+describe('PostgreSQL restart (a private server: the shared one is never stopped)', () => {
+  let server: PrivatePostgres | undefined;
+  beforeAll(async () => {
+    server = await startPrivatePostgres();
+  }, 120_000);
+  afterAll(async () => {
+    await server?.destroy();
+  }, 60_000);
+
+  it('the server stops for 20 s under load: every role reconnects, the API answers 503 meanwhile', async ({ task }) => {
+    const sink: { probes?: OutageProbe[] } = {};
+    const result = await runScenario(postgresRestartScenario(20_000, { ...size(2000, 30_000), server: server! }, sink));
+    expectNothingLost(task, result);
+    expect(result.report.row.sent).toBe(2000);
+    const probes = sink.probes ?? [];
+    expect(probes.length).toBeGreaterThan(10);
+    for (const p of probes) {
+      expect(p, 'an API answer while PostgreSQL was down').toMatchObject({
+        status: 503,
+        code: 'database_unreachable',
+        contentType: expect.stringContaining('application/problem+json') as unknown,
+        retryAfter: expect.stringMatching(/^\d+$/) as unknown,
+      });
+    }
   }, 600_000);
 });

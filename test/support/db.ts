@@ -28,25 +28,34 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   } finally {
     await admin.end();
   }
-  const url = withDatabase(serverUrl, name);
+  return connectTestDatabase(withDatabase(serverUrl, name), async () => {
+    const a = new pg.Client({ connectionString: withDatabase(serverUrl, 'postgres') });
+    await a.connect();
+    try {
+      await a.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)} WITH (FORCE)`);
+    } finally {
+      await a.end();
+    }
+  });
+}
+
+/**
+ * Connects to an existing migrated database (e.g. on a private server a chaos scenario stops).
+ * `close()` closes the pools, then runs `afterClose` (by default nothing: the database stays).
+ */
+export function connectTestDatabase(url: string, afterClose: () => Promise<void> = async () => {}): TestDatabase {
   const db = createDb({ connectionString: url, max: 10, applicationName: 'notify-test' });
   const pool = new pg.Pool({ connectionString: url, max: 10 });
   pool.on('error', () => {});
   return {
     url,
-    name,
+    name: new URL(url).pathname.slice(1),
     db,
     pool,
     async close() {
       await db.destroy();
       await pool.end();
-      const a = new pg.Client({ connectionString: withDatabase(serverUrl, 'postgres') });
-      await a.connect();
-      try {
-        await a.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)} WITH (FORCE)`);
-      } finally {
-        await a.end();
-      }
+      await afterClose();
     },
   };
 }

@@ -6,6 +6,7 @@ import { type Clock, type Logger, errorSummary, silentLogger, systemClock } from
 import { apiKeyLookup } from './api-key-cache.js';
 import type { AppEnv } from './env.js';
 import { requestContext } from './middleware/request-context.js';
+import { shedOverload } from './middleware/shed.js';
 import { type ApiRateLimits, apiRateLimit } from './middleware/rate-limit.js';
 import { fromKysely } from '@notify/outbox';
 import { type HttpMetrics, noMetrics } from './metrics.js';
@@ -29,6 +30,12 @@ export interface AppDeps {
   readonly metrics?: HttpMetrics;
   /** Token buckets per API key and per tenant, shared through PostgreSQL (NOTIFY_API_RATE_LIMIT, NOTIFY_API_TENANT_RATE_LIMIT). Default: none. */
   readonly rateLimits?: ApiRateLimits;
+  /**
+   * NOTIFY_API_MAX_IN_FLIGHT: /v1 requests this process works on at once at most; one more is
+   * answered 503 `overloaded` with Retry-After at once, without touching the database, so an
+   * overload sheds instead of queueing until clients time out. Default: no bound.
+   */
+  readonly maxInFlight?: number;
   /** How tenant signing secrets are stored (NOTIFY_SECRETS_KEY, NOTIFY_SECRET_ROTATION_GRACE_MS). Default: no key (rotation refused), 24 h grace. */
   readonly secrets?: SecretsSettings;
   /**
@@ -73,6 +80,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   const docs = renderDocsPage(openapi);
   app.get('/openapi.json', (c) => c.json(openapi));
   app.get('/docs', (c) => c.html(docs));
+  if (deps.maxInFlight !== undefined) app.use('/v1/*', shedOverload(deps.maxInFlight));
   const sql = fromKysely(deps.db);
   const rateLimit = apiRateLimit({ db: sql, clock, limits: deps.rateLimits ?? {} });
   const keyLookup = apiKeyLookup({ db: sql, clock, ttlMs: deps.apiKeyCacheMs ?? 0 });

@@ -26,6 +26,7 @@ describe('loadConfig', () => {
     ['LOG_LEVEL', 'loud', /LOG_LEVEL/],
     ['NOTIFY_KAFKA_SESSION_TIMEOUT_MS', '1000', /NOTIFY_KAFKA_SESSION_TIMEOUT_MS: expected a number from 6000/],
     ['NOTIFY_SHUTDOWN_TIMEOUT_MS', '50', /NOTIFY_SHUTDOWN_TIMEOUT_MS: expected a number from 100/],
+    ['NOTIFY_API_MAX_IN_FLIGHT', '0', /NOTIFY_API_MAX_IN_FLIGHT: expected a number from 1/],
   ])('%s=%s is rejected with a message naming it', (name, value, message) => {
     expect(() => loadConfig({ [name]: value })).toThrow(message);
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);

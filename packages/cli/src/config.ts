@@ -19,6 +19,8 @@ export interface Config extends ProvidersConfig {
   readonly apiRateLimits: { readonly perKey: RateLimit | undefined; readonly perTenant: RateLimit | undefined };
   /** NOTIFY_API_KEY_CACHE_MS: how long the API remembers a looked-up key, the bound on how long a revoked key still works (0: no cache). */
   readonly apiKeyCacheMs: number;
+  /** NOTIFY_API_MAX_IN_FLIGHT: /v1 requests one API process works on at once; more are shed with 503 `overloaded`. */
+  readonly apiMaxInFlight: number;
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** NOTIFY_EVENTS: which status events are written (migration 0060): every one, only those of a final state, or none. */
   readonly events: 'all' | 'terminal' | 'none';
@@ -187,6 +189,7 @@ export function loadConfig(env: Env): Config {
     adminHost: str(env, 'NOTIFY_ADMIN_HOST') ?? '127.0.0.1',
     apiRateLimits: { perKey: rateLimit(env, 'NOTIFY_API_RATE_LIMIT'), perTenant: rateLimit(env, 'NOTIFY_API_TENANT_RATE_LIMIT') },
     apiKeyCacheMs: int(env, 'NOTIFY_API_KEY_CACHE_MS', 5_000, 0, 300_000),
+    apiMaxInFlight: int(env, 'NOTIFY_API_MAX_IN_FLIGHT', 64, 1, 100_000),
     logLevel: logLevel as Config['logLevel'],
     events: events as Config['events'],
     topicPrefix,
@@ -206,7 +209,7 @@ export function loadConfig(env: Env): Config {
       outcomeBatchSize: int(env, 'NOTIFY_OUTCOME_BATCH_SIZE', 64, 1, 1_000),
       outcomeBatchDelayMs: int(env, 'NOTIFY_OUTCOME_BATCH_DELAY_MS', 5, 0, 1_000),
       // The broker refuses sessions outside group.min/max.session.timeout.ms (6 s – 30 min by default).
-      sessionTimeoutMs: int(env, 'NOTIFY_KAFKA_SESSION_TIMEOUT_MS', 30_000, 6_000, 1_800_000),
+      sessionTimeoutMs: int(env, 'NOTIFY_KAFKA_SESSION_TIMEOUT_MS', 6_000, 6_000, 1_800_000),
     },
     relay: {
       batchSize: int(env, 'NOTIFY_RELAY_BATCH_SIZE', 500, 1, 10_000),

@@ -38,10 +38,14 @@ describe('dispatcherConfigFrom', () => {
       outcomeBatchSize: 1,
       outcomeBatchDelayMs: 0,
     });
-    expect(dispatcherConfigFrom(loadConfig({}))).toMatchObject({ sessionTimeoutMs: 30_000, heartbeatIntervalMs: 3_000 });
-    expect(dispatcherConfigFrom(loadConfig({ NOTIFY_KAFKA_SESSION_TIMEOUT_MS: '6000' }))).toMatchObject({
-      sessionTimeoutMs: 6_000,
+    expect(dispatcherConfigFrom(loadConfig({}))).toMatchObject({ sessionTimeoutMs: 6_000, heartbeatIntervalMs: 1_000 });
+    expect(dispatcherConfigFrom(loadConfig({ NOTIFY_KAFKA_SESSION_TIMEOUT_MS: '12000' }))).toMatchObject({
+      sessionTimeoutMs: 12_000,
       heartbeatIntervalMs: 2_000,
+    });
+    expect(dispatcherConfigFrom(loadConfig({ NOTIFY_KAFKA_SESSION_TIMEOUT_MS: '30000' }))).toMatchObject({
+      sessionTimeoutMs: 30_000,
+      heartbeatIntervalMs: 3_000,
     });
   });
 });

@@ -224,6 +224,7 @@ export async function startNotify(config: Config, roles: readonly Role[], deps: 
         rateLimits: config.apiRateLimits,
         apiKeyCacheMs: config.apiKeyCacheMs,
         webhookAllowCidrs: config.webhook.allowCidrs,
+        maxInFlight: config.apiMaxInFlight,
         console: {
           showContent: config.consoleShowContent,
           pipeline: createPipelineProbe({

@@ -57,9 +57,9 @@ export interface DispatcherConfig {
    * delay-topic partition is noticed after it is resumed, so it is short. Default 100 ms.
    */
   readonly fetchMaxWaitMs: number;
-  /** kafkajs `sessionTimeout`: a member silent this long is removed from the group. Default 30 s. */
+  /** kafkajs `sessionTimeout`: a member silent this long is removed from the group. Default 6 s (the failover time after a crash). */
   readonly sessionTimeoutMs: number;
-  /** kafkajs `heartbeatInterval`. Default 3 s. */
+  /** kafkajs `heartbeatInterval`. Default 1 s. */
   readonly heartbeatIntervalMs: number;
   /**
    * NOTIFY_OUTCOME_BATCH_SIZE: delivery outcomes written in one transaction at most (group
@@ -111,8 +111,8 @@ export function dispatcherConfig(
     strictRecheckMs: 500,
     shutdownTimeoutMs: 10_000,
     fetchMaxWaitMs: 100,
-    sessionTimeoutMs: 30_000,
-    heartbeatIntervalMs: 3_000,
+    sessionTimeoutMs: 6_000,
+    heartbeatIntervalMs: 1_000,
     ...BATCHING_DEFAULTS,
     ...fields,
     tiers: delayTiers(fields.retry),

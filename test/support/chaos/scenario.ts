@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Kafka, logLevel } from 'kafkajs';
 import { inject } from 'vitest';
 import { fromKysely } from '@notify/outbox';
-import { createTestDatabase, type TestDatabase } from '../db.js';
+import { connectTestDatabase, createTestDatabase, type TestDatabase } from '../db.js';
 import { waitFor } from '../wait.js';
 import { type AuditReport, auditRun, waitForSettled } from './audit.js';
 import { type ChaosReceiver, type ReceiverBehaviour, type ReceiverRequest, startChaosReceiver } from './receiver.js';
@@ -30,6 +30,11 @@ export interface Scenario {
   readonly behaviour?: (req: ReceiverRequest) => ReceiverBehaviour;
   /** Started before the load; the fault may kill, restart and add processes. */
   readonly processes: readonly StackProcess[];
+  /**
+   * A migrated, empty database to run on (e.g. on a private PostgreSQL server the fault stops);
+   * default a fresh copy of the run's template on the shared server.
+   */
+  readonly databaseUrl?: string;
   /** Kafka to use; default the shared test broker. */
   readonly brokers?: readonly string[];
   /** Runs alongside the load; must leave a stack that can finish the work. */
@@ -61,6 +66,8 @@ export interface ScenarioContext {
   start(proc: StackProcess): Promise<NotifyChild>;
   /** SIGTERMs the named process (a graceful stop) and waits for it to exit; returns its exit code. */
   stop(name: string): Promise<number | null>;
+  /** SIGKILLs the named process and does not start it again. */
+  kill(name: string): Promise<void>;
   /** SIGKILLs the named process, then starts it again with the same roles. Returns the new child. */
   killAndRestart(name: string, between?: () => Promise<void>): Promise<NotifyChild>;
   /** Waits for a condition (no bare sleeps), with a deadline. */
@@ -99,7 +106,7 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
   const crashed: string[] = [];
   const restarts = new Map<string, number>();
   let closing = false;
-  const db = await createTestDatabase();
+  const db = s.databaseUrl ? connectTestDatabase(s.databaseUrl) : await createTestDatabase();
   const receiver = await startChaosReceiver(s.behaviour);
   const kafka = new Kafka({ clientId: 'chaos-admin', brokers: [...brokers], logLevel: logLevel.NOTHING });
   const admin = kafka.admin();
@@ -173,6 +180,13 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
         running.delete(name);
         note(`${name} exited with ${code}`);
         return code;
+      },
+      async kill(name) {
+        const child = processOf(name);
+        intentional.add(child);
+        await child.kill();
+        note(`SIGKILL ${name} (pid ${child.pid}), not restarted`);
+        running.delete(name);
       },
       async killAndRestart(name, between) {
         const { child, proc } =

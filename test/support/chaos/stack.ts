@@ -232,7 +232,7 @@ export function startEnqueueLoad(params: {
       if (wait > 0) await new Promise((r) => setTimeout(r, wait));
       const from = b * batch;
       const to = Math.min(params.count, from + batch);
-      for (let attempt = 1; ; attempt++) {
+      for (let attempt = 1, firstFailure = 0; ; attempt++) {
         try {
           const created = await params.db.transaction().execute(async (trx) => {
             const out: string[] = [];
@@ -249,10 +249,12 @@ export function startEnqueueLoad(params: {
           ids.push(...created);
           break;
         } catch (err) {
-          // A cut connection: the transaction rolled back, or committed before the cut. The
-          // idempotency keys make the retry return the committed rows instead of new ones.
-          if (attempt >= 20) throw err;
-          await new Promise((r) => setTimeout(r, 100));
+          // A cut connection or a server that is down: the transaction rolled back, or committed
+          // before the cut. The idempotency keys make the retry return the committed rows instead
+          // of new ones. A domain service keeps trying for a while (a PostgreSQL restart takes 20 s).
+          firstFailure ||= Date.now();
+          if (Date.now() - firstFailure > 90_000) throw err;
+          await new Promise((r) => setTimeout(r, Math.min(1_000, 100 * attempt)));
         }
       }
     }
