@@ -15,6 +15,7 @@ import { type ProblemCode, problem, problemFromError, problemResponse } from './
 import { suppressionRoutes, templateRoutes, webhookSecretRoutes } from './routes/management.js';
 import { notificationRoutes } from './routes/notifications.js';
 import { callbackRoutes } from './routes/callbacks.js';
+import { erasureRoutes } from './routes/erasures.js';
 import type { SecretsSettings } from './management/webhook-secret.js';
 import { type ConsoleOptions, consoleApp } from './console/console.js';
 import { type ReadinessCheck, opsRoutes } from './routes/ops.js';
@@ -95,6 +96,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   app.route('/v1/suppressions', suppressionRoutes(management));
   app.route('/v1/webhook-secret', webhookSecretRoutes(management));
   app.route('/v1/callbacks', callbackRoutes({ db: deps.db, clock, logger, allowCidrs: deps.webhookAllowCidrs ?? [] }));
+  app.route('/v1/erasures', erasureRoutes({ db: deps.db, clock, logger }));
   app.route('/console', consoleApp({ db: deps.db, clock, logger, retry: deps.config.retry, options: deps.console ?? {} }));
   return app;
 }

@@ -34,6 +34,7 @@ describe('the OpenAPI document', () => {
     expect(statuses('/v1/callbacks', 'put')).toEqual(['200', '201', '400', '401', '413', '415', '422']);
     expect(statuses('/v1/callbacks', 'get')).toEqual(['200', '401', '404']);
     expect(statuses('/v1/callbacks', 'delete')).toEqual(['204', '401', '404']);
+    expect(statuses('/v1/erasures', 'post')).toEqual(['200', '400', '401', '413', '415', '422']);
     // Health, readiness and metrics live on the admin port, apart from the public API.
     expect(Object.keys(doc.paths).filter((p) => !p.startsWith('/v1/'))).toEqual([]);
   });

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { MAX_BATCH_BODY_BYTES, MAX_BODY_BYTES } from './middleware/json-body.js';
 import { PROBLEM_CATALOG, PROBLEM_TYPE_BASE, type ProblemCode } from './problem.js';
 import { CallbackRequest, CallbackView } from './callback-schemas.js';
+import { ErasureRequest, ErasureView } from './erasure-schemas.js';
 import {
   BulkRetryRequest,
   BulkRetryView,
@@ -74,6 +75,8 @@ function componentSchemas(): Record<string, JsonSchema> {
     BulkRetryView,
     CallbackRequest,
     CallbackView,
+    ErasureRequest,
+    ErasureView,
   };
   for (const [id, schema] of Object.entries(management)) registry.add(schema, { id });
   const { schemas } = z.toJSONSchema(registry, { uri: (id) => `#/components/schemas/${id}`, target: 'draft-2020-12', io: 'input' }) as {
@@ -442,6 +445,19 @@ function privacyPaths(): Record<string, JsonSchema> {
         operationId: 'deleteCallback',
         summary: 'Remove the callback URL and its pending deliveries',
         responses: { '204': { description: 'Removed' }, ...auth, ...problems('not_found') },
+      },
+    },
+    '/v1/erasures': {
+      post: {
+        operationId: 'eraseRecipient',
+        summary: "Erase a recipient's address and content from every stored row of the tenant",
+        description:
+          'In one transaction: queued notifications to the recipient are cancelled, then its address, bodies, subjects, data, ' +
+          'metadata and error texts are erased from notifications, attempts, unpurged outbox rows, refused rows, callback deliveries ' +
+          'and bulk-retry filters; ids, states, counts and times stay. Opt-outs are kept unless delete_suppressions is true. ' +
+          'Recorded without the address (its sha256). Repeating it answers 0: idempotent.',
+        requestBody: body('ErasureRequest'),
+        responses: { '200': json('ErasureView', 'Erased'), ...auth, ...badBody, ...problems('validation_failed') },
       },
     },
   };
