@@ -12,6 +12,7 @@ export type {
   TenantsTable,
   TenantWebhookSecretsTable,
   BulkRetriesTable,
+  EndpointsTable,
   Attempt,
   NewAttempt,
 } from './schema.js';

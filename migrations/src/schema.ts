@@ -15,6 +15,8 @@ export interface AttemptsTable {
   outcome: AttemptOutcome;
   error: string | null;
   provider_status: string | null;
+  /** Which provider answered (0090): primary, the channel's fallback, or null when none was called. */
+  provider: 'primary' | 'fallback' | null;
 }
 
 /** `api_keys`: hashed API keys per tenant. */
@@ -85,6 +87,8 @@ export interface SuppressionsTable {
 export interface TenantsTable {
   id: string;
   webhook_signing_secret: string | null;
+  /** Override of NOTIFY_TENANT_RATE_LIMIT (0090), same format; null = the default. */
+  delivery_rate_limit: Generated<string | null>;
   created_at: Generated<Timestamp>;
 }
 
@@ -99,6 +103,28 @@ interface DlqRedrivesTable {
   redriven_at: Timestamp;
 }
 
+/** `endpoints` (0090): health of what a tenant's deliveries go to (docs/endpoints.md). */
+export interface EndpointsTable {
+  id: string;
+  tenant_id: string;
+  channel: Channel;
+  origin: string;
+  provider: Generated<'primary' | 'fallback'>;
+  state: Generated<'ok' | 'open' | 'disabled'>;
+  consecutive_failures: Generated<number>;
+  failing_since: Timestamp | null;
+  last_error_code: string | null;
+  last_failure_at: Timestamp | null;
+  last_success_at: Timestamp | null;
+  opened_at: Timestamp | null;
+  probe_at: Timestamp | null;
+  disabled_at: Timestamp | null;
+  disabled_by: 'auto' | 'operator' | null;
+  rate_limit: string | null;
+  created_at: Generated<Timestamp>;
+  updated_at: Generated<Timestamp>;
+}
+
 /** The whole schema, for `new Kysely<Database>(…)`. */
 export interface Database extends OutboxDatabase {
   attempts: AttemptsTable;
@@ -110,6 +136,7 @@ export interface Database extends OutboxDatabase {
   tenant_webhook_secrets: TenantWebhookSecretsTable;
   bulk_retries: BulkRetriesTable;
   dlq_redrives: DlqRedrivesTable;
+  endpoints: EndpointsTable;
 }
 
 /** An attempt row as read. */

@@ -1,5 +1,5 @@
 import type { RetryConfig } from '@notify/dispatcher';
-import type { ProvidersConfig, RateLimit } from '@notify/providers';
+import { parseRateLimit, type EndpointHealthConfig, type ProvidersConfig, type RateLimit } from '@notify/providers';
 import { ConfigError, parseSecretsKey } from '@notify/runtime';
 
 /**
@@ -7,6 +7,8 @@ import { ConfigError, parseSecretsKey } from '@notify/runtime';
  * its part (`relayConfigFrom`, `dispatcherConfigFrom`, the `ProvidersConfig` fields, …).
  */
 export interface Config extends ProvidersConfig {
+  /** NOTIFY_ENDPOINT_*, NOTIFY_TENANT_RATE_LIMIT: endpoint health (docs/endpoints.md). */
+  readonly endpoints: EndpointHealthConfig;
   readonly databaseUrl: string;
   readonly kafkaBrokers: readonly string[];
   /** PORT: the public HTTP port (the API, /openapi.json, /docs), with the api role only. */
@@ -113,19 +115,28 @@ function url(env: Env, name: string, protocols: readonly string[]): string | und
   return raw;
 }
 
-const RATE_UNITS: Readonly<Record<string, number>> = { s: 1, m: 60, h: 3600 };
-
-/** `50/s`, `600/m`, `1000/h`, optionally `,burst=100`; the burst defaults to one second's worth (at least 1). */
+/** `50/s`, `600/m`, `1000/h`, optionally `,burst=100` (`parseRateLimit`). */
 function rateLimit(env: Env, name: string): RateLimit | undefined {
   const raw = str(env, name);
   if (raw === undefined) return undefined;
-  const m = /^(\d+(?:\.\d+)?)\s*\/\s*([smh])(?:\s*,\s*burst\s*=\s*(\d+))?$/.exec(raw);
-  if (!m) throw new ConfigError(name, `expected <count>/<s|m|h>[,burst=<n>], e.g. 50/s,burst=100, got "${raw}"`);
-  const perSecond = Number(m[1]) / RATE_UNITS[m[2]!]!;
-  if (!(perSecond > 0)) throw new ConfigError(name, 'the rate must be above 0');
-  const burst = m[3] !== undefined ? Number(m[3]) : Math.max(1, Math.ceil(perSecond));
-  if (burst < 1 || burst > 1_000_000) throw new ConfigError(name, `burst must be from 1 to 1000000, got ${burst}`);
-  return { perSecond, burst };
+  try {
+    return parseRateLimit(raw);
+  } catch (err) {
+    throw new ConfigError(name, (err as Error).message);
+  }
+}
+
+const DURATION_UNITS: Readonly<Record<string, number>> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** A duration: `5d`, `12h`, `30m`, `10s`, `500ms` or a number of milliseconds. */
+function duration(env: Env, name: string, fallbackMs: number, minMs: number, maxMs: number): number {
+  const raw = str(env, name);
+  if (raw === undefined) return fallbackMs;
+  const m = /^(\d+)\s*(ms|s|m|h|d)?$/.exec(raw);
+  if (!m) throw new ConfigError(name, `expected a duration such as 5d, 12h, 30m, 10s or 500ms, got "${raw}"`);
+  const ms = Number(m[1]) * DURATION_UNITS[m[2] ?? 'ms']!;
+  if (ms < minMs || ms > maxMs) throw new ConfigError(name, `must be from ${minMs} ms to ${maxMs} ms, got ${ms} ms`);
+  return ms;
 }
 
 function secretsKey(env: Env): Buffer | undefined {
@@ -227,12 +238,21 @@ export function loadConfig(env: Env): Config {
       url: url(env, 'NOTIFY_SMTP_URL', ['smtp:', 'smtps:']),
       from: str(env, 'NOTIFY_SMTP_FROM') ?? 'notify@localhost',
       poolSize: int(env, 'NOTIFY_SMTP_POOL_SIZE', 5, 1, 100),
+      fallbackUrl: url(env, 'NOTIFY_SMTP_FALLBACK_URL', ['smtp:', 'smtps:']),
     },
     sms: {
       url: url(env, 'NOTIFY_SMS_URL', ['http:', 'https:']),
       accountId: str(env, 'NOTIFY_SMS_ACCOUNT_ID'),
       authToken: str(env, 'NOTIFY_SMS_AUTH_TOKEN'),
       from: str(env, 'NOTIFY_SMS_FROM'),
+      fallbackUrl: url(env, 'NOTIFY_SMS_FALLBACK_URL', ['http:', 'https:']),
+    },
+    endpoints: {
+      failureThreshold: int(env, 'NOTIFY_ENDPOINT_FAILURE_THRESHOLD', 5, 0, 1_000_000),
+      cooldownMs: duration(env, 'NOTIFY_ENDPOINT_COOLDOWN', 10_000, 100, 86_400_000),
+      disableAfterMs: duration(env, 'NOTIFY_ENDPOINT_DISABLE_AFTER', 5 * 86_400_000, 1_000, 365 * 86_400_000),
+      endpointRateLimit: rateLimit(env, 'NOTIFY_ENDPOINT_RATE_LIMIT'),
+      tenantRateLimit: rateLimit(env, 'NOTIFY_TENANT_RATE_LIMIT'),
     },
     rateLimits: {
       email: rateLimit(env, 'NOTIFY_RATE_LIMIT_EMAIL'),

@@ -16,7 +16,7 @@ import {
   createRetentionService,
   dispatcherTopicSuffixes,
 } from '@notify/dispatcher';
-import { type Provider, createProviders, createTenantSecretSource } from '@notify/providers';
+import { type Provider, createEndpointGate, createFallbackProviders, createProviders, createTenantSecretSource } from '@notify/providers';
 import { dispatcherConfigFrom, relayConfigFrom } from './role-configs.js';
 import { createAdminApp, createApp } from '@notify/api';
 import { watchDispatcher, watchRelay } from './observability/lifecycle-metrics.js';
@@ -154,13 +154,16 @@ export async function startNotify(config: Config, roles: readonly Role[], deps: 
     if (roles.includes('dispatcher')) {
       const dlogger = logger.child({ role: 'dispatcher' });
       providers = createProviders(config, { db, clock, logger: dlogger });
+      const fallbacks = createFallbackProviders(config, { db, clock, logger: dlogger });
       cleanup.push(async () => {
-        await Promise.all(Object.values(providers).map(async (p) => p?.close?.()));
+        await Promise.all([...Object.values(providers), ...Object.values(fallbacks)].map(async (p) => p?.close?.()));
       });
       dispatcher = createDispatcher(dispatcherConfigFrom(config, { shutdownTimeoutMs: Math.floor(config.shutdownTimeoutMs / 2) }), {
         db,
         kafka,
         providers,
+        fallbacks,
+        endpoints: createEndpointGate(config.endpoints, { db, clock, logger: dlogger }),
         content: createContentPreparer({ db, clock }),
         clock,
         logger: dlogger,

@@ -12,7 +12,7 @@ import { compose } from './message.js';
 import { createKafkaDeadLetterSink, deadLetter } from './middleware/dead-letter.js';
 import { tracing } from './middleware/tracing.js';
 import { createOutcomeWriter } from './outcome-writer.js';
-import type { Provider } from '@notify/providers';
+import type { EndpointGate, Provider } from '@notify/providers';
 import { createRepairSweep } from './repair.js';
 import { createKafkaConsumerProgress } from './consumer-progress.js';
 import { createScheduleService } from './schedule.js';
@@ -23,6 +23,10 @@ export interface DispatcherDeps {
   readonly kafka: Kafka;
   /** One provider per channel (`createProviders`); a notification for a channel without one ends dead (permanent). */
   readonly providers: Partial<Record<Channel, Provider>>;
+  /** Each channel's fallback provider, if any (`createFallbackProviders`). */
+  readonly fallbacks?: Partial<Record<Channel, Provider>>;
+  /** Endpoint health (`createEndpointGate`); absent: no circuit breaker, auto-disable or shared rate limits. */
+  readonly endpoints?: EndpointGate;
   readonly content: ContentPreparer;
   readonly clock: Clock;
   readonly logger: Logger;
@@ -76,6 +80,8 @@ export function createDispatcher(config: DispatcherConfig, deps: DispatcherDeps)
     createDeliveryHandler({
       db: deps.db,
       providers: deps.providers,
+      ...(deps.fallbacks ? { fallbacks: deps.fallbacks } : {}),
+      ...(deps.endpoints ? { endpoints: deps.endpoints } : {}),
       content: deps.content,
       clock: deps.clock,
       logger,
@@ -131,7 +137,10 @@ export function createDispatcher(config: DispatcherConfig, deps: DispatcherDeps)
       // queued; an outcome of a delivery the consumer gave up waiting for is still written (it is
       // not acknowledged: the next owner re-reads it and skips it by the guard).
       let timer: NodeJS.Timeout | undefined;
-      await Promise.race([writing.then(() => outcomes.flush()), new Promise<void>((r) => (timer = setTimeout(r, 2_000)))]);
+      await Promise.race([
+        Promise.all([writing.then(() => outcomes.flush()), deps.endpoints?.flush()]),
+        new Promise<void>((r) => (timer = setTimeout(r, 2_000))),
+      ]);
       clearTimeout(timer);
       await dlq.disconnect().catch(() => undefined);
       logger.info(report, 'dispatcher stopped');

@@ -45,7 +45,17 @@ export interface DispatcherEventMap {
   /** Something failed that the dispatcher retries or survives (database down, commit refused, consumer crash). */
   consumerError: { readonly phase: 'handler' | 'commit' | 'consumer' | 'repair' | 'schedule' | 'dead-letter'; readonly error: unknown };
   /** A strict-order notification waits for `predecessorId` (no attempt spent); a new message carries it at `dueAt`. */
-  deferred: { readonly notificationId: string; readonly attempt: number; readonly predecessorId: string; readonly dueAt: Date };
+  /**
+   * An attempt was put off without being spent: behind a strict-order predecessor
+   * (`predecessorId`), or because its endpoint's circuit is open or its rate limit is spent (`reason`).
+   */
+  deferred: {
+    readonly notificationId: string;
+    readonly attempt: number;
+    readonly predecessorId?: string;
+    readonly reason?: 'circuit_open' | 'rate_limited';
+    readonly dueAt: Date;
+  };
   /** The repair sweep re-published `count` overdue notifications. */
   repaired: { readonly count: number };
   /** The repair sweep left `count` overdue notifications alone: their requests were published and still wait behind consumer lag. */

@@ -13,7 +13,7 @@ import { parseFailureCode, parseInboundRequest, type HandleResult, type HandlerH
 import { deliveryTraceId } from './middleware/tracing.js';
 import { planOutcome, type AttemptResult } from './outcome.js';
 import { callProvider } from './provider-call.js';
-import type { Provider } from '@notify/providers';
+import { endpointTargetOf, type EndpointGate, type Provider, type ProviderRole, type SendResult } from '@notify/providers';
 import { createOutcomeWriter, type OutcomeWriter } from './outcome-writer.js';
 import { tierFor } from './retry/delay-topics.js';
 import { notificationDefer } from './sql/notification-defer.js';
@@ -24,6 +24,10 @@ import { notificationGetMany } from './sql/notification-get-many.js';
 export interface DeliveryHandlerDeps {
   readonly db: Kysely<Database>;
   readonly providers: Partial<Record<Channel, Provider>>;
+  /** A channel's second provider (NOTIFY_SMTP_FALLBACK_URL, NOTIFY_SMS_FALLBACK_URL), tried after the primary's transient failure or while its circuit is open. */
+  readonly fallbacks?: Partial<Record<Channel, Provider>>;
+  /** Endpoint health: circuit breaker, auto-disable, shared rate limits (docs/endpoints.md). Absent: none. */
+  readonly endpoints?: EndpointGate;
   readonly content: ContentPreparer;
   readonly clock: Clock;
   readonly logger: Logger;
@@ -102,12 +106,27 @@ export function createDeliveryHandler(deps: DeliveryHandlerDeps): MessageHandler
       createdAt: new Date(notification.created_at),
     });
     if (!predecessor) return undefined;
-    const now = clock.now();
     const recheckMs = config.strictRecheckMs ?? 500;
-    // At most the top tier's delay: that tier only carries exactly its delay, so its partitions
-    // stay in due order (a predecessor scheduled days ahead is looked at again every max delay).
+    return deferAttempt(notification, attempt, new Date(new Date(predecessor.next_attempt_at).getTime() + recheckMs), {
+      predecessorId: predecessor.id,
+    });
+  };
+
+  /**
+   * Puts an attempt off to `until` without spending it: the notification's next attempt moves
+   * and a new message for the same attempt goes to the delay topic that fits, in one transaction.
+   * At most the top tier's delay: that tier only carries exactly its delay, so its partitions
+   * stay in due order (something due days ahead is looked at again every max delay).
+   */
+  const deferAttempt = async (
+    notification: Notification,
+    attempt: number,
+    until: Date,
+    why: { readonly predecessorId?: string; readonly reason?: 'circuit_open' | 'rate_limited' },
+  ): Promise<HandleResult> => {
+    const now = clock.now();
     const top = config.tiers[config.tiers.length - 1]!;
-    const waitMs = Math.min(Math.max(new Date(predecessor.next_attempt_at).getTime() - now.getTime(), 0) + recheckMs, top.delayMs);
+    const waitMs = Math.min(Math.max(until.getTime() - now.getTime(), 0), top.delayMs);
     const dueAt = new Date(now.getTime() + waitMs);
     const topic = tierFor(config.tiers, waitMs).topic;
     const changed = await deps.db.transaction().execute(async (trx) => {
@@ -120,7 +139,7 @@ export function createDeliveryHandler(deps: DeliveryHandlerDeps): MessageHandler
       events.emit('skipped', { notificationId: notification.id, attempt, reason: 'raced' });
       return { kind: 'skipped', notificationId: notification.id, reason: 'raced' };
     }
-    events.emit('deferred', { notificationId: notification.id, attempt, predecessorId: predecessor.id, dueAt });
+    events.emit('deferred', { notificationId: notification.id, attempt, ...why, dueAt });
     return { kind: 'deferred', notificationId: notification.id, dueAt };
   };
 
@@ -196,6 +215,7 @@ export function createDeliveryHandler(deps: DeliveryHandlerDeps): MessageHandler
     });
 
     let result: AttemptResult;
+    let answeredBy: ProviderRole | undefined;
     let durationMs = 0;
     if (startedAt.getTime() >= new Date(notification.expires_at).getTime()) {
       result = { kind: 'expired' };
@@ -215,20 +235,64 @@ export function createDeliveryHandler(deps: DeliveryHandlerDeps): MessageHandler
           // The registry leaves a channel out when it is not configured (e.g. no NOTIFY_SMTP_URL): retrying cannot help.
           result = { kind: 'permanent', error: `no provider is configured for channel ${notification.channel}` };
         } else {
+          // The primary, then the channel's fallback after a transient failure or while the
+          // primary's endpoint is not admitting (docs/endpoints.md).
+          const candidates: { provider: Provider; role: ProviderRole }[] = [{ provider, role: 'primary' }];
+          const fallback = deps.fallbacks?.[notification.channel];
+          if (fallback) candidates.push({ provider: fallback, role: 'fallback' });
+          let answer: SendResult | undefined;
+          let later: { until: Date; reason: 'circuit_open' | 'rate_limited' } | undefined;
+          let disabled: string | undefined;
           const t0 = performance.now();
-          const call = await callProvider(provider, prepared.delivery, { timeoutMs: config.sendTimeoutMs, shutdown: signal });
-          durationMs = performance.now() - t0;
-          if (call.kind === 'abandoned') {
-            deps.logger.info({ ...ids, durationMs }, 'delivery abandoned by shutdown; the notification stays queued');
-            return { kind: 'abandoned', notificationId: notification.id };
+          for (const candidate of candidates) {
+            const target = endpointTargetOf(candidate.provider, prepared.delivery, candidate.role);
+            if (deps.endpoints && target) {
+              const admission = await deps.endpoints.admit(target, signal);
+              if (signal.aborted) return { kind: 'abandoned', notificationId: notification.id };
+              if (admission.kind === 'disabled') {
+                disabled ??= `endpoint_disabled: ${target.origin} is disabled (GET /v1/endpoints)`;
+                continue;
+              }
+              if (admission.kind === 'later') {
+                if (!later || admission.until < later.until) later = { until: admission.until, reason: admission.reason };
+                continue;
+              }
+            }
+            const call = await callProvider(candidate.provider, prepared.delivery, { timeoutMs: config.sendTimeoutMs, shutdown: signal });
+            if (call.kind === 'abandoned') {
+              deps.logger.info(
+                { ...ids, durationMs: performance.now() - t0 },
+                'delivery abandoned by shutdown; the notification stays queued',
+              );
+              return { kind: 'abandoned', notificationId: notification.id };
+            }
+            if (deps.endpoints && target) deps.endpoints.observe(target, call.result);
+            answer = call.result;
+            answeredBy = candidate.role;
+            if (answer.kind !== 'transient') break;
           }
-          result = call.result;
+          durationMs = performance.now() - t0;
+          if (answer) result = answer;
+          else if (later) {
+            // Nothing was sent and no attempt is spent: the circuit is open or the limit spent.
+            deps.logger.info({ ...ids, reason: later.reason, until: later.until.toISOString() }, 'attempt deferred by endpoint health');
+            return deferAttempt(notification, attempt, later.until, { reason: later.reason });
+          } else result = { kind: 'endpoint_disabled', error: disabled ?? 'endpoint_disabled' };
         }
       }
     }
 
     const finishedAt = clock.now();
-    const plan = planOutcome({ notification, attempt, result, now: finishedAt, retry: config.retry, tiers: config.tiers, random });
+    const plan = planOutcome({
+      notification,
+      attempt,
+      result,
+      ...(answeredBy ? { provider: answeredBy } : {}),
+      now: finishedAt,
+      retry: config.retry,
+      tiers: config.tiers,
+      random,
+    });
     const recording = outcomes.record({ notification, plan, startedAt, finishedAt });
     const settled = recording.then(
       () => {},

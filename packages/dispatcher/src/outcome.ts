@@ -1,6 +1,6 @@
 import { assertTransition, type AttemptOutcome, type DeadReason, type Notification } from '@notify/outbox';
 import type { RetryConfig } from './config.js';
-import type { SendResult } from '@notify/providers';
+import type { ProviderRole, SendResult } from '@notify/providers';
 import { backoffDelayMs } from '@notify/runtime';
 import { tierFor, type DelayTier } from './retry/delay-topics.js';
 
@@ -13,7 +13,9 @@ export type AttemptResult =
   /** The notification's expiry passed before the attempt. */
   | { readonly kind: 'expired' }
   /** The recipient opted out (checked at send time). */
-  | { readonly kind: 'suppressed'; readonly reason: string };
+  | { readonly kind: 'suppressed'; readonly reason: string }
+  /** The endpoint is disabled (docs/endpoints.md): no provider was called. */
+  | { readonly kind: 'endpoint_disabled'; readonly error: string };
 
 /** The state change one attempt causes: the attempt row, the notification's new state, and the retry to schedule. */
 export interface OutcomePlan {
@@ -22,6 +24,8 @@ export interface OutcomePlan {
   /** The attempt row's error (null when sent). */
   readonly attemptError: string | null;
   readonly providerStatus: string | null;
+  /** Which provider answered (primary or the channel's fallback); null when none was called. */
+  readonly provider: ProviderRole | null;
   readonly to: 'sent' | 'queued' | 'dead';
   readonly deadReason: DeadReason | null;
   /** The notification's `last_error`: cleared on success. */
@@ -39,6 +43,8 @@ export interface PlanOutcomeParams {
   /** The attempt that was made (1 for the first). */
   readonly attempt: number;
   readonly result: AttemptResult;
+  /** Which provider gave `result`; absent when none was called. */
+  readonly provider?: ProviderRole;
   readonly now: Date;
   readonly retry: Pick<RetryConfig, 'baseDelayMs' | 'maxDelayMs' | 'jitter'>;
   readonly tiers: readonly DelayTier[];
@@ -56,7 +62,11 @@ export interface PlanOutcomeParams {
  */
 export function planOutcome(params: PlanOutcomeParams): OutcomePlan {
   const { notification, attempt, result, now } = params;
-  const base = { attempt, providerStatus: 'providerStatus' in result ? (result.providerStatus ?? null) : null };
+  const base = {
+    attempt,
+    providerStatus: 'providerStatus' in result ? (result.providerStatus ?? null) : null,
+    provider: params.provider ?? null,
+  };
   let plan: OutcomePlan;
   switch (result.kind) {
     case 'sent':
@@ -69,6 +79,17 @@ export function planOutcome(params: PlanOutcomeParams): OutcomePlan {
         attemptError: result.error,
         to: 'dead',
         deadReason: 'permanent',
+        lastError: result.error,
+        ...noRetry,
+      };
+      break;
+    case 'endpoint_disabled':
+      plan = {
+        ...base,
+        attemptOutcome: 'permanent',
+        attemptError: result.error,
+        to: 'dead',
+        deadReason: 'endpoint_disabled',
         lastError: result.error,
         ...noRetry,
       };

@@ -32,7 +32,9 @@ export function outcomeMessages(notification: RecordOutcomeParams['notification'
       type: EVENT_TYPE[plan.to],
       state: plan.to,
       attempts: plan.attempt,
-      dead_reason: plan.deadReason,
+      // Contract v1's dead_reason enum has no endpoint_disabled (a new value would be a new
+      // contract version): v1 consumers see permanent, and last_error names the reason.
+      dead_reason: plan.deadReason === 'endpoint_disabled' ? 'permanent' : plan.deadReason,
       last_error: plan.lastError,
       next_attempt_at: plan.nextAttemptAt,
       occurred_at: at,
@@ -59,6 +61,7 @@ export function outcomeRecordParams(params: RecordOutcomeParams): NotificationRe
     outcome: plan.attemptOutcome,
     error: plan.attemptError,
     providerStatus: plan.providerStatus,
+    provider: plan.provider,
     messages: outcomeMessages(notification, plan, finishedAt),
   };
 }

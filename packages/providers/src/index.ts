@@ -42,4 +42,15 @@ export {
   type TokenBucket,
   type RateLimitDeps,
 } from './rate-limit.js';
-export { createProviders, type ProvidersConfig, type ProviderRegistryDeps } from './registry.js';
+export { createProviders, createFallbackProviders, type ProvidersConfig, type ProviderRegistryDeps } from './registry.js';
+export {
+  endpointId,
+  endpointTargetOf,
+  urlOrigin,
+  ENDPOINT_STATES,
+  type EndpointState,
+  type EndpointTarget,
+  type ProviderRole,
+} from './endpoints/endpoint.js';
+export { createEndpointGate, type EndpointGate, type EndpointHealthConfig, type Admission } from './endpoints/gate.js';
+export { parseRateLimit } from './endpoints/rate-limit-text.js';

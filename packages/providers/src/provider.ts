@@ -54,6 +54,12 @@ export type SendResult =
  */
 export interface Provider {
   readonly channel: Channel;
+  /**
+   * The endpoint a provider with one fixed server sends to (SMTP, SMS gateway): its
+   * `scheme://host:port`, without credentials. Absent for webhook, whose endpoint is the origin
+   * of each delivery's URL (`endpointTargetOf`).
+   */
+  readonly origin?: string;
   send(delivery: Delivery, signal: AbortSignal): Promise<SendResult>;
   /**
    * Optional, for rate-limited providers (`withRateLimit`): waits until this delivery may be

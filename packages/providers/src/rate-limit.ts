@@ -146,6 +146,7 @@ export function withRateLimit(limit: RateLimit, deps: RateLimitDeps): (provider:
     const admitted = new WeakSet<Delivery>();
     const limited: Provider = {
       channel: provider.channel,
+      ...(provider.origin !== undefined ? { origin: provider.origin } : {}),
       async admit(delivery, signal) {
         if (!admitted.has(delivery)) {
           if (!(await bucket.take(signal))) return false;

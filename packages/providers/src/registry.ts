@@ -7,6 +7,7 @@ import { createSmtpProvider } from './smtp/smtp.js';
 import { type Resolver, parseAllowCidrs } from './webhook/ssrf.js';
 import { createTenantSecretSource } from './webhook/tenant-secrets.js';
 import { createWebhookProvider } from './webhook/webhook.js';
+import type { EndpointHealthConfig } from './endpoints/gate.js';
 import { webhookSecretKey } from './webhook/signature.js';
 
 /** The channel settings `createProviders` reads (the service's `Config` from `loadConfig` fits). */
@@ -25,6 +26,8 @@ export interface ProvidersConfig {
     readonly from: string;
     /** Pooled SMTP connections at most (NOTIFY_SMTP_POOL_SIZE). */
     readonly poolSize: number;
+    /** A second SMTP server (NOTIFY_SMTP_FALLBACK_URL), tried after the primary's transient failure or while its circuit is open. */
+    readonly fallbackUrl?: string | undefined;
   };
   readonly sms: {
     /** Base URL of a Twilio-style gateway; unset disables the SMS channel. */
@@ -32,7 +35,14 @@ export interface ProvidersConfig {
     readonly accountId: string | undefined;
     readonly authToken: string | undefined;
     readonly from: string | undefined;
+    /**
+     * A second gateway (NOTIFY_SMS_FALLBACK_URL), used like the SMTP fallback. Credentials in
+     * its URL (`https://account:token@host/…`) are its own; without them it uses the primary's.
+     */
+    readonly fallbackUrl?: string | undefined;
   };
+  /** Endpoint health: circuit breaker, auto-disable, shared rate limits (docs/endpoints.md). */
+  readonly endpoints?: EndpointHealthConfig;
   /** Token-bucket limits per channel provider; undefined = unlimited. */
   readonly rateLimits: { readonly [C in Channel]: RateLimit | undefined };
 }
@@ -101,4 +111,40 @@ export function createProviders(config: ProvidersConfig, deps: ProviderRegistryD
     }
   }
   return providers;
+}
+
+/**
+ * Builds each channel's fallback provider (NOTIFY_SMTP_FALLBACK_URL, NOTIFY_SMS_FALLBACK_URL):
+ * the same adapter and settings as the primary, another server. A channel without a primary or
+ * without a fallback URL has none. The rate limit of the channel (NOTIFY_RATE_LIMIT_<CHANNEL>)
+ * applies to each provider separately.
+ */
+export function createFallbackProviders(config: ProvidersConfig, deps: ProviderRegistryDeps): Partial<Record<Channel, Provider>> {
+  const fallbacks: Partial<Record<Channel, Provider>> = {};
+  if (config.smtp.url !== undefined && config.smtp.fallbackUrl !== undefined) {
+    fallbacks.email = createSmtpProvider(
+      { url: config.smtp.fallbackUrl, from: config.smtp.from, poolSize: config.smtp.poolSize },
+      { logger: deps.logger },
+    );
+  }
+  if (config.sms.url !== undefined && config.sms.fallbackUrl !== undefined) {
+    const u = new URL(config.sms.fallbackUrl);
+    const own = u.username !== '';
+    const accountId = own ? decodeURIComponent(u.username) : config.sms.accountId;
+    const authToken = own ? decodeURIComponent(u.password) : config.sms.authToken;
+    u.username = '';
+    u.password = '';
+    fallbacks.sms = createSmsHttpProvider(
+      { baseUrl: u.toString().replace(/\/$/, ''), accountId, authToken, from: config.sms.from },
+      { clock: deps.clock, logger: deps.logger },
+    );
+  }
+  for (const channel of Object.keys(fallbacks) as Channel[]) {
+    const limit = config.rateLimits[channel];
+    const provider = fallbacks[channel];
+    if (limit && provider) {
+      fallbacks[channel] = withRateLimit(limit, { clock: deps.clock, ...(deps.timers ? { timers: deps.timers } : {}) })(provider);
+    }
+  }
+  return fallbacks;
 }

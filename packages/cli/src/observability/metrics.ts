@@ -6,6 +6,7 @@ import { type OutboxLag, outboxLag } from '@notify/relay';
 import type { Kysely } from 'kysely';
 import { notificationCountByState } from '../sql/notification-count-by-state.js';
 import { notificationQueueAge } from '../sql/notification-queue-age.js';
+import { endpointCountNotOk } from '../sql/endpoint-count-not-ok.js';
 
 /** Buckets of the provider latency histogram, in seconds: 5 ms to the 30 s send-timeout range. */
 export const PROVIDER_LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30];
@@ -166,19 +167,20 @@ export function createMetrics(options: CreateMetricsOptions = {}): Metrics {
     let snapshot: Promise<Snapshot> | undefined;
     let snapshotAt = -Infinity;
     let last: Snapshot | undefined;
-    // Every SQL gauge reads one shared snapshot, so a scrape costs three queries at most, and
+    // Every SQL gauge reads one shared snapshot, so a scrape costs four queries at most, and
     // none when the last snapshot is younger than refreshMs.
     const read = async (): Promise<Snapshot | undefined> => {
       const now = clock.now();
       if (!snapshot || now.getTime() - snapshotAt >= refreshMs) {
         snapshotAt = now.getTime();
         snapshot = (async () => {
-          const [counts, ages, backlog] = await Promise.all([
+          const [counts, ages, backlog, endpoints] = await Promise.all([
             notificationCountByState(executor),
             notificationQueueAge(executor),
             outboxLag(executor, { now }),
+            endpointCountNotOk(executor),
           ]);
-          return { now, counts, ages, backlog };
+          return { now, counts, ages, backlog, endpoints };
         })();
       }
       try {
@@ -240,6 +242,26 @@ export function createMetrics(options: CreateMetricsOptions = {}): Metrics {
         if (s) this.set((s.backlog.oldestAgeMs ?? 0) / 1000);
       },
     });
+    // Endpoint health (docs/endpoints.md). From the shared `endpoints` table, so every process
+    // reports the same number: aggregate with max(), not sum().
+    for (const [name, state, help] of [
+      ['notify_endpoint_circuits_open', 'open', 'Endpoints whose circuit is open now (deliveries to them wait), by channel'],
+      ['notify_endpoints_disabled', 'disabled', 'Endpoints disabled now (automatically or by an operator), by channel'],
+    ] as const) {
+      new Gauge({
+        name,
+        help,
+        labelNames: ['channel'] as const,
+        registers: [registry],
+        async collect() {
+          const s = await read();
+          if (!s) return;
+          this.reset();
+          for (const channel of CHANNELS) this.set({ channel }, 0);
+          for (const e of s.endpoints) if (e.state === state) this.set({ channel: e.channel }, e.count);
+        },
+      });
+    }
     new Gauge({
       name: 'notify_outbox_unpublished',
       help: 'Outbox rows the relay has not published yet',
@@ -299,6 +321,7 @@ interface Snapshot {
   readonly counts: Awaited<ReturnType<typeof notificationCountByState>>;
   readonly ages: Awaited<ReturnType<typeof notificationQueueAge>>;
   readonly backlog: OutboxLag;
+  readonly endpoints: Awaited<ReturnType<typeof endpointCountNotOk>>;
 }
 
 function seconds(now: Date, then: Date | string): number {

@@ -16,6 +16,8 @@ export interface NotificationRecordOutcomeParams {
   readonly outcome: AttemptOutcome;
   readonly error: string | null;
   readonly providerStatus: string | null;
+  /** Which provider answered: primary, fallback, or null when none was called. */
+  readonly provider?: 'primary' | 'fallback' | null;
   /** Outbox rows to append: the status event, and the retry request when queued. */
   readonly messages: readonly OutboxMessage[];
 }
@@ -37,8 +39,8 @@ WITH n AS (
    WHERE id = $1 AND state = 'queued' AND attempts = $2::int - 1
   RETURNING id
 ), a AS (
-  INSERT INTO attempts (notification_id, attempt, started_at, finished_at, outcome, error, provider_status)
-  SELECT n.id, $2::int, $7::timestamptz, $8::timestamptz, $9::text, $10::text, $11::text FROM n
+  INSERT INTO attempts (notification_id, attempt, started_at, finished_at, outcome, error, provider_status, provider)
+  SELECT n.id, $2::int, $7::timestamptz, $8::timestamptz, $9::text, $10::text, $11::text, $16::text FROM n
 ), o AS (
   INSERT INTO outbox (topic, key, value, headers)
   SELECT m.topic, m.key, m.value, m.headers
@@ -69,6 +71,7 @@ export async function notificationRecordOutcome(db: SqlExecutor, params: Notific
     params.messages.map((m) => m.key),
     params.messages.map((m) => m.value),
     params.messages.map((m) => JSON.stringify(m.headers)),
+    params.provider ?? null,
   ]);
   return (rows[0]?.updated ?? 0) === 1;
 }

@@ -23,14 +23,14 @@ export interface NotificationRecordOutcomesParams {
 // A hot statement: parsed and planned once per connection (`prepared`). It returns only `ord`, so
 // a migration adding a column does not break the prepared form.
 const SQL = prepared(
-  'dispatcher_record_outcomes_v1',
+  'dispatcher_record_outcomes_v2',
   `
 WITH input AS (
   SELECT *
     FROM unnest($1::text[], $2::int[], $3::text[], $4::text[], $5::text[], $6::timestamptz[],
-                $7::timestamptz[], $8::timestamptz[], $9::text[], $10::text[], $11::text[])
+                $7::timestamptz[], $8::timestamptz[], $9::text[], $10::text[], $11::text[], $17::text[])
          WITH ORDINALITY AS i(id, attempt, state, dead_reason, last_error, next_attempt_at,
-                             started_at, finished_at, outcome, error, provider_status, ord)
+                             started_at, finished_at, outcome, error, provider_status, provider, ord)
 ), n AS (
   UPDATE notifications AS t
      SET state = i.state,
@@ -44,8 +44,8 @@ WITH input AS (
    WHERE t.id = i.id AND t.state = 'queued' AND t.attempts = i.attempt - 1
   RETURNING i.ord
 ), a AS (
-  INSERT INTO attempts (notification_id, attempt, started_at, finished_at, outcome, error, provider_status)
-  SELECT i.id, i.attempt, i.started_at, i.finished_at, i.outcome, i.error, i.provider_status
+  INSERT INTO attempts (notification_id, attempt, started_at, finished_at, outcome, error, provider_status, provider)
+  SELECT i.id, i.attempt, i.started_at, i.finished_at, i.outcome, i.error, i.provider_status, i.provider
     FROM n JOIN input AS i ON i.ord = n.ord
 ), o AS (
   INSERT INTO outbox (topic, key, value, headers)
@@ -114,6 +114,7 @@ export async function notificationRecordOutcomes(db: SqlExecutor, params: Notifi
     key,
     value,
     headers,
+    rows.map((o) => o.provider ?? null),
   ]);
   const result = new Array<boolean>(n).fill(false);
   for (const r of recorded) result[order[r.ord - 1]!] = true;

@@ -9,6 +9,7 @@ import {
   dispatcherTopicSuffixes,
   type Dispatcher,
   type DispatcherConfig,
+  type DispatcherDeps,
   type DispatcherConfigOverrides,
   type DispatcherEventMap,
   type DispatcherEventName,
@@ -26,7 +27,11 @@ export interface Harness {
   /** Every dispatcher event, recorded in order, from every dispatcher this harness made. */
   readonly seen: { readonly [E in DispatcherEventName]: DispatcherEventMap[E][] };
   /** A new dispatcher in the harness' consumer group (started), with the harness' config and `overrides`. */
-  startDispatcher(providers: Partial<Record<Channel, Provider>>, overrides?: DispatcherConfigOverrides): Promise<Dispatcher>;
+  startDispatcher(
+    providers: Partial<Record<Channel, Provider>>,
+    overrides?: DispatcherConfigOverrides,
+    extra?: Pick<DispatcherDeps, 'endpoints' | 'fallbacks'>,
+  ): Promise<Dispatcher>;
   /** Enqueues with the harness' retry policy. */
   enqueue(intent: NotificationIntent): Promise<string>;
   close(): Promise<void>;
@@ -74,10 +79,10 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     config,
     drain,
     seen,
-    async startDispatcher(providers, overrides = {}) {
+    async startDispatcher(providers, overrides = {}, extra = {}) {
       const d = createDispatcher(
         { ...config, ...overrides },
-        { db: db.db, kafka: kafka.kafka, providers, content: plainContent(), clock: systemClock, logger: silentLogger },
+        { db: db.db, kafka: kafka.kafka, providers, content: plainContent(), clock: systemClock, logger: silentLogger, ...extra },
       );
       for (const e of EVENTS) d.on(e, (payload) => (seen[e] as unknown[]).push(payload));
       dispatchers.push(d);

@@ -20,8 +20,12 @@ export const TRANSITIONS: { readonly [S in NotificationState]: readonly Notifica
 /** States in which no more delivery attempts will happen on their own. */
 export const TERMINAL_STATES: readonly NotificationState[] = ['sent', 'dead', 'cancelled'];
 
-/** Why a notification is dead. `publish_failed`: Kafka refused its delivery request for good (too large, invalid record). */
-export const DEAD_REASONS = ['permanent', 'exhausted', 'expired', 'suppressed', 'publish_failed'] as const;
+/**
+ * Why a notification is dead. `publish_failed`: Kafka refused its delivery request for good (too
+ * large, invalid record). `endpoint_disabled`: its endpoint (webhook origin, SMTP / SMS provider)
+ * is disabled (docs/endpoints.md); status events v1 carry it as `permanent`.
+ */
+export const DEAD_REASONS = ['permanent', 'exhausted', 'expired', 'suppressed', 'publish_failed', 'endpoint_disabled'] as const;
 export type DeadReason = (typeof DEAD_REASONS)[number];
 
 /** The outcome of one attempt, as stored in the attempt history. */

@@ -4,6 +4,7 @@ import type { Clock, Logger } from '@notify/runtime';
 import { classifyCode, classifyErrno, errorCode, parseRetryAfter } from '../classify.js';
 import { httpPost } from '../http-post.js';
 import type { Delivery, Provider, SendResult } from '../provider.js';
+import { originOf } from '../endpoints/endpoint.js';
 
 /** Options of `createSmsHttpProvider`. */
 export interface SmsHttpProviderOptions {
@@ -109,6 +110,7 @@ export function createSmsHttpProvider(options: SmsHttpProviderOptions, deps: Sms
 
   return {
     channel: 'sms',
+    ...originOf(options.baseUrl),
     send,
     async close() {
       agents.http.destroy();

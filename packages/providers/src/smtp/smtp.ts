@@ -2,6 +2,7 @@ import nodemailer from 'nodemailer';
 import { errorMessage, type Logger } from '@notify/runtime';
 import { classifyCode, classifyErrno, errorCode } from '../classify.js';
 import type { Delivery, Provider, SendResult } from '../provider.js';
+import { originOf } from '../endpoints/endpoint.js';
 
 /** Options of `createSmtpProvider`. */
 export interface SmtpProviderOptions {
@@ -155,6 +156,7 @@ export function createSmtpProvider(options: SmtpProviderOptions, deps: SmtpProvi
 
   return {
     channel: 'email',
+    ...originOf(options.url),
     send,
     async close() {
       transport.close();

@@ -1,0 +1,117 @@
+/**
+ * Endpoint health in the dispatcher, on real Kafka and PostgreSQL with a real local receiver:
+ * an endpoint that keeps failing opens its circuit, deliveries to it are put off without spending
+ * attempts, one probe goes through per cool-down and its success closes the circuit; a disabled
+ * endpoint ends new notifications dead (`endpoint_disabled`).
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { silentLogger, systemClock } from '@notify/runtime';
+import { createEndpointGate, endpointId } from '@notify/providers';
+import { waitFor } from '../../../test/support/wait.js';
+import { stateOf, startHarness, type Harness } from './support/harness.js';
+import { createHttpTestProvider } from './support/http-provider.js';
+import { startReceiver, type Receiver } from './support/receiver.js';
+
+let h: Harness | undefined;
+let receiver: Receiver | undefined;
+afterEach(async () => {
+  await h?.close();
+  await receiver?.close();
+  h = receiver = undefined;
+});
+
+const COOLDOWN_MS = 1_500;
+
+describe('endpoint health', () => {
+  it('opens the circuit after 3 transient failures, defers without spending attempts, probes once per cool-down, closes on success', async () => {
+    h = await startHarness({ retry: { baseDelayMs: 100, maxDelayMs: 400, maxAttempts: 50 }, dispatcher: { maxInFlight: 4 } });
+    let down = true;
+    receiver = await startReceiver(() => ({ status: down ? 503 : 200 }));
+    const gate = createEndpointGate(
+      {
+        failureThreshold: 3,
+        cooldownMs: COOLDOWN_MS,
+        disableAfterMs: 86_400_000,
+        endpointRateLimit: undefined,
+        tenantRateLimit: undefined,
+        stateTtlMs: 200,
+      },
+      { db: h.db.db, clock: systemClock, logger: silentLogger },
+    );
+    const ids: string[] = [];
+    for (let i = 0; i < 6; i++)
+      ids.push(await h.enqueue({ tenant_id: 't1', channel: 'webhook', to: `${receiver.url}/hook`, body: `n${i}` }));
+    await h.startDispatcher({ webhook: createHttpTestProvider() }, {}, { endpoints: gate });
+
+    const id = endpointId({ tenantId: 't1', channel: 'webhook', origin: new URL(receiver.url).origin });
+    const endpoint = async () => (await h!.db.pool.query('SELECT * FROM endpoints WHERE id = $1', [id])).rows[0];
+    // Two probes fail (the circuit stays open), then the receiver recovers.
+    const opened = await waitFor(
+      async () => {
+        const e = await endpoint();
+        return e?.state === 'open' ? (e as Record<string, unknown>) : undefined;
+      },
+      { timeoutMs: 20_000, message: 'circuit open' },
+    );
+    const r = receiver;
+    const requestsAtOpen = r.received.length;
+    const openedAt = new Date(opened.opened_at as string).getTime();
+    await waitFor(() => r.received.filter((x) => x.at > openedAt + COOLDOWN_MS - 50).length >= 2, {
+      timeoutMs: 20_000,
+      message: 'two probes',
+    });
+    down = false;
+    await waitFor(async () => (await Promise.all(ids.map((n) => stateOf(h!, n)))).every((n) => n.state === 'sent'), {
+      timeoutMs: 30_000,
+      message: 'all sent after the endpoint recovered',
+    });
+    expect(await endpoint()).toMatchObject({ state: 'ok', consecutive_failures: 0 });
+
+    // Deliveries were put off while the circuit was open, and that spent no attempt: every
+    // notification's attempt count is the number of requests the receiver got for it.
+    expect(h.seen.deferred.filter((e) => e.reason === 'circuit_open').length).toBeGreaterThan(0);
+    for (const n of ids) {
+      const row = await stateOf(h, n);
+      expect(row.attempts).toBe(r.received.filter((x) => x.id === n).length);
+    }
+    // While open, requests came one at a time, a cool-down apart (the probes). Deliveries admitted
+    // before every process saw the circuit open (within its state cache and the result group)
+    // may still arrive just after it: at most maxInFlight of them, before the first probe time.
+    const early = r.received.filter((x) => x.at > openedAt && x.at < openedAt + COOLDOWN_MS - 50);
+    expect(early.length).toBeLessThanOrEqual(4);
+    const probes = r.received.filter((x) => x.at >= openedAt + COOLDOWN_MS - 50 && x.status === 503);
+    const gaps = probes.slice(1).map((x, i) => x.at - probes[i]!.at);
+    for (const gap of gaps) expect(gap).toBeGreaterThanOrEqual(COOLDOWN_MS - 50);
+    console.log(
+      `[endpoints] circuit opened after ${requestsAtOpen} requests (${early.length} more arrived just after); ` +
+        `open → first probe ${probes[0]!.at - openedAt} ms, ` +
+        `then probe gaps ${gaps.join(', ')} ms (cool-down ${COOLDOWN_MS} ms)`,
+    );
+  });
+
+  it('ends a notification to a disabled endpoint dead with reason endpoint_disabled, without calling it', async () => {
+    h = await startHarness();
+    receiver = await startReceiver(() => ({ status: 200 }));
+    const origin = new URL(receiver.url).origin;
+    const id = endpointId({ tenantId: 't1', channel: 'webhook', origin });
+    await h.db.pool.query(
+      `INSERT INTO endpoints (id, tenant_id, channel, origin, state, disabled_at, disabled_by) VALUES ($1, 't1', 'webhook', $2, 'disabled', now(), 'operator')`,
+      [id, origin],
+    );
+    const gate = createEndpointGate(
+      { failureThreshold: 3, cooldownMs: 1000, disableAfterMs: 86_400_000, endpointRateLimit: undefined, tenantRateLimit: undefined },
+      { db: h.db.db, clock: systemClock, logger: silentLogger },
+    );
+    const n = await h.enqueue({ tenant_id: 't1', channel: 'webhook', to: `${receiver.url}/hook`, body: 'x' });
+    await h.startDispatcher({ webhook: createHttpTestProvider() }, {}, { endpoints: gate });
+    await waitFor(async () => (await stateOf(h!, n)).state === 'dead', { timeoutMs: 20_000, message: 'dead' });
+    expect(await stateOf(h, n)).toMatchObject({ dead_reason: 'endpoint_disabled', attempts: 1 });
+    expect(receiver.received).toEqual([]);
+    // The status event says permanent (contract v1 has no endpoint_disabled), last_error names the reason.
+    const events = (await h.db.pool.query(`SELECT value FROM outbox WHERE topic = 'events' ORDER BY id`)).rows.map(
+      (x: { value: string }) => JSON.parse(x.value) as Record<string, unknown>,
+    );
+    expect(events.at(-1)).toMatchObject({ type: 'notification.dead', dead_reason: 'permanent' });
+    expect(String(events.at(-1)!.last_error)).toMatch(/^endpoint_disabled: /);
+  });
+});

@@ -1,0 +1,115 @@
+import type { SqlExecutor } from '@notify/outbox';
+import type { EndpointState, EndpointTarget } from '../endpoint.js';
+
+/** What one dispatcher saw of one endpoint since its last write: the answers, summed up in order. */
+export interface EndpointResultSummary {
+  readonly id: string;
+  readonly target: EndpointTarget;
+  /** An attempt to it succeeded (the circuit closes, the failure streak restarts from `failures`). */
+  readonly succeeded: boolean;
+  /** Transient failures after the last success (all of them when `succeeded` is false). */
+  readonly failures: number;
+  /** The first of those failures. */
+  readonly firstFailureAt: Date | null;
+  readonly lastFailureAt: Date | null;
+  readonly lastSuccessAt: Date | null;
+  /** Provider status of the last failure ("503", "ECONNREFUSED"). */
+  readonly lastErrorCode: string | null;
+}
+
+/** Parameters of `endpointRecordResults`. */
+export interface EndpointRecordResultsParams {
+  readonly results: readonly EndpointResultSummary[];
+  readonly now: Date;
+  /** Consecutive transient failures that open the circuit (NOTIFY_ENDPOINT_FAILURE_THRESHOLD). */
+  readonly failureThreshold: number;
+  /** How long an open circuit waits before its first probe (NOTIFY_ENDPOINT_COOLDOWN_MS). */
+  readonly cooldownMs: number;
+  /** A failure streak this long disables the endpoint (NOTIFY_ENDPOINT_DISABLE_AFTER). */
+  readonly disableAfterMs: number;
+}
+
+/**
+ * Applies several endpoints' results in two statements (create the missing rows; update):
+ * - a success resets the streak and closes an open circuit;
+ * - a failure adds to the streak; at `failureThreshold` an ok endpoint opens, its first probe
+ *   due one cool-down later;
+ * - a streak that began `disableAfterMs` ago or earlier disables the endpoint (`disabled_by`
+ *   auto). A disabled endpoint stays disabled until an operator enables it.
+ * Returns each endpoint's state after the write, with its probe time.
+ */
+export async function endpointRecordResults(
+  db: SqlExecutor,
+  params: EndpointRecordResultsParams,
+): Promise<{ readonly id: string; readonly state: EndpointState; readonly probe_at: Date | null }[]> {
+  if (params.results.length === 0) return [];
+  const rs = [...params.results].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)); // lock order
+  await db.query(
+    `INSERT INTO endpoints (id, tenant_id, channel, origin, provider, created_at, updated_at)
+     SELECT i.id, i.tenant_id, i.channel, i.origin, i.provider, $6, $6
+       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) AS i(id, tenant_id, channel, origin, provider)
+     ON CONFLICT (id) DO NOTHING`,
+    [
+      rs.map((r) => r.id),
+      rs.map((r) => r.target.tenantId),
+      rs.map((r) => r.target.channel),
+      rs.map((r) => r.target.origin),
+      rs.map((r) => r.target.provider),
+      params.now,
+    ],
+  );
+  const { rows } = await db.query<{ id: string; state: EndpointState; probe_at: Date | null }>(
+    `WITH i AS (
+       SELECT * FROM unnest($1::text[], $2::bool[], $3::int[], $4::timestamptz[], $5::timestamptz[], $6::timestamptz[], $7::text[])
+                AS i(id, succeeded, failures, first_failure_at, last_failure_at, last_success_at, code)
+     ), c AS (
+       SELECT e.id, e.state AS old_state, i.code, i.last_failure_at, i.last_success_at,
+              CASE WHEN i.succeeded THEN i.failures ELSE e.consecutive_failures + i.failures END AS nf,
+              CASE WHEN i.failures = 0 AND i.succeeded THEN NULL
+                   WHEN i.succeeded OR e.failing_since IS NULL THEN i.first_failure_at
+                   ELSE e.failing_since END AS fs
+         FROM endpoints e JOIN i ON i.id = e.id
+        ORDER BY e.id
+          FOR UPDATE OF e
+     ), s AS (
+       SELECT c.*,
+              CASE WHEN c.old_state = 'disabled' THEN 'disabled'
+                   WHEN c.fs IS NOT NULL AND c.nf > 0 AND c.fs <= $8::timestamptz - $11 * interval '1 millisecond' THEN 'disabled'
+                   WHEN c.nf = 0 THEN 'ok'
+                   WHEN c.old_state = 'open' OR c.nf >= $9 THEN 'open'
+                   ELSE 'ok' END AS ns
+         FROM c
+     )
+     UPDATE endpoints e
+        SET consecutive_failures = s.nf,
+            failing_since = s.fs,
+            last_error_code = coalesce(s.code, e.last_error_code),
+            last_failure_at = greatest(e.last_failure_at, s.last_failure_at),
+            last_success_at = greatest(e.last_success_at, s.last_success_at),
+            state = s.ns,
+            opened_at = CASE WHEN s.ns = 'open' THEN coalesce(e.opened_at, $8) END,
+            probe_at = CASE WHEN s.ns <> 'open' THEN NULL
+                            WHEN s.old_state = 'open' THEN e.probe_at
+                            ELSE $8::timestamptz + $10 * interval '1 millisecond' END,
+            disabled_at = CASE WHEN s.ns = 'disabled' THEN coalesce(e.disabled_at, $8) END,
+            disabled_by = CASE WHEN s.ns = 'disabled' THEN coalesce(e.disabled_by, 'auto') END,
+            updated_at = $8
+       FROM s
+      WHERE e.id = s.id
+     RETURNING e.id, e.state, e.probe_at`,
+    [
+      rs.map((r) => r.id),
+      rs.map((r) => r.succeeded),
+      rs.map((r) => r.failures),
+      rs.map((r) => r.firstFailureAt),
+      rs.map((r) => r.lastFailureAt),
+      rs.map((r) => r.lastSuccessAt),
+      rs.map((r) => r.lastErrorCode),
+      params.now,
+      params.failureThreshold,
+      params.cooldownMs,
+      params.disableAfterMs,
+    ],
+  );
+  return rows;
+}
