@@ -124,6 +124,10 @@ export const AttemptView = z
     outcome: z.enum(ATTEMPT_OUTCOMES),
     error: z.string().nullable(),
     provider_status: z.string().nullable().describe('e.g. "503", "550 5.1.1", "ECONNRESET"'),
+    provider: z
+      .enum(['primary', 'fallback'])
+      .nullable()
+      .describe("Which provider answered: the channel's primary or its fallback (docs/endpoints.md); null when none was called"),
   })
   .strict();
 export type AttemptView = z.infer<typeof AttemptView>;

@@ -38,6 +38,7 @@ export function attemptView(a: Attempt): AttemptView {
     outcome: a.outcome,
     error: a.error,
     provider_status: a.provider_status,
+    provider: a.provider,
   };
 }
 

@@ -441,6 +441,7 @@ describe('GET /v1/notifications/{id} and /attempts', () => {
         outcome: 'transient',
         error: 'HTTP 503',
         provider_status: '503',
+        provider: null,
       },
       {
         attempt: 2,
@@ -449,6 +450,7 @@ describe('GET /v1/notifications/{id} and /attempts', () => {
         outcome: 'sent',
         error: null,
         provider_status: '200',
+        provider: null,
       },
     ]);
   });

@@ -6,7 +6,8 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { silentLogger, systemClock } from '@notify/runtime';
-import { createEndpointGate, endpointId } from '@notify/providers';
+import { createEndpointGate, createSmsHttpProvider, endpointId } from '@notify/providers';
+import { startHttpReceiver } from '@notify/providers/testing';
 import { waitFor } from '../../../test/support/wait.js';
 import { stateOf, startHarness, type Harness } from './support/harness.js';
 import { createHttpTestProvider } from './support/http-provider.js';
@@ -113,5 +114,33 @@ describe('endpoint health', () => {
     );
     expect(events.at(-1)).toMatchObject({ type: 'notification.dead', dead_reason: 'permanent' });
     expect(String(events.at(-1)!.last_error)).toMatch(/^endpoint_disabled: /);
+  });
+});
+
+describe('fallback provider', () => {
+  it('answers an attempt through the fallback gateway after the primary failed transiently, and records which one answered', async () => {
+    h = await startHarness();
+    const [primaryGw, fallbackGw] = await Promise.all([
+      startHttpReceiver({ defaultResponse: { status: 503, body: '{"code":20500}' } }),
+      startHttpReceiver({ defaultResponse: { status: 201, body: '{}' } }),
+    ]);
+    try {
+      const sms = (url: string) =>
+        createSmsHttpProvider(
+          { baseUrl: url, accountId: 'AC1', authToken: 't', from: '+15550000000' },
+          { clock: systemClock, logger: silentLogger },
+        );
+      const n = await h.enqueue({ tenant_id: 't1', channel: 'sms', to: '+15550000001', body: 'code 123' });
+      await h.startDispatcher({ sms: sms(primaryGw.url) }, {}, { fallbacks: { sms: sms(fallbackGw.url) } });
+      await waitFor(async () => (await stateOf(h!, n)).state === 'sent', { timeoutMs: 20_000, message: 'sent' });
+      expect(await stateOf(h, n)).toMatchObject({ attempts: 1 });
+      expect(primaryGw.requests).toHaveLength(1);
+      expect(fallbackGw.requests).toHaveLength(1);
+      const attempts = (await h.db.pool.query('SELECT outcome, provider, provider_status FROM attempts WHERE notification_id = $1', [n]))
+        .rows;
+      expect(attempts).toEqual([{ outcome: 'sent', provider: 'fallback', provider_status: '201' }]);
+    } finally {
+      await Promise.all([primaryGw.close(), fallbackGw.close()]);
+    }
   });
 });
