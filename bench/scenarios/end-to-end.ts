@@ -147,6 +147,9 @@ async function runNotify(ctx: BenchContext, receiver: Receiver, w: E2eWorkload, 
   const pool = new pg.Pool({ connectionString: db.url, max: 2 });
   pool.on('error', () => {});
   try {
+    // The backlog is queued before notify start runs, which is what publishes NOTIFY_EVENTS to
+    // notify_settings for every enqueuer: publish it first, so the backlog follows the policy too.
+    await pool.query('UPDATE notify_settings SET events = $1', [ctx.serviceEnv?.NOTIFY_EVENTS ?? 'all']);
     const t0 = performance.now();
     await prefillNotifications(db.url, w.backlog, receiver.url);
     ctx.log(`end-to-end/notify: ${w.backlog} notifications queued in ${Math.round(performance.now() - t0)} ms; starting notify`);
