@@ -38,6 +38,8 @@ export interface ChaosRow {
   readonly dead: number;
   /** Queued with a future due time when the audit ran (legitimately waiting). */
   readonly waiting: number;
+  /** Largest peak RSS (VmHWM) of the stack's processes alive at the end, in MiB; set by `runScenario`. */
+  readonly peakRssMb?: number;
 }
 
 /** What the audit found. `problems` lists every violated invariant in words; a correct run has none. */
@@ -293,7 +295,18 @@ export async function waitForSettled(
 
 /** The table, as printed at the end of `pnpm test:chaos`. */
 export function formatChaosTable(rows: readonly ChaosRow[]): string {
-  const header = ['scenario', 'notifications', 'lost', 'duplicates', 'of which redelivered', 'max lateness', 'sent', 'dead', 'waiting'];
+  const header = [
+    'scenario',
+    'notifications',
+    'lost',
+    'duplicates',
+    'of which redelivered',
+    'max lateness',
+    'sent',
+    'dead',
+    'waiting',
+    'peak RSS',
+  ];
   const lines = rows.map((r) => [
     r.scenario,
     String(r.notifications),
@@ -304,6 +317,7 @@ export function formatChaosTable(rows: readonly ChaosRow[]): string {
     String(r.sent),
     String(r.dead),
     String(r.waiting),
+    r.peakRssMb === undefined ? '—' : `${r.peakRssMb} MiB`,
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
   const fmt = (cells: readonly string[]) =>

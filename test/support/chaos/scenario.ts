@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { Kafka, logLevel } from 'kafkajs';
 import { inject } from 'vitest';
 import { fromKysely } from '@notify/outbox';
@@ -74,6 +75,8 @@ export interface ScenarioContext {
   until(condition: () => boolean | Promise<boolean>, message: string, timeoutMs?: number): Promise<void>;
   /** Records a fault in the timeline. */
   note(event: string): void;
+  /** Adds notifications enqueued another way (e.g. through the API) to the ones the audit checks. */
+  adopt(ids: readonly string[]): void;
 }
 
 /** The outcome of a scenario. */
@@ -146,6 +149,7 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
     return r.child;
   };
 
+  const adopted: string[] = [];
   let settledOk: boolean;
   try {
     await admin.connect();
@@ -205,6 +209,7 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
         await waitFor(condition, { timeoutMs, intervalMs: 20, message });
       },
       note,
+      adopt: (ids) => void adopted.push(...ids),
     };
     // A progress line every few seconds, so the timeline shows which stage lags after a fault.
     const sampler = setInterval(() => {
@@ -234,14 +239,16 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
       clearInterval(sampler);
     }
     note(settledOk ? 'settled' : 'did NOT settle before the deadline');
-    const report = await auditRun({
+    const peakRssMb = Math.max(0, ...[...running.values()].map(({ child }) => peakRssMbOf(child.pid)));
+    const audited = await auditRun({
       scenario: s.name,
       db: fromKysely(db.db),
-      ids: load.ids,
+      ids: [...load.ids, ...adopted],
       deliveries: receiver.deliveries,
       retry,
       allowedDead: s.allowedDead ?? 0,
     });
+    const report = { ...audited, row: { ...audited.row, peakRssMb } };
     if (receiver.anonymous > 0)
       (report.problems as string[]).push(`${receiver.anonymous} requests reached the receiver without a webhook-id`);
     return { report, timeline, crashed: [...crashed], logs: children.logs(), seed: s.seed };
@@ -254,6 +261,16 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
     await admin.deleteTopics({ topics }).catch(() => {});
     await admin.disconnect().catch(() => {});
     await db.close();
+  }
+}
+
+/** The kernel's peak resident set size (VmHWM) of a live process, in MiB; 0 when it is gone. */
+function peakRssMbOf(pid: number): number {
+  try {
+    const kb = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+    return kb ? Math.round(Number(kb) / 1024) : 0;
+  } catch {
+    return 0;
   }
 }
 
