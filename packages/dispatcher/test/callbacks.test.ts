@@ -197,6 +197,29 @@ describe('status callbacks', () => {
     expect(hanging.calls.length).toBeGreaterThan(0);
   });
 
+  it('checks at send time: a URL the SSRF policy refuses, a 4xx answer and a removed endpoint fail at once, nothing retried', async () => {
+    const gone = await startCallbackReceiver(() => 410);
+    receivers.push(gone);
+    // Registered behind the API's back: 127.0.0.2 is outside the allow-list (127.0.0.1/32).
+    await register('cb-ssrf', 'http://127.0.0.2:9/callbacks', ['notification.sent']);
+    await register('cb-gone', gone.url, ['notification.sent']);
+    await send('cb-ssrf', 1);
+    await send('cb-gone', 1);
+    await h.db.pool.query(
+      `INSERT INTO callback_deliveries (tenant_id, event_id, notification_id, event_type, payload, next_attempt_at, created_at, updated_at)
+       VALUES ('cb-removed', 'e1', 'ntf_x', 'notification.sent', '{}', now(), now(), now())`,
+    );
+    for (const [tenant, status] of [
+      ['cb-ssrf', 'ETARGETREFUSED'],
+      ['cb-gone', '410'],
+      ['cb-removed', 'no_endpoint'],
+    ] as const) {
+      await waitFor(async () => (await deliveries(tenant))[0]?.state === 'failed', { timeoutMs: 30_000, message: `${tenant} failed` });
+      expect((await deliveries(tenant))[0]).toMatchObject({ attempts: 1, last_status: status });
+    }
+    expect(gone.calls).toHaveLength(1);
+  });
+
   it('dead-letters a malformed status event and keeps consuming', async () => {
     const receiver = receivers[0]!;
     const before = receiver.calls.length;
