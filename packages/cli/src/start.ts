@@ -132,10 +132,28 @@ export async function startNotify(config: Config, roles: readonly Role[], deps: 
     if (seeded > 0) logger.info({ count: seeded }, 'seeded API keys from NOTIFY_API_KEYS');
 
     const kafka = createKafka({ brokers: config.kafkaBrokers, clientId: `notify-${roles.join('-')}`, logger });
-    const metrics = createMetrics({ db, clock, logger });
     const readinessAdmin: Admin = kafka.admin();
     await readinessAdmin.connect();
     cleanup.push(() => readinessAdmin.disconnect());
+    const readiness = {
+      database: async () => {
+        await db.selectNoFrom((eb) => eb.lit(1).as('one')).execute();
+      },
+      kafka: async () => {
+        await readinessAdmin.describeCluster();
+      },
+    };
+    const pipeline = createPipelineProbe({
+      db,
+      clock,
+      admin: readinessAdmin,
+      groupId: dispatcherConfigFrom(config, {}).groupId,
+      // The topics the dispatcher group consumes: requests and the retry tiers (not events, not the DLQ).
+      topics: dispatcherTopicSuffixes(config.retry)
+        .filter((s) => s !== TOPICS.events && s !== TOPICS.dlq)
+        .map((s) => topicName(config.topicPrefix, s)),
+    });
+    const metrics = createMetrics({ db, clock, logger, readiness, consumerLag: () => pipeline.consumerLag() });
 
     let relay: Relay | undefined;
     if (roles.includes('relay')) {
@@ -202,14 +220,7 @@ export async function startNotify(config: Config, roles: readonly Role[], deps: 
     const admin = createAdminApp({
       metrics,
       logger: logger.child({ role: 'admin' }),
-      readiness: {
-        database: async () => {
-          await db.selectNoFrom((eb) => eb.lit(1).as('one')).execute();
-        },
-        kafka: async () => {
-          await readinessAdmin.describeCluster();
-        },
-      },
+      readiness,
     });
     const adminServer = await listen(admin.fetch, config.adminPort, config.adminHost, 'NOTIFY_ADMIN_PORT');
     cleanup.push(() => closeServer(adminServer));
@@ -230,16 +241,7 @@ export async function startNotify(config: Config, roles: readonly Role[], deps: 
         maxInFlight: config.apiMaxInFlight,
         console: {
           showContent: config.consoleShowContent,
-          pipeline: createPipelineProbe({
-            db,
-            clock,
-            admin: readinessAdmin,
-            groupId: dispatcherConfigFrom(config, {}).groupId,
-            // The topics the dispatcher group consumes: requests and the retry tiers (not events, not the DLQ).
-            topics: dispatcherTopicSuffixes(config.retry)
-              .filter((s) => s !== TOPICS.events && s !== TOPICS.dlq)
-              .map((s) => topicName(config.topicPrefix, s)),
-          }),
+          pipeline,
         },
       });
       const server = await listen(app.fetch, config.port, undefined, 'PORT');

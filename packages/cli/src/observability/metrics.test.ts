@@ -48,3 +48,56 @@ describe('createMetrics default process metrics', () => {
     expect(text).not.toContain('notify_nodejs_');
   });
 });
+
+describe('createMetrics readiness and consumer lag gauges', () => {
+  it('reports each readiness check as 1 or 0 and the lag per topic, reading at most once per refresh', async () => {
+    let now = 0;
+    const clock = { now: () => new Date(now) };
+    let kafkaUp = true;
+    let lagReads = 0;
+    const m = createMetrics({
+      processMetrics: false,
+      clock,
+      refreshMs: 5_000,
+      readiness: {
+        database: async () => {},
+        kafka: async () => {
+          if (!kafkaUp) throw new Error('broker down');
+        },
+      },
+      consumerLag: async () => {
+        lagReads++;
+        return [
+          { topic: 'p.requests', lag: 12 },
+          { topic: 'p.retry.1s', lag: 0 },
+        ];
+      },
+    });
+    let text = await m.render();
+    expect(text).toContain('notify_ready{check="database"} 1');
+    expect(text).toContain('notify_ready{check="kafka"} 1');
+    expect(text).toContain('notify_kafka_consumer_lag_messages{topic="p.requests"} 12');
+    expect(text).toContain('notify_kafka_consumer_lag_messages{topic="p.retry.1s"} 0');
+    kafkaUp = false;
+    now = 1_000; // within the refresh interval: the cached reading stands
+    expect(await m.render()).toContain('notify_ready{check="kafka"} 1');
+    expect(lagReads).toBe(1);
+    now = 6_000;
+    text = await m.render();
+    expect(text).toContain('notify_ready{check="kafka"} 0');
+    expect(text).toContain('notify_ready{check="database"} 1');
+    expect(lagReads).toBe(2);
+  });
+
+  it('counts a failed lag read as a collect error and keeps serving the rest', async () => {
+    const m = createMetrics({
+      processMetrics: false,
+      consumerLag: async () => {
+        throw new Error('no coordinator');
+      },
+    });
+    expect(await m.render()).toContain('notify_relay_published_total 0');
+    // The error counter is rendered before the gauge collects, so the next scrape shows it.
+    expect(await m.render()).toMatch(/^notify_metrics_collect_errors_total [1-9]/m);
+  });
+});

@@ -1,6 +1,6 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { CHANNELS, NOTIFICATION_STATES, fromKysely } from '@notify/outbox';
-import { type Clock, type Logger, silentLogger, systemClock } from '@notify/runtime';
+import { type Clock, type Logger, silentLogger, systemClock, withTimeout } from '@notify/runtime';
 import { type Database } from '@notify/migrations';
 import { type OutboxLag, outboxLag } from '@notify/relay';
 import type { Kysely } from 'kysely';
@@ -32,6 +32,16 @@ export interface CreateMetricsOptions {
   readonly refreshMs?: number;
   /** Node.js process metrics (heap, event loop lag, …). Default true. */
   readonly processMetrics?: boolean;
+  /**
+   * The dispatcher group's lag per topic, in messages (the console's `consumerLag`), read at
+   * scrape time at most once per refreshMs: `notify_kafka_consumer_lag_messages`. Omit to leave it out.
+   */
+  readonly consumerLag?: () => Promise<readonly { readonly topic: string; readonly lag: number }[]>;
+  /**
+   * The checks behind /readyz, run at scrape time at most once per refreshMs, each within 2 s:
+   * `notify_ready{check}` is 1 when it passed. Omit to leave it out.
+   */
+  readonly readiness?: Readonly<Record<string, () => Promise<void>>>;
 }
 
 /**
@@ -161,6 +171,53 @@ export function createMetrics(options: CreateMetricsOptions = {}): Metrics {
     help: 'Failures reading the SQL-backed gauges (the last good values are kept)',
     registers: [registry],
   });
+
+  if (options.consumerLag) {
+    const lagOf = options.consumerLag;
+    const read = cachedRead(lagOf, { clock, refreshMs });
+    new Gauge({
+      name: 'notify_kafka_consumer_lag_messages',
+      help: 'Messages the dispatcher consumer group has not consumed yet, by topic (requests and retry tiers)',
+      labelNames: ['topic'] as const,
+      registers: [registry],
+      async collect() {
+        try {
+          const lags = await read();
+          this.reset();
+          for (const l of lags) this.set({ topic: l.topic }, l.lag);
+        } catch (err) {
+          collectErrors.inc();
+          logger.warn({ err: (err as Error).message }, 'metrics: reading the consumer lag failed');
+        }
+      },
+    });
+  }
+
+  if (options.readiness) {
+    const checks = Object.entries(options.readiness);
+    const read = cachedRead(
+      () =>
+        Promise.all(
+          checks.map(async ([check, run]) => {
+            const ok = await withTimeout(run(), 2_000, () => new Error(`${check} did not answer within 2 s`)).then(
+              () => true,
+              () => false,
+            );
+            return { check, ok };
+          }),
+        ),
+      { clock, refreshMs },
+    );
+    new Gauge({
+      name: 'notify_ready',
+      help: 'Whether each readiness check (the ones behind /readyz: database, kafka) passed at the last scrape: 1 yes, 0 no',
+      labelNames: ['check'] as const,
+      registers: [registry],
+      async collect() {
+        for (const r of await read()) this.set({ check: r.check }, r.ok ? 1 : 0);
+      },
+    });
+  }
 
   if (options.db) {
     const executor = fromKysely(options.db);
@@ -322,6 +379,24 @@ interface Snapshot {
   readonly ages: Awaited<ReturnType<typeof notificationQueueAge>>;
   readonly backlog: OutboxLag;
   readonly endpoints: Awaited<ReturnType<typeof endpointCountNotOk>>;
+}
+
+/** `fn`, called at most once per `refreshMs`; callers in between share its last promise. A failed call is not kept. */
+function cachedRead<T>(fn: () => Promise<T>, { clock, refreshMs }: { clock: Clock; refreshMs: number }): () => Promise<T> {
+  let pending: Promise<T> | undefined;
+  let at = -Infinity;
+  return () => {
+    const now = clock.now().getTime();
+    if (!pending || now - at >= refreshMs) {
+      at = now;
+      const p = fn();
+      pending = p;
+      p.catch(() => {
+        if (pending === p) pending = undefined;
+      });
+    }
+    return pending;
+  };
 }
 
 function seconds(now: Date, then: Date | string): number {
