@@ -19,24 +19,42 @@ describe('the OpenAPI document', () => {
   });
   it('lists every endpoint and status code of the API', () => {
     const statuses = (path: string, method: string) => Object.keys(doc.paths[path][method].responses).sort();
-    expect(statuses('/v1/notifications', 'post')).toEqual(['200', '202', '400', '401', '413', '415', '422']);
-    expect(statuses('/v1/notifications', 'get')).toEqual(['200', '400', '401']);
-    expect(statuses('/v1/notifications/{id}', 'get')).toEqual(['200', '401', '404']);
-    expect(statuses('/v1/notifications/{id}/attempts', 'get')).toEqual(['200', '401', '404']);
-    expect(statuses('/v1/notifications/{id}/actions', 'get')).toEqual(['200', '401', '404']);
-    expect(statuses('/v1/notifications/{id}/cancel', 'post')).toEqual(['200', '401', '404', '409']);
-    expect(statuses('/v1/notifications/{id}/retry', 'post')).toEqual(['202', '401', '404', '409']);
-    expect(statuses('/v1/templates', 'post')).toEqual(['201', '400', '401', '413', '415', '422']);
-    expect(statuses('/v1/templates/{name}/versions/{version}', 'delete')).toEqual(['204', '401', '404', '409']);
-    expect(statuses('/v1/templates/{name}/preview', 'post')).toEqual(['200', '400', '401', '404', '413', '415', '422']);
-    expect(statuses('/v1/suppressions', 'get')).toEqual(['200', '400', '401']);
-    expect(statuses('/v1/webhook-secret/rotate', 'post')).toEqual(['201', '401', '503']);
-    expect(statuses('/v1/callbacks', 'put')).toEqual(['200', '201', '400', '401', '413', '415', '422']);
-    expect(statuses('/v1/callbacks', 'get')).toEqual(['200', '401', '404']);
-    expect(statuses('/v1/callbacks', 'delete')).toEqual(['204', '401', '404']);
-    expect(statuses('/v1/erasures', 'post')).toEqual(['200', '400', '401', '413', '415', '422']);
+    expect(statuses('/v1/notifications', 'post')).toEqual(['200', '202', '400', '401', '413', '415', '422', '429', '503']);
+    expect(statuses('/v1/notifications', 'get')).toEqual(['200', '400', '401', '429', '503']);
+    expect(statuses('/v1/notifications/{id}', 'get')).toEqual(['200', '401', '404', '429', '503']);
+    expect(statuses('/v1/notifications/{id}/attempts', 'get')).toEqual(['200', '401', '404', '429', '503']);
+    expect(statuses('/v1/notifications/{id}/actions', 'get')).toEqual(['200', '401', '404', '429', '503']);
+    expect(statuses('/v1/notifications/{id}/cancel', 'post')).toEqual(['200', '401', '404', '409', '429', '503']);
+    expect(statuses('/v1/notifications/{id}/retry', 'post')).toEqual(['202', '401', '404', '409', '429', '503']);
+    expect(statuses('/v1/templates', 'post')).toEqual(['201', '400', '401', '413', '415', '422', '429', '503']);
+    expect(statuses('/v1/templates/{name}/versions/{version}', 'delete')).toEqual(['204', '401', '404', '409', '429', '503']);
+    expect(statuses('/v1/templates/{name}/preview', 'post')).toEqual(['200', '400', '401', '404', '413', '415', '422', '429', '503']);
+    expect(statuses('/v1/suppressions', 'get')).toEqual(['200', '400', '401', '429', '503']);
+    expect(statuses('/v1/webhook-secret/rotate', 'post')).toEqual(['201', '401', '429', '503']);
+    expect(statuses('/v1/callbacks', 'put')).toEqual(['200', '201', '400', '401', '413', '415', '422', '429', '503']);
+    expect(statuses('/v1/callbacks', 'get')).toEqual(['200', '401', '404', '429', '503']);
+    expect(statuses('/v1/callbacks', 'delete')).toEqual(['204', '401', '404', '429', '503']);
+    expect(statuses('/v1/erasures', 'post')).toEqual(['200', '400', '401', '413', '415', '422', '429', '503']);
     // Health, readiness and metrics live on the admin port, apart from the public API.
     expect(Object.keys(doc.paths).filter((p) => !p.startsWith('/v1/'))).toEqual([]);
+  });
+  it('gives every /v1 operation the rate-limit and overload answers, with their headers', () => {
+    const operations = Object.values(doc.paths).flatMap((path: any) => Object.values(path)) as any[];
+    expect(operations.length).toBeGreaterThan(20);
+    for (const op of operations) {
+      expect(Object.keys(op.responses['429'].headers).sort()).toEqual([
+        'RateLimit-Limit',
+        'RateLimit-Policy',
+        'RateLimit-Remaining',
+        'RateLimit-Reset',
+        'Retry-After',
+      ]);
+      expect(op.responses['429'].description).toContain('rate_limited');
+      expect(op.responses['503'].headers['Retry-After']).toBeDefined();
+      expect(op.responses['503'].description).toMatch(/overloaded.*database_unreachable/);
+    }
+    // A route with a 503 of its own keeps it beside the common ones.
+    expect(doc.paths['/v1/webhook-secret/rotate'].post.responses['503'].description).toMatch(/^`secrets_key_missing`.*`overloaded`/);
   });
   it('has no dangling $ref', () => {
     const refs = JSON.stringify(doc).match(/#\/components\/schemas\/\w+/g) ?? [];

@@ -135,7 +135,7 @@ const location = { Location: { description: '/v1/notifications/{id}', schema: { 
  */
 export function buildOpenApiDocument(): JsonSchema {
   const auth = problems('unauthorized');
-  return {
+  return withCommonAnswers({
     openapi: '3.1.0',
     jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
     info: {
@@ -256,7 +256,47 @@ export function buildOpenApiDocument(): JsonSchema {
       securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'An API key from `notify api-keys create`' } },
       schemas: componentSchemas(),
     },
+  });
+}
+
+const seconds = (description: string) => ({ description, schema: { type: 'integer', minimum: 0 } });
+
+/** The IETF RateLimit draft's headers, on every /v1 answer while a limit is configured (middleware/rate-limit.ts). */
+const rateLimitHeaders = {
+  'RateLimit-Limit': seconds('The burst of the tighter bucket (API key or tenant)'),
+  'RateLimit-Remaining': seconds('Whole tokens left in that bucket'),
+  'RateLimit-Reset': seconds('Seconds until the bucket is full again; on a 429, until one token is back'),
+  'RateLimit-Policy': {
+    description: '`<burst>;w=<seconds to refill>`, e.g. `100;w=2` for 50/s with a burst of 100',
+    schema: { type: 'string' },
+  },
+};
+
+/**
+ * Answers every /v1 operation can give whatever its route: 429 `rate_limited` when the API key's
+ * or tenant's bucket is empty (NOTIFY_API_RATE_LIMIT, NOTIFY_API_TENANT_RATE_LIMIT), and 503
+ * `overloaded` (NOTIFY_API_MAX_IN_FLIGHT) or `database_unreachable`, each with Retry-After. A route
+ * that documents a 503 of its own keeps it, with these codes added to its description.
+ */
+function withCommonAnswers(doc: JsonSchema): JsonSchema {
+  const retryAfter = { 'Retry-After': seconds('Seconds to wait before trying again') };
+  const common: Record<string, JsonSchema> = {
+    '429': { ...problemResponse(['rate_limited']), headers: { ...retryAfter, ...rateLimitHeaders } },
+    '503': { ...problemResponse(['overloaded', 'database_unreachable']), headers: retryAfter },
   };
+  const paths = doc.paths as Record<string, Record<string, { responses: Record<string, JsonSchema> }>>;
+  for (const [path, operations] of Object.entries(paths)) {
+    if (!path.startsWith('/v1/')) continue;
+    for (const operation of Object.values(operations)) {
+      for (const [status, answer] of Object.entries(common)) {
+        const own = operation.responses[status];
+        operation.responses[status] = own
+          ? { ...answer, description: `${String(own.description)}; ${String(answer.description)}` }
+          : answer;
+      }
+    }
+  }
+  return doc;
 }
 
 const body = (name: string) => ({ required: true, content: { 'application/json': { schema: ref(name) } } });
