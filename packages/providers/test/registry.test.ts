@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, silentLogger, systemClock } from '@notify/runtime';
 import { loadConfig } from '@notify/cli';
-import { createProviders } from '@notify/providers';
+import { createFallbackProviders, createProviders } from '@notify/providers';
 import { verifyWebhookSignature } from '@notify/providers/testing';
 import { type HttpReceiver, type SmtpSink, contractDelivery, startHttpReceiver, startSmtpSink } from '@notify/providers/testing';
 import { type TestDatabase, createTestDatabase } from '../../../test/support/db.js';
@@ -70,5 +70,74 @@ describe('createProviders', () => {
     expect(() => createProviders(loadConfig({ NOTIFY_WEBHOOK_SECRET: 'whsec_***' }), deps())).toThrow(
       /NOTIFY_WEBHOOK_SECRET: .*not base64/,
     );
+  });
+});
+
+describe('createFallbackProviders', () => {
+  it('builds a second SMTP server and SMS gateway, each delivering to its own real server; SMS credentials in the URL are its own', async () => {
+    const [fallbackSink, fallbackGateway] = await Promise.all([
+      startSmtpSink(),
+      startHttpReceiver({ defaultResponse: { status: 201, body: '{}' } }),
+    ]);
+    const own = new URL(fallbackGateway.url);
+    own.username = 'AC2';
+    own.password = 'tok%2F2';
+    const config = loadConfig({
+      NOTIFY_SMTP_URL: sink.url,
+      NOTIFY_SMTP_FALLBACK_URL: fallbackSink.url,
+      NOTIFY_SMTP_FROM: 'notify@example.com',
+      NOTIFY_SMS_URL: gateway.url,
+      NOTIFY_SMS_FALLBACK_URL: own.toString(),
+      NOTIFY_SMS_ACCOUNT_ID: 'AC1',
+      NOTIFY_SMS_AUTH_TOKEN: 't',
+      NOTIFY_RATE_LIMIT_SMS: '100/s',
+    });
+    const fallbacks = createFallbackProviders(config, deps());
+    try {
+      expect(Object.keys(fallbacks).sort()).toEqual(['email', 'sms']);
+      const signal = new AbortController().signal;
+      const before = { sink: sink.messages.length, gateway: gateway.requests.length };
+      expect(await fallbacks.email!.send(contractDelivery({ channel: 'email', to: 'ada@example.com' }), signal)).toMatchObject({
+        kind: 'sent',
+      });
+      expect(await fallbacks.sms!.send(contractDelivery({ channel: 'sms', to: '+14155550100' }), signal)).toMatchObject({ kind: 'sent' });
+      expect(typeof fallbacks.sms!.admit).toBe('function'); // the channel's rate limit applies to the fallback too
+      expect(fallbacks.email!.admit).toBeUndefined();
+      // Each went to the fallback server, none to the primary.
+      expect(fallbackSink.messages).toHaveLength(1);
+      expect(sink.messages).toHaveLength(before.sink);
+      expect(gateway.requests).toHaveLength(before.gateway);
+      const req = fallbackGateway.requests[0]!;
+      expect(req.url).toBe('/Accounts/AC2/Messages.json');
+      expect(Buffer.from(String(req.headers.authorization).replace(/^Basic /, ''), 'base64').toString()).toBe('AC2:tok/2');
+    } finally {
+      for (const p of Object.values(fallbacks)) await p.close?.();
+      await Promise.all([fallbackSink.close(), fallbackGateway.close()]);
+    }
+  });
+
+  it("uses the primary's SMS credentials when the fallback URL has none, and builds nothing for a channel without a primary", async () => {
+    const fallbackGateway = await startHttpReceiver({ defaultResponse: { status: 201, body: '{}' } });
+    const config = loadConfig({
+      NOTIFY_SMS_URL: gateway.url,
+      NOTIFY_SMS_FALLBACK_URL: fallbackGateway.url,
+      NOTIFY_SMS_ACCOUNT_ID: 'AC1',
+      NOTIFY_SMS_AUTH_TOKEN: 't',
+      NOTIFY_SMTP_FALLBACK_URL: sink.url, // no NOTIFY_SMTP_URL: no email channel, so no fallback either
+    });
+    const fallbacks = createFallbackProviders(config, deps());
+    try {
+      expect(Object.keys(fallbacks)).toEqual(['sms']);
+      expect(
+        await fallbacks.sms!.send(contractDelivery({ channel: 'sms', to: '+14155550100' }), new AbortController().signal),
+      ).toMatchObject({
+        kind: 'sent',
+      });
+      expect(fallbackGateway.requests[0]!.url).toBe('/Accounts/AC1/Messages.json');
+      expect(createFallbackProviders(loadConfig({}), deps())).toEqual({});
+    } finally {
+      await fallbacks.sms?.close?.();
+      await fallbackGateway.close();
+    }
   });
 });
