@@ -13,10 +13,10 @@ export const sourceConditions = ['@notify/source', 'module', 'node', 'developmen
 const COVERAGE_THRESHOLDS = {
   'packages/outbox/src/**': { statements: 91, branches: 78 },
   'packages/contract/src/**': { statements: 99, branches: 99 },
-  // Was 96 / 82. The endpoint-health gate and the fallback providers (issue 15) came with tests for
-  // their main paths only: 91.58 / 80.11 in the CI run of 2026-12-01 20:44, before the fallback
-  // registry tests. Raise it again with the gate's untested paths (README "Coverage").
-  'packages/providers/src/**': { statements: 91, branches: 80 },
+  // Was 96 / 82. The endpoint-health gate (issue 15) came with tests of its main paths only; with
+  // the fallback registry's tests the CI run of 2026-12-01 20:57 measured 94.05 / 83.33. Statements
+  // one point below, rounded down; raise it again with the gate's untested paths (README "Coverage").
+  'packages/providers/src/**': { statements: 93, branches: 82 },
   'packages/dispatcher/src/**': { statements: 92, branches: 84 },
 };
 
