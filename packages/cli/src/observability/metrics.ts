@@ -264,32 +264,27 @@ export function createMetrics(options: CreateMetricsOptions = {}): Metrics {
         for (const c of s.counts) this.set({ state: c.state, channel: c.channel }, c.count);
       },
     });
-    new Gauge({
-      name: 'notify_oldest_queued_age_seconds',
-      help: 'Age of the oldest queued notification, by channel (0 when none is queued)',
-      labelNames: ['channel'] as const,
-      registers: [registry],
-      async collect() {
-        const s = await read();
-        if (!s) return;
-        this.reset();
-        for (const channel of CHANNELS) this.set({ channel }, 0);
-        for (const a of s.ages) this.set({ channel: a.channel }, seconds(s.now, a.oldest_created_at));
-      },
-    });
-    new Gauge({
-      name: 'notify_queued_overdue_seconds',
-      help: 'How late the most overdue queued attempt is, by channel (0 when nothing is due)',
-      labelNames: ['channel'] as const,
-      registers: [registry],
-      async collect() {
-        const s = await read();
-        if (!s) return;
-        this.reset();
-        for (const channel of CHANNELS) this.set({ channel }, 0);
-        for (const a of s.ages) this.set({ channel: a.channel }, seconds(s.now, a.earliest_due_at));
-      },
-    });
+    // Per-channel gauges export every channel, 0 included, so a series never just vanishes.
+    const perChannel = (name: string, help: string, values: (s: Snapshot) => Iterable<readonly [string, number]>) =>
+      new Gauge({
+        name,
+        help,
+        labelNames: ['channel'] as const,
+        registers: [registry],
+        async collect() {
+          const s = await read();
+          if (!s) return;
+          this.reset();
+          for (const channel of CHANNELS) this.set({ channel }, 0);
+          for (const [channel, value] of values(s)) this.set({ channel }, value);
+        },
+      });
+    perChannel('notify_oldest_queued_age_seconds', 'Age of the oldest queued notification, by channel (0 when none is queued)', (s) =>
+      s.ages.map((a) => [a.channel, seconds(s.now, a.oldest_created_at)] as const),
+    );
+    perChannel('notify_queued_overdue_seconds', 'How late the most overdue queued attempt is, by channel (0 when nothing is due)', (s) =>
+      s.ages.map((a) => [a.channel, seconds(s.now, a.earliest_due_at)] as const),
+    );
     new Gauge({
       name: 'notify_outbox_lag_seconds',
       help: 'Age of the oldest unpublished outbox row (0 when the relay is caught up)',
@@ -305,19 +300,7 @@ export function createMetrics(options: CreateMetricsOptions = {}): Metrics {
       ['notify_endpoint_circuits_open', 'open', 'Endpoints whose circuit is open now (deliveries to them wait), by channel'],
       ['notify_endpoints_disabled', 'disabled', 'Endpoints disabled now (automatically or by an operator), by channel'],
     ] as const) {
-      new Gauge({
-        name,
-        help,
-        labelNames: ['channel'] as const,
-        registers: [registry],
-        async collect() {
-          const s = await read();
-          if (!s) return;
-          this.reset();
-          for (const channel of CHANNELS) this.set({ channel }, 0);
-          for (const e of s.endpoints) if (e.state === state) this.set({ channel: e.channel }, e.count);
-        },
-      });
+      perChannel(name, help, (s) => s.endpoints.filter((e) => e.state === state).map((e) => [e.channel, e.count] as const));
     }
     new Gauge({
       name: 'notify_outbox_unpublished',
