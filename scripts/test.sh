@@ -8,7 +8,9 @@ source scripts/lib.sh
 
 ensure_pnpm
 pnpm install --frozen-lockfile
-pnpm -s build
+# .ci/run builds (and lints the build) before it calls this script and says so with
+# NOTIFY_BUILT=1; everyone else gets a fresh build here.
+if [ "${NOTIFY_BUILT:-}" != 1 ]; then pnpm -s build; fi
 ensure_postgres
 node scripts/kafka.mjs ensure >/dev/null
 pnpm -s typecheck
