@@ -22,7 +22,9 @@ describe('faults on a 3-broker cluster (RF 3, min.insync.replicas 2)', () => {
   const name = `chaosc${process.pid}`;
   let cluster: KafkaCluster;
   beforeAll(async () => {
-    cluster = await startKafkaCluster({ name, brokers: 3, log: () => {} });
+    // 150 s, not the script's 60 s: three JVMs starting at once took 74 s on the loaded 2-core machine,
+    // and a full run failed here with the 60 s default ("not ready within the deadline").
+    cluster = await startKafkaCluster({ name, brokers: 3, log: () => {}, timeoutMs: 150_000 });
   }, 180_000);
   afterAll(async () => {
     await stopKafkaCluster({ name, log: () => {} });

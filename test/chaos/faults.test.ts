@@ -62,6 +62,8 @@ describe('faults against the real stack', () => {
     // Every duplicate here follows an attempt recorded as failed although the receiver had the
     // request (an answer after the send timeout): none is a redelivery of an attempt.
     expect(result.report.row.redelivered).toBe(0);
+    // No Kafka fault here: the dispatcher joins its group once and never rebalances (churn would show here first).
+    expect(result.report.row.rejoins, 'consumer group joins beyond the first').toBe(0);
   }, 600_000);
 
   it('a consumer group rebalance during delivery: dispatchers join and leave', async ({ task }) => {

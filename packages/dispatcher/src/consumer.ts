@@ -240,7 +240,7 @@ export function createDeliveryConsumer(
         offsets.delete(k);
       }
     }
-    events.emit('assigned', { partitions: assigned.size });
+    events.emit('assigned', { partitions: assigned.size, lane: lane.name });
     logger.info({ partitions: assigned.size, lane: lane.name }, 'dispatcher joined the consumer group');
   });
   consumer.on(consumer.events.CRASH, (e) => {

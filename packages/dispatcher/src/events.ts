@@ -8,8 +8,11 @@ import type { OutcomeFlush } from './outcome-writer.js';
  * is logged and ignored: events can never break the delivery loop.
  */
 export interface DispatcherEventMap {
-  /** The consumer joined the group and got partitions. */
-  assigned: { readonly partitions: number };
+  /**
+   * The consumer (of `lane`) joined its group and got partitions: once at start, then once per
+   * rebalance (a member joined or left) and per kafkajs consumer restart after a crash.
+   */
+  assigned: { readonly partitions: number; readonly lane: 'normal' | 'high' };
   /** A due message started its delivery; `latenessMs` is how long after its `due_at` (never negative unless the clock jumped). */
   dispatched: { readonly topic: string; readonly notificationId: string; readonly attempt: number; readonly latenessMs: number };
   /** One attempt finished and was recorded. `durationMs` is the provider call (0 when none was made). */

@@ -40,6 +40,11 @@ export interface ChaosRow {
   readonly waiting: number;
   /** Largest peak RSS (VmHWM) of the stack's processes alive at the end, in MiB; set by `runScenario`. */
   readonly peakRssMb?: number;
+  /**
+   * Kafka group joins of the dispatchers' normal lane beyond each process's first (rebalances and
+   * consumer restarts, summed over the dispatcher processes); set by `runScenario`.
+   */
+  readonly rejoins?: number;
 }
 
 /** What the audit found. `problems` lists every violated invariant in words; a correct run has none. */
@@ -306,6 +311,7 @@ export function formatChaosTable(rows: readonly ChaosRow[]): string {
     'dead',
     'waiting',
     'peak RSS',
+    'rejoins',
   ];
   const lines = rows.map((r) => [
     r.scenario,
@@ -318,6 +324,7 @@ export function formatChaosTable(rows: readonly ChaosRow[]): string {
     String(r.dead),
     String(r.waiting),
     r.peakRssMb === undefined ? '—' : `${r.peakRssMb} MiB`,
+    r.rejoins === undefined ? '—' : String(r.rejoins),
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
   const fmt = (cells: readonly string[]) =>

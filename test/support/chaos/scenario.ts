@@ -79,6 +79,18 @@ export interface ScenarioContext {
   adopt(ids: readonly string[]): void;
 }
 
+/**
+ * How often one dispatcher process joined its consumer groups (`notify_kafka_group_joins_total`
+ * by lane, from its /metrics, scraped every few seconds and right before the harness stops or kills
+ * it): 1 per lane at start, +1 per rebalance and per kafkajs consumer restart.
+ */
+interface GroupJoins {
+  readonly name: string;
+  readonly pid: number;
+  readonly normal: number;
+  readonly high: number;
+}
+
 /** The outcome of a scenario. */
 export interface ScenarioResult {
   readonly report: AuditReport;
@@ -88,6 +100,8 @@ export interface ScenarioResult {
   readonly crashed: readonly string[];
   /** Everything every process wrote. */
   readonly logs: string;
+  /** Kafka group joins of every dispatcher process of the run (see `GroupJoins`). */
+  readonly groupJoins: readonly GroupJoins[];
   readonly seed: number;
 }
 
@@ -143,6 +157,21 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
     note(`started ${proc.name} (pid ${child.pid})`);
     return child;
   };
+  const joins = new Map<number, GroupJoins>();
+  const scrapeJoins = async (child: NotifyChild) => {
+    try {
+      const res = await fetch(`${child.adminUrl}/metrics`, { signal: AbortSignal.timeout(3_000) });
+      const text = await res.text();
+      const of = (lane: string) =>
+        Number(new RegExp(`^notify_kafka_group_joins_total\\{lane="${lane}"\\} (\\d+)`, 'm').exec(text)?.[1] ?? 0);
+      joins.set(child.pid, { name: child.name, pid: child.pid, normal: of('normal'), high: of('high') });
+    } catch {
+      // gone or busy: the last scrape stands
+    }
+  };
+  const isDispatcher = (child: NotifyChild) => [...running.values()].some((r) => r.child === child && r.proc.roles.includes('dispatcher'));
+  const scrapeDispatchers = () =>
+    Promise.all([...running.values()].filter((r) => r.proc.roles.includes('dispatcher')).map((r) => scrapeJoins(r.child)));
   const processOf = (name: string) => {
     const r = running.get(name);
     if (!r) throw new Error(`no process ${name}`);
@@ -178,6 +207,7 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
       start,
       async stop(name) {
         const child = processOf(name);
+        if (isDispatcher(child)) await scrapeJoins(child);
         intentional.add(child);
         note(`SIGTERM ${name} (pid ${child.pid})`);
         const code = await child.stop();
@@ -187,6 +217,7 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
       },
       async kill(name) {
         const child = processOf(name);
+        if (isDispatcher(child)) await scrapeJoins(child);
         intentional.add(child);
         await child.kill();
         note(`SIGKILL ${name} (pid ${child.pid}), not restarted`);
@@ -198,6 +229,7 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
           (() => {
             throw new Error(`no process ${name}`);
           })();
+        if (proc.roles.includes('dispatcher')) await scrapeJoins(child);
         intentional.add(child);
         await child.kill();
         note(`SIGKILL ${name} (pid ${child.pid})`);
@@ -213,6 +245,7 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
     };
     // A progress line every few seconds, so the timeline shows which stage lags after a fault.
     const sampler = setInterval(() => {
+      void scrapeDispatchers();
       db.pool
         .query<{ unpublished: number; queued: number }>(
           `SELECT (SELECT count(*)::int FROM outbox WHERE published_at IS NULL) AS unpublished,
@@ -239,6 +272,12 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
       clearInterval(sampler);
     }
     note(settledOk ? 'settled' : 'did NOT settle before the deadline');
+    await scrapeDispatchers();
+    const groupJoins = [...joins.values()];
+    const rejoins = groupJoins.reduce((n, j) => n + Math.max(0, j.normal - 1), 0);
+    note(
+      `kafka group joins per dispatcher process (normal/high lane): ${groupJoins.map((j) => `${j.name} ${j.normal}/${j.high}`).join(', ')}; ${rejoins} rejoins beyond the first`,
+    );
     const peakRssMb = Math.max(0, ...[...running.values()].map(({ child }) => peakRssMbOf(child.pid)));
     const audited = await auditRun({
       scenario: s.name,
@@ -248,10 +287,10 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
       retry,
       allowedDead: s.allowedDead ?? 0,
     });
-    const report = { ...audited, row: { ...audited.row, peakRssMb } };
+    const report = { ...audited, row: { ...audited.row, peakRssMb, rejoins } };
     if (receiver.anonymous > 0)
       (report.problems as string[]).push(`${receiver.anonymous} requests reached the receiver without a webhook-id`);
-    return { report, timeline, crashed: [...crashed], logs: children.logs(), seed: s.seed };
+    return { report, timeline, crashed: [...crashed], logs: children.logs(), groupJoins, seed: s.seed };
   } finally {
     closing = true;
     for (const { child } of running.values()) intentional.add(child);

@@ -11,8 +11,8 @@ import { type Scenario, type ScenarioContext, type StackProcess, strikePoints } 
 // The scenario catalogue: each builder returns a `Scenario` sized by its caller, so the fast CI
 // subset (test/faults) and the full suite (test/chaos) run the same code at different sizes.
 
-const RELAY: StackProcess = { name: 'relay', roles: ['relay'] };
-const DISPATCHER: StackProcess = { name: 'dispatcher', roles: ['dispatcher'] };
+export const RELAY: StackProcess = { name: 'relay', roles: ['relay'] };
+export const DISPATCHER: StackProcess = { name: 'dispatcher', roles: ['dispatcher'] };
 
 /** Sizes every builder takes. */
 export interface Size {
@@ -22,7 +22,7 @@ export interface Size {
 }
 
 /** Waits until `fraction` of the load is enqueued. */
-function atProgress(ctx: ScenarioContext, fraction: number): Promise<void> {
+export function atProgress(ctx: ScenarioContext, fraction: number): Promise<void> {
   return ctx.until(() => ctx.enqueued() >= Math.ceil(ctx.total * fraction), `${Math.round(fraction * 100)}% of the load enqueued`, 120_000);
 }
 

@@ -78,13 +78,15 @@ export interface NotifyChild {
 
 /**
  * Starts `notify start --roles <roles>` as a child (the compiled command, as `pnpm notify` runs it)
- * and waits for its "listening on" line. The child sees only PATH, HOME and `env`.
+ * and waits for its "listening on" line. The child sees only PATH, HOME and `env`. A dispatcher
+ * prints it after its first consumer group join, which waits for the other members to rejoin: at
+ * load average ~25 on the 2-core machine a third dispatcher took over 60 s, hence 120 s.
  */
 async function startNotifyChild(
   name: string,
   roles: readonly string[],
   env: Readonly<Record<string, string>>,
-  { timeoutMs = 60_000, onSpawn }: { readonly timeoutMs?: number; readonly onSpawn?: (child: ChildProcess) => void } = {},
+  { timeoutMs = 120_000, onSpawn }: { readonly timeoutMs?: number; readonly onSpawn?: (child: ChildProcess) => void } = {},
 ): Promise<NotifyChild> {
   const child = spawn(process.execPath, [BIN, 'start', '--roles', roles.join(',')], {
     cwd: ROOT,

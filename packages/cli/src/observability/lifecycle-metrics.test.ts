@@ -55,6 +55,9 @@ describe('lifecycle metrics', () => {
     d.emit('dispatched', { topic: 'p.requests', notificationId: 'n', attempt: 1, latenessMs: 40 });
     d.emit('retryScheduled', { notificationId: 'n', attempt: 2, delayMs: 1000, topic: 'retry.1s' });
     d.emit('repaired', { count: 4 });
+    d.emit('assigned', { partitions: 3, lane: 'normal' });
+    d.emit('assigned', { partitions: 2, lane: 'normal' });
+    d.emit('assigned', { partitions: 1, lane: 'high' });
     const text = await m.render();
     expect(text).toContain('notify_attempts_total{outcome="transient",channel="webhook"} 1');
     expect(text).toContain('notify_attempts_total{outcome="sent",channel="webhook"} 1');
@@ -69,6 +72,8 @@ describe('lifecycle metrics', () => {
     expect(text).toContain('notify_dispatch_lateness_seconds_count 1');
     expect(text).toContain('notify_retries_scheduled_total{topic="retry.1s"} 1');
     expect(text).toContain('notify_repaired_total 4');
+    expect(text).toContain('notify_kafka_group_joins_total{lane="normal"} 2');
+    expect(text).toContain('notify_kafka_group_joins_total{lane="high"} 1');
     off();
     expect(d.count()).toBe(0);
   });

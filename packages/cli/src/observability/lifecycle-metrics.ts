@@ -25,6 +25,7 @@ export interface DispatcherEventSource {
   on(event: 'deadLettered', listener: Listener<{ readonly code: string }>): () => void;
   on(event: 'consumerError', listener: Listener<{ readonly phase: string }>): () => void;
   on(event: 'repaired', listener: Listener<{ readonly count: number }>): () => void;
+  on(event: 'assigned', listener: Listener<{ readonly lane: string }>): () => void;
 }
 
 // Outcomes for which the dispatcher called a provider; suppressed and expired never reach one.
@@ -64,6 +65,7 @@ export function watchDispatcher(metrics: Metrics, dispatcher: DispatcherEventSou
     dispatcher.on('deadLettered', (e) => metrics.observeDeadLetter(e.code)),
     dispatcher.on('consumerError', (e) => metrics.observeConsumerError(e.phase)),
     dispatcher.on('repaired', (e) => metrics.observeRepaired(e.count)),
+    dispatcher.on('assigned', (e) => metrics.observeGroupJoin(e.lane)),
   ];
   return () => offs.forEach((off) => off());
 }

@@ -65,6 +65,8 @@ export interface Metrics {
   observeRelayError(stage: string): void;
   /** A dispatcher failure it survives; `phase` is where (handler, commit, consumer, repair, dead-letter). */
   observeConsumerError(phase: string): void;
+  /** The dispatcher's consumer of `lane` joined its group (start, rebalance, restart after a crash). */
+  observeGroupJoin(lane: string): void;
   /** A delivery started this long after it was due. */
   observeLateness(seconds: number): void;
   /** A retry was scheduled on a delay topic (suffix, e.g. retry.5s). */
@@ -129,6 +131,12 @@ export function createMetrics(options: CreateMetricsOptions = {}): Metrics {
     name: 'notify_consumer_errors_total',
     help: 'Dispatcher failures by phase (handler, commit, consumer, repair, dead-letter); the dispatcher survives them',
     labelNames: ['phase'] as const,
+    registers: [registry],
+  });
+  const groupJoins = new Counter({
+    name: 'notify_kafka_group_joins_total',
+    help: 'Times the dispatcher joined its Kafka consumer group, by lane: 1 at start, +1 per rebalance or consumer restart',
+    labelNames: ['lane'] as const,
     registers: [registry],
   });
   const lateness = new Histogram({
@@ -333,6 +341,9 @@ export function createMetrics(options: CreateMetricsOptions = {}): Metrics {
     },
     observeConsumerError(phase) {
       consumerErrors.inc({ phase });
+    },
+    observeGroupJoin(lane) {
+      groupJoins.inc({ lane });
     },
     observeLateness(secs) {
       lateness.observe(Math.max(0, secs));
