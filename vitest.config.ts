@@ -40,6 +40,8 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'unit',
+          // Some unit tests compile large JSON Schemas (AsyncAPI's): 5 s was too short under load.
+          testTimeout: 20_000,
           include: ['packages/*/src/**/*.test.ts', 'migrations/src/**/*.test.ts', 'bench/**/*.test.ts'],
         },
       },

@@ -255,5 +255,5 @@ describe('the packed libraries, installed with npm outside the workspace', () =>
 
   it('type-checks TypeScript consumers, ESM and CommonJS, against the packed .d.ts (NodeNext, strict, no skipLibCheck)', async () => {
     await run(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json'], { cwd: dir });
-  });
+  }, 180_000);
 });

@@ -18,7 +18,9 @@ function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
 export function runNotifyCli(
   args: readonly string[],
   env: Record<string, string>,
-  timeoutMs = 30_000,
+  // Generous: it only matters when something hangs, and a child's start-up on a loaded 2-core
+  // machine has taken more than 30 s (the suite under a chaos run, load average 28).
+  timeoutMs = 50_000,
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env: childEnv(env) });

@@ -1,11 +1,15 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { inject } from 'vitest';
 import { ensureDatabase, withDatabase } from '@notify/migrations';
 import { createApp, hashApiKey } from '@notify/api';
 import { createTestDatabase, type TestDatabase } from '../../../test/support/db.js';
 import { runNotifyCli } from '../../../test/support/notify-process.js';
+
+// Each test runs the compiled CLI as a child one to three times; on a loaded 2-core machine a
+// child has taken over 20 s to start, so the default 60 s is too short for three of them.
+vi.setConfig({ testTimeout: 180_000 });
 
 const RETRY = { maxAttempts: 3, baseDelayMs: 100, maxDelayMs: 1000, jitter: 0, defaultTtlMs: 60_000 };
 const UNREACHABLE_PG = 'postgres://postgres:secret@127.0.0.1:1/nowhere';

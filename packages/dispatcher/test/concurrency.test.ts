@@ -30,7 +30,7 @@ describe('dispatcher concurrency', () => {
     for (let i = 0; i < 100; i++) await h.enqueue({ tenant_id: 't1', channel: 'webhook', to: `${receiver.url}/r/${i}`, body: `n${i}` });
     await h.startDispatcher({ webhook: createHttpTestProvider() });
     const r = receiver;
-    await waitFor(async () => (await countByState(h as Harness)).sent === 100, { timeoutMs: 30_000, message: '100 sent' });
+    await waitFor(async () => (await countByState(h as Harness)).sent === 100, { timeoutMs: 50_000, message: '100 sent' });
     expect(r.received).toHaveLength(100);
     expect(new Set(r.received.map((x) => x.id)).size).toBe(100);
     expect(r.maxOpen).toBe(3);
