@@ -10,7 +10,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
-import { createTestKafka, type TestKafka } from '../support/kafka.js';
+import { createTestKafka, stopNotifyAndCloseKafka, type TestKafka } from '../support/kafka.js';
 import { type NotifyServer, ROOT, startNotifyProcess } from '../support/notify-process.js';
 
 const run = promisify(execFile);
@@ -84,10 +84,7 @@ describe('every metric the alerts and the dashboard query', () => {
   }, 120_000);
 
   afterAll(async () => {
-    await notify?.stop();
-    const topics = (await kafka.admin.listTopics()).filter((name) => name.startsWith(`${kafka.prefix}.`));
-    if (topics.length > 0) await kafka.admin.deleteTopics({ topics }).catch(() => {});
-    await kafka?.close();
+    await stopNotifyAndCloseKafka(kafka, notify);
     await t?.close();
   }, 60_000);
 

@@ -3,6 +3,7 @@ import { type Admin, Kafka, logLevel, type KafkaMessage } from 'kafkajs';
 import { inject } from 'vitest';
 import { ensureTopics } from '@notify/cli';
 import { topicName } from '@notify/contract';
+import type { NotifyServer } from './notify-process.js';
 import { waitFor } from './wait.js';
 
 /** Kafka for one test file: its own topic prefix, so runs and files never share topics. */
@@ -17,7 +18,7 @@ export interface TestKafka {
   createTopics(suffixes: readonly string[], partitions?: number): Promise<void>;
   /** Reads every message currently on a topic, from the beginning, until `count` arrived. */
   readAll(suffix: string, count: number, timeoutMs?: number): Promise<KafkaMessage[]>;
-  /** Deletes this file's topics and disconnects. */
+  /** Deletes this file's topics (every topic under its prefix, whoever created it) and disconnects. */
   close(): Promise<void>;
 }
 
@@ -58,8 +59,25 @@ export async function createTestKafka(): Promise<TestKafka> {
       }
     },
     async close() {
-      if (created.size > 0) await admin.deleteTopics({ topics: [...created] }).catch(() => {});
+      // `notify start` children create topics under the prefix too: delete them with the file's own.
+      const listed = await admin.listTopics().catch(() => [] as string[]);
+      const topics = new Set([...created, ...listed.filter((name) => name.startsWith(`${prefix}.`))]);
+      if (topics.size > 0) await admin.deleteTopics({ topics: [...topics] }).catch(() => {});
       await admin.disconnect();
     },
   };
+}
+
+/**
+ * The end of a test file that ran `notify start` children: stops each (SIGTERM, at once), then
+ * deletes every topic under the file's prefix from the shared broker and disconnects. Returns the
+ * children's exit codes in order (undefined for one that never started).
+ */
+export async function stopNotifyAndCloseKafka(
+  kafka: TestKafka | undefined,
+  ...children: readonly (NotifyServer | undefined)[]
+): Promise<(number | null | undefined)[]> {
+  const codes = await Promise.all(children.map((child) => (child ? child.stop() : Promise.resolve(undefined))));
+  await kafka?.close();
+  return codes;
 }

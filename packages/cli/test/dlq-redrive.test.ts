@@ -1,11 +1,10 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HEADERS } from '@notify/contract';
 import { enqueue, fromPgClient } from '@notify/outbox';
+import { type HttpReceiver, startHttpReceiver } from '@notify/providers/testing';
 import { runNotify } from '../src/main.js';
 import { createTestDatabase, type TestDatabase } from '../../../test/support/db.js';
-import { createTestKafka, type TestKafka } from '../../../test/support/kafka.js';
+import { createTestKafka, stopNotifyAndCloseKafka, type TestKafka } from '../../../test/support/kafka.js';
 import { waitFor } from '../../../test/support/wait.js';
 import { type NotifyServer, startNotifyProcess } from '../../../test/support/notify-process.js';
 
@@ -16,23 +15,15 @@ import { type NotifyServer, startNotifyProcess } from '../../../test/support/not
 
 let t: TestDatabase;
 let kafka: TestKafka;
-let receiver: Server;
+let receiver: HttpReceiver;
 let hookUrl: string;
 let notify: NotifyServer;
-const deliveries: string[] = [];
+/** The bodies the receiver got, in arrival order. */
+const deliveries = () => receiver.requests.map((r) => r.body);
 
 beforeAll(async () => {
-  [t, kafka] = await Promise.all([createTestDatabase(), createTestKafka()]);
-  receiver = createServer((req, res) => {
-    let body = '';
-    req.on('data', (c) => (body += c));
-    req.on('end', () => {
-      deliveries.push(body);
-      res.writeHead(200).end('ok');
-    });
-  });
-  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
-  hookUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+  [t, kafka, receiver] = await Promise.all([createTestDatabase(), createTestKafka(), startHttpReceiver()]);
+  hookUrl = `${receiver.url}/hook`;
   notify = await startNotifyProcess(['--roles', 'relay,dispatcher'], {
     DATABASE_URL: t.url,
     KAFKA_BROKERS: kafka.brokers.join(','),
@@ -46,11 +37,8 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  await notify?.stop();
-  const topics = (await kafka.admin.listTopics()).filter((name) => name.startsWith(`${kafka.prefix}.`));
-  if (topics.length > 0) await kafka.admin.deleteTopics({ topics }).catch(() => {});
-  await kafka?.close();
-  await new Promise((r) => receiver?.close(r));
+  await stopNotifyAndCloseKafka(kafka, notify);
+  await receiver?.close();
   await t?.close();
 }, 60_000);
 
@@ -155,7 +143,7 @@ describe('notify dlq redrive', () => {
       async () => (await t.pool.query<{ state: string }>('SELECT state FROM notifications WHERE id = $1', [id])).rows[0]?.state === 'sent',
       { timeoutMs: 30_000, message: 'the restored notification sent' },
     );
-    expect(deliveries.filter((d) => d.includes('restored-row-body'))).toHaveLength(1);
+    expect(deliveries().filter((d) => d.includes('restored-row-body'))).toHaveLength(1);
     // The original key, value and headers went back, without the dlq-* headers.
     const sameKey = (await kafka.readAll('requests', 3)).filter((m) => m.key?.toString() === request.key);
     expect(sameKey).toHaveLength(2); // the original and the re-published copy
@@ -178,7 +166,7 @@ describe('notify dlq redrive', () => {
     expect(forced.out.at(-1)).toMatch(/^re-published 1 /);
     expect(await written('requests')).toBe(requestsBefore + 2);
     await waitFor(requestsConsumed, { timeoutMs: 30_000, message: 'the dispatcher consumed the forced duplicate' });
-    expect(deliveries.filter((d) => d.includes('restored-row-body'))).toHaveLength(1);
+    expect(deliveries().filter((d) => d.includes('restored-row-body'))).toHaveLength(1);
     expect((await t.pool.query('SELECT redrive_count FROM dlq_redrives')).rows).toEqual([{ redrive_count: 2 }]);
     expect(await written('dlq')).toBe(2);
   }, 120_000);

@@ -1,10 +1,9 @@
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseStatusEvent } from '@notify/contract';
 import { AttemptList, NotificationView } from '@notify/api';
+import { type HttpReceiver, startHttpReceiver } from '@notify/providers/testing';
 import { createTestDatabase, type TestDatabase } from '../../../test/support/db.js';
-import { createTestKafka, type TestKafka } from '../../../test/support/kafka.js';
+import { createTestKafka, stopNotifyAndCloseKafka, type TestKafka } from '../../../test/support/kafka.js';
 import { waitFor } from '../../../test/support/wait.js';
 import { type NotifyServer, startNotifyProcess } from '../../../test/support/notify-process.js';
 
@@ -16,27 +15,13 @@ const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
 
 let t: TestDatabase;
 let kafka: TestKafka;
-let receiver: Server;
+let receiver: HttpReceiver;
 let hookUrl: string;
 let notify: NotifyServer;
-const received: { headers: IncomingHttpHeaders; body: string }[] = [];
-let failNext = 0;
 
 beforeAll(async () => {
-  [t, kafka] = await Promise.all([createTestDatabase(), createTestKafka()]);
-  receiver = createServer((req, res) => {
-    let body = '';
-    req.on('data', (c) => (body += c));
-    req.on('end', () => {
-      received.push({ headers: req.headers, body });
-      if (failNext > 0) {
-        failNext--;
-        res.writeHead(503).end('busy');
-      } else res.writeHead(200).end('ok');
-    });
-  });
-  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
-  hookUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+  [t, kafka, receiver] = await Promise.all([createTestDatabase(), createTestKafka(), startHttpReceiver()]);
+  hookUrl = `${receiver.url}/hook`;
   notify = await startNotifyProcess([], {
     DATABASE_URL: t.url,
     KAFKA_BROKERS: kafka.brokers.join(','),
@@ -56,13 +41,9 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  const code = await notify?.stop();
+  const [code] = await stopNotifyAndCloseKafka(kafka, notify);
   expect(code).toBe(0); // graceful SIGTERM shutdown of every role
-  // `notify start` created this file's topics; delete them from the shared broker.
-  const topics = (await kafka.admin.listTopics()).filter((name) => name.startsWith(`${kafka.prefix}.`));
-  if (topics.length > 0) await kafka.admin.deleteTopics({ topics }).catch(() => {});
-  await kafka?.close();
-  await new Promise((r) => receiver?.close(r));
+  await receiver?.close();
   await t?.close();
 }, 60_000);
 
@@ -113,7 +94,7 @@ describe('notify start, end to end', () => {
 
     const sent = await waitForState(queued.id, 'sent');
     expect(sent).toMatchObject({ attempts: 1, last_error: null, next_attempt_at: null });
-    const mine = received.filter((r) => r.headers['webhook-id'] === queued.id);
+    const mine = receiver.requests.filter((r) => r.headers['webhook-id'] === queued.id);
     expect(mine).toHaveLength(1);
     expect(mine[0]!.body).toContain('{\\"order\\":42}');
 
@@ -141,7 +122,7 @@ describe('notify start, end to end', () => {
   });
 
   it('a dead webhook comes back with a manual retry and is then sent', async () => {
-    failNext = 2; // both attempts of the budget fail with 503
+    receiver.script({ status: 503, body: 'busy' }, { status: 503, body: 'busy' }); // both attempts of the budget fail
     const res = await api('/v1/notifications', {
       method: 'POST',
       body: JSON.stringify({ channel: 'webhook', to: hookUrl, body: 'retry me' }),
