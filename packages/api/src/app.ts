@@ -1,4 +1,4 @@
-import { Hono } from 'hono';
+import { Hono, type MiddlewareHandler } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { Kysely } from 'kysely';
 import type { Database } from '@notify/migrations';
@@ -7,6 +7,7 @@ import { apiKeyLookup } from './api-key-cache.js';
 import type { AppEnv } from './env.js';
 import { requestContext } from './middleware/request-context.js';
 import { shedOverload } from './middleware/shed.js';
+import { eventLoopPressure, shedOnEventLoopDelay } from './middleware/pressure.js';
 import { type ApiRateLimits, apiRateLimit } from './middleware/rate-limit.js';
 import { fromKysely } from '@notify/outbox';
 import { type HttpMetrics, noMetrics } from './metrics.js';
@@ -37,6 +38,12 @@ export interface AppDeps {
    * overload sheds instead of queueing until clients time out. Default: no bound.
    */
   readonly maxInFlight?: number;
+  /**
+   * NOTIFY_API_MAX_EVENT_LOOP_DELAY_MS: while this process's event loop runs more than this late
+   * (CPU starvation, a long synchronous task), every public request is answered 503 `overloaded`
+   * with Retry-After at once, before anything else runs. Default: off.
+   */
+  readonly maxEventLoopDelayMs?: number;
   /** How tenant signing secrets are stored (NOTIFY_SECRETS_KEY, NOTIFY_SECRET_ROTATION_GRACE_MS). Default: no key (rotation refused), 24 h grace. */
   readonly secrets?: SecretsSettings;
   /**
@@ -76,12 +83,16 @@ const HTTP_EXCEPTION_CODES: Record<number, ProblemCode> = {
 export function createApp(deps: AppDeps): Hono<AppEnv> {
   const clock = deps.clock ?? systemClock;
   const logger = deps.logger ?? silentLogger;
-  const app = baseApp(logger, deps.metrics ?? noMetrics);
+  const metrics = deps.metrics ?? noMetrics;
+  const onShed = (reason: string) => metrics.observeShed(reason);
+  // Shedding on event-loop delay comes first, before request ids and logging: the cheapest answer.
+  const first = deps.maxEventLoopDelayMs === undefined ? [] : [shedOnEventLoopDelay(eventLoopPressure(), deps.maxEventLoopDelayMs, onShed)];
+  const app = baseApp(logger, metrics, first);
   const openapi = buildOpenApiDocument();
   const docs = renderDocsPage(openapi);
   app.get('/openapi.json', (c) => c.json(openapi));
   app.get('/docs', (c) => c.html(docs));
-  if (deps.maxInFlight !== undefined) app.use('/v1/*', shedOverload(deps.maxInFlight));
+  if (deps.maxInFlight !== undefined) app.use('/v1/*', shedOverload(deps.maxInFlight, onShed));
   const sql = fromKysely(deps.db);
   const rateLimit = apiRateLimit({ db: sql, clock, limits: deps.rateLimits ?? {} });
   const keyLookup = apiKeyLookup({ db: sql, clock, ttlMs: deps.apiKeyCacheMs ?? 0 });
@@ -114,8 +125,9 @@ export function createAdminApp(deps: AdminAppDeps): Hono<AppEnv> {
 }
 
 /** Request ids, request metrics and logs, problem+json for every error and for unknown routes. */
-function baseApp(logger: Logger, metrics: HttpMetrics): Hono<AppEnv> {
+function baseApp(logger: Logger, metrics: HttpMetrics, first: readonly MiddlewareHandler<AppEnv>[] = []): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
+  for (const m of first) app.use('*', m);
   app.use('*', requestContext({ logger, metrics }));
   app.onError((err, c) => {
     const instance = new URL(c.req.url).pathname;

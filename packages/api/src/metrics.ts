@@ -6,6 +6,8 @@
 export interface HttpMetrics {
   /** One finished request: its method, route pattern (never the raw path) and status. */
   observeHttp(labels: { readonly method: string; readonly route: string; readonly status: number }, seconds: number): void;
+  /** A request shed with 503 `overloaded` before any work, by reason (`event_loop_delay`, `in_flight`). */
+  observeShed(reason: string): void;
   /** The text exposition format, for GET /metrics. */
   render(): Promise<string>;
   /** The content type of `render()`'s output. */
@@ -15,6 +17,7 @@ export interface HttpMetrics {
 /** Metrics that record nothing and render an empty exposition. */
 export const noMetrics: HttpMetrics = {
   observeHttp() {},
+  observeShed() {},
   render: async () => '',
   contentType: 'text/plain; version=0.0.4; charset=utf-8',
 };

@@ -1,3 +1,8 @@
+import { spawn } from 'node:child_process';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { performance } from 'node:perf_hooks';
+import { createInterface } from 'node:readline';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp, generateApiKey, hashApiKey } from '@notify/api';
@@ -5,9 +10,14 @@ import { fromKysely } from '@notify/outbox';
 import { createTestDatabase, type TestDatabase } from '../../../test/support/db.js';
 import { waitFor } from '../../../test/support/wait.js';
 import { apiKeyInsert } from '../src/sql/api-key-insert.js';
+import { eventLoopPressure } from '../src/middleware/pressure.js';
 
-// Load shedding (NOTIFY_API_MAX_IN_FLIGHT): with the API's database work held up, requests past
+// Load shedding. NOTIFY_API_MAX_IN_FLIGHT: with the API's database work held up, requests past
 // the bound are answered 503 `overloaded` at once instead of queueing behind the others.
+// NOTIFY_API_MAX_EVENT_LOOP_DELAY_MS: while the process itself is starved (here: busy loops in the
+// server's own process, as under CPU starvation), requests are answered 503 `overloaded` with
+// Retry-After as soon as the loop runs, instead of each one going through authentication and the
+// database; once the loop is on time, they pass.
 let t: TestDatabase;
 let key = '';
 
@@ -23,7 +33,13 @@ afterAll(async () => {
 
 describe('maxInFlight', () => {
   it('answers 503 overloaded with Retry-After past the bound, without waiting for the database, and serves again after', async () => {
-    const app = createApp({ db: t.db, config: { retry: { maxAttempts: 3, defaultTtlMs: 3_600_000 } }, maxInFlight: 2 });
+    const reasons: string[] = [];
+    const app = createApp({
+      db: t.db,
+      config: { retry: { maxAttempts: 3, defaultTtlMs: 3_600_000 } },
+      maxInFlight: 2,
+      metrics: { observeHttp() {}, observeShed: (reason) => reasons.push(reason), render: async () => '', contentType: 'text/plain' },
+    });
     const get = async () =>
       app.request('/v1/notifications/ntf_01JZZZZZZZZZZZZZZZZZZZZZZZ', { headers: { authorization: `Bearer ${key}` } });
     // Hold the key lookup: every request blocks in authentication until the lock goes.
@@ -48,6 +64,7 @@ describe('maxInFlight', () => {
       expect(shed.headers.get('content-type')).toContain('application/problem+json');
       expect(shed.headers.get('retry-after')).toBe('1');
       expect(await shed.json()).toMatchObject({ code: 'overloaded', type: 'https://notify.dev/problems/overloaded' });
+      expect(reasons).toEqual(['in_flight']);
       await locker.query('COMMIT');
       expect((await Promise.all(held)).map((r) => r.status)).toEqual([404, 404]);
     } finally {
@@ -56,4 +73,135 @@ describe('maxInFlight', () => {
     // The slots were given back: requests pass again.
     expect((await Promise.all([get(), get()])).map((r) => r.status)).toEqual([404, 404]);
   });
+});
+
+/** Blocks this process's event loop for `ms` (a busy loop: the CPU is taken, nothing else runs). */
+function busy(ms: number): void {
+  const end = performance.now() + ms;
+  while (performance.now() < end) {
+    // spin
+  }
+}
+
+/** The client runs in a child process, so its requests keep arriving while this process is blocked. */
+const CLIENT = `
+const [url, key, durationMs] = process.argv.slice(1);
+const results = [];
+const start = Date.now();
+let first = true;
+const open = [];
+while (Date.now() - start < Number(durationMs)) {
+  const sentAt = Date.now() - start;
+  open.push(fetch(url, { headers: { authorization: 'Bearer ' + key }, signal: AbortSignal.timeout(10000) }).then(
+    async (res) => {
+      const body = await res.json().catch(() => ({}));
+      if (first) { first = false; console.log('first'); }
+      results.push({ sentAt, ms: Date.now() - start - sentAt, status: res.status, retryAfter: res.headers.get('retry-after'), code: body.code });
+    },
+    (err) => results.push({ sentAt, ms: Date.now() - start - sentAt, status: 0, code: err.name }),
+  ));
+  await new Promise((r) => setTimeout(r, 25));
+}
+await Promise.all(open);
+console.log(JSON.stringify(results));
+`;
+
+interface ClientResult {
+  sentAt: number;
+  ms: number;
+  status: number;
+  retryAfter?: string | null;
+  code?: string;
+}
+
+/** Serves `app` on a free port with a plain node:http server (the API package has no server adapter of its own). */
+async function serveApp(app: ReturnType<typeof createApp>): Promise<{ server: Server; url: string }> {
+  const server = createServer((req, res) => {
+    void (async () => {
+      const response = await app.fetch(
+        new Request(`http://127.0.0.1${req.url}`, { method: req.method, headers: req.headers as Record<string, string> }),
+      );
+      res.writeHead(response.status, Object.fromEntries(response.headers));
+      res.end(Buffer.from(await response.arrayBuffer()));
+    })();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
+}
+
+describe('eventLoopPressure', () => {
+  it('sees a stall while it lasts, before its next sample, and forgets it once the loop is on time', async () => {
+    const pressure = eventLoopPressure({ sampleIntervalMs: 50 });
+    try {
+      busy(300);
+      expect(pressure.delayMs()).toBeGreaterThanOrEqual(240);
+      // A few samples later on an idle loop the delay is small again (loaded machine: generous bound).
+      const deadline = performance.now() + 5_000;
+      while (pressure.delayMs() > 100 && performance.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      expect(pressure.delayMs()).toBeLessThanOrEqual(100);
+    } finally {
+      pressure.stop();
+    }
+  });
+});
+
+describe('maxEventLoopDelayMs', () => {
+  it('sheds with 503 overloaded + Retry-After while the process is starved, within a bounded time, and serves again after', async () => {
+    const shed: string[] = [];
+    const app = createApp({
+      db: t.db,
+      config: { retry: { maxAttempts: 3, defaultTtlMs: 3_600_000 } },
+      maxEventLoopDelayMs: 100,
+      metrics: { observeHttp() {}, observeShed: (reason) => shed.push(reason), render: async () => '', contentType: 'text/plain' },
+    });
+    const { server, url } = await serveApp(app);
+    try {
+      const child = spawn(
+        process.execPath,
+        ['--input-type=module', '-e', CLIENT, `${url}/v1/notifications/ntf_01JZZZZZZZZZZZZZZZZZZZZZZZ`, key, '5000'],
+        {
+          stdio: ['ignore', 'pipe', 'inherit'],
+        },
+      );
+      const lines = createInterface({ input: child.stdout });
+      const output: string[] = [];
+      let sawFirst!: () => void;
+      const first = new Promise<void>((resolve) => (sawFirst = resolve));
+      lines.on('line', (line) => {
+        if (line === 'first') sawFirst();
+        else output.push(line);
+      });
+      const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+      await first;
+      // Starvation: 2 s in which the loop gets a turn only every 300 ms.
+      const starvedUntil = performance.now() + 2_000;
+      while (performance.now() < starvedUntil) {
+        busy(300);
+        await new Promise((r) => setImmediate(r));
+      }
+      expect(await exited).toBe(0);
+      const results = JSON.parse(output.join('')) as ClientResult[];
+      const overloaded = results.filter((r) => r.status === 503);
+      expect(overloaded.length, JSON.stringify(results)).toBeGreaterThan(5);
+      for (const r of overloaded) {
+        expect(r.code).toBe('overloaded');
+        expect(Number(r.retryAfter)).toBeGreaterThanOrEqual(1);
+      }
+      expect(shed.length).toBe(overloaded.length);
+      expect(new Set(shed)).toEqual(new Set(['event_loop_delay']));
+      // Every request got an answer (none hung), each within a bound: a 300 ms block, plus margin on a loaded machine.
+      expect(results.filter((r) => r.status !== 503 && r.status !== 404)).toEqual([]);
+      expect(Math.max(...results.map((r) => r.ms))).toBeLessThan(3_000);
+      // After the starvation the loop is on time again: the last second's requests pass (404: no such notification).
+      const last = results.filter((r) => r.sentAt >= 4_000);
+      expect(last.length).toBeGreaterThan(0);
+      expect(
+        last.every((r) => r.status === 404),
+        JSON.stringify(last),
+      ).toBe(true);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  }, 60_000);
 });

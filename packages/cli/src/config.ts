@@ -23,6 +23,8 @@ export interface Config extends ProvidersConfig {
   readonly apiKeyCacheMs: number;
   /** NOTIFY_API_MAX_IN_FLIGHT: /v1 requests one API process works on at once; more are shed with 503 `overloaded`. */
   readonly apiMaxInFlight: number;
+  /** NOTIFY_API_MAX_EVENT_LOOP_DELAY_MS: while the API process's event loop runs later than this, requests are shed with 503 `overloaded` (0: off). */
+  readonly apiMaxEventLoopDelayMs: number;
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** NOTIFY_EVENTS: which status events are written (migration 0060): every one, only those of a final state, or none. */
   readonly events: 'all' | 'terminal' | 'none';
@@ -201,6 +203,7 @@ export function loadConfig(env: Env): Config {
     apiRateLimits: { perKey: rateLimit(env, 'NOTIFY_API_RATE_LIMIT'), perTenant: rateLimit(env, 'NOTIFY_API_TENANT_RATE_LIMIT') },
     apiKeyCacheMs: int(env, 'NOTIFY_API_KEY_CACHE_MS', 5_000, 0, 300_000),
     apiMaxInFlight: int(env, 'NOTIFY_API_MAX_IN_FLIGHT', 64, 1, 100_000),
+    apiMaxEventLoopDelayMs: int(env, 'NOTIFY_API_MAX_EVENT_LOOP_DELAY_MS', 250, 0, 60_000),
     logLevel: logLevel as Config['logLevel'],
     events: events as Config['events'],
     topicPrefix,

@@ -239,6 +239,7 @@ export async function startNotify(config: Config, roles: readonly Role[], deps: 
         apiKeyCacheMs: config.apiKeyCacheMs,
         webhookAllowCidrs: config.webhook.allowCidrs,
         maxInFlight: config.apiMaxInFlight,
+        ...(config.apiMaxEventLoopDelayMs > 0 ? { maxEventLoopDelayMs: config.apiMaxEventLoopDelayMs } : {}),
         console: {
           showContent: config.consoleShowContent,
           pipeline,

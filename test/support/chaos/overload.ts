@@ -1,46 +1,54 @@
+import { spawn } from 'node:child_process';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import type { OverloadClientParams, OverloadClientResult } from './overload-client.js';
 import { PROBE_KEY } from './scenarios.js';
-import type { Scenario, StackProcess } from './scenario.js';
+import { type Scenario, type ScenarioContext, type StackProcess, peakRssMbOf } from './scenario.js';
+import { ChildSet, type NotifyChild } from './stack.js';
 
-/**
- * POST /v1/notifications throughput the bench measured (BENCHMARKS.md, http-enqueue, 16
- * connections: 572/s); the overload scenario offers five times this unless CHAOS_OVERLOAD_RATE says otherwise.
- */
-export const MEASURED_API_CAPACITY_PER_SEC = 572;
-
-/** What the API answered during the overload. */
-export interface OverloadStats {
-  /** Requests the schedule called for, and the ones the generator could send (it caps its own concurrency). */
-  offered: number;
-  sent: number;
-  accepted: number;
-  /** 503 `overloaded` / `database_unreachable` and 429 answers. */
-  shed: number;
-  /** Shed answers without a Retry-After header (must be 0). */
-  shedWithoutRetryAfter: number;
-  /** No answer within 10 s (must be 0: shedding instead of timing out). */
-  timeouts: number;
-  /** Connection errors and any other status, by kind. */
-  other: Record<string, number>;
-  /** Slowest answer, in ms. */
-  maxAnswerMs: number;
+/** What the API answered during the overload (`overload-client.ts` measures it), and what it cost. */
+export interface OverloadStats extends Omit<OverloadClientResult, 'ids'> {
+  /** The test process's own event-loop delay meanwhile (it hosts the receiver), ms. */
+  harnessLoopDelayP99Ms: number;
+  harnessLoopDelayMaxMs: number;
+  /** Peak RSS (VmHWM) of each process of the stack at the end of the overload, MiB. */
+  peakRssMb: Record<string, number>;
 }
 
-const CLIENT_CONCURRENCY = 512;
-const REQUEST_TIMEOUT_MS = 10_000;
+const CLIENT = fileURLToPath(new URL('./overload-client.ts', import.meta.url));
+
+/** Peak RSS (VmHWM, MiB) of each named process of the stack, noted in the timeline. */
+export function peakRssOf(ctx: ScenarioContext, names: readonly string[]): Record<string, number> {
+  const out = Object.fromEntries(names.map((n) => [n, peakRssMbOf(ctx.process(n).pid)]));
+  ctx.note(`peak RSS (VmHWM): ${names.map((n) => `${n} ${out[n]} MiB`).join(', ')}`);
+  return out;
+}
 
 /**
- * Overload: `ratePerSec` POST /v1/notifications for `durationMs` (open loop, at most 512 requests
- * open at once from this client), against a stack with the api, relay and dispatcher in separate
- * processes. Every answer is classified (`sink.stats`); the accepted notifications are audited
- * like any scenario's (every one delivered afterwards), and the table row carries the peak RSS.
+ * Overload: a calibration step measures what the API accepts per second on this machine now (16
+ * clients in a closed loop, like the bench's http-enqueue, for `calibrationMs`), then `factor` ×
+ * that rate of POST /v1/notifications is offered for `durationMs` (open loop, at most 512 requests
+ * open at once), against a stack with the api, relay and dispatcher in separate processes with
+ * their default shedding settings. The generator runs in its own process and measures its own
+ * event-loop delay, so a timeout caused by a starved client shows as such; every answer is
+ * classified (`sink.stats`), and the accepted notifications are audited like any scenario's.
  */
 export function overloadScenario(
-  params: { readonly ratePerSec: number; readonly durationMs: number; readonly seed: number },
+  params: {
+    readonly factor: number;
+    readonly durationMs: number;
+    readonly seed: number;
+    readonly calibrationMs?: number;
+    /** A fixed rate instead of factor × the calibrated capacity (CHAOS_OVERLOAD_RATE). */
+    readonly ratePerSec?: number;
+  },
   sink: { stats?: OverloadStats },
 ): Scenario {
   const api: StackProcess = { name: 'api', roles: ['api'] };
+  const label = params.ratePerSec !== undefined ? `${params.ratePerSec}/s` : `${params.factor}× capacity`;
   return {
-    name: `overload: ${params.ratePerSec}/s for ${Math.round(params.durationMs / 1000)} s`,
+    name: `overload: ${label} for ${Math.round(params.durationMs / 1000)} s`,
     notifications: 0,
     spreadMs: 0,
     seed: params.seed,
@@ -48,64 +56,66 @@ export function overloadScenario(
     processes: [api, { name: 'relay', roles: ['relay'] }, { name: 'dispatcher', roles: ['dispatcher'] }],
     settleTimeoutMs: 600_000,
     async fault(ctx) {
-      const url = `${ctx.process('api').url}/v1/notifications`;
-      const stats: OverloadStats = (sink.stats = {
-        offered: 0,
-        sent: 0,
-        accepted: 0,
-        shed: 0,
-        shedWithoutRetryAfter: 0,
-        timeouts: 0,
-        other: {},
-        maxAnswerMs: 0,
-      });
-      const ids: string[] = [];
-      const open = new Set<Promise<void>>();
-      const post = async (i: number) => {
-        const t0 = Date.now();
-        try {
-          const res = await fetch(url, {
-            method: 'POST',
-            headers: { authorization: `Bearer ${PROBE_KEY}`, 'content-type': 'application/json' },
-            body: JSON.stringify({ channel: 'webhook', to: `${ctx.receiver.url}/hooks/${i % 25}`, body: `overload ${i}` }),
-            signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
-          });
-          const body = (await res.json().catch(() => ({}))) as { id?: string };
-          if (res.status === 202 && body.id) {
-            stats.accepted++;
-            ids.push(body.id);
-          } else if (res.status === 503 || res.status === 429) {
-            stats.shed++;
-            if (!res.headers.get('retry-after')) stats.shedWithoutRetryAfter++;
-          } else stats.other[String(res.status)] = (stats.other[String(res.status)] ?? 0) + 1;
-        } catch (err) {
-          if ((err as Error).name === 'TimeoutError') stats.timeouts++;
-          else {
-            const kind = (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).name;
-            stats.other[kind] = (stats.other[kind] ?? 0) + 1;
-          }
-        } finally {
-          stats.maxAnswerMs = Math.max(stats.maxAnswerMs, Date.now() - t0);
-        }
-      };
-      const start = Date.now();
-      ctx.note(`offering ${params.ratePerSec}/s for ${params.durationMs} ms`);
-      for (let tick = 1; Date.now() - start < params.durationMs; tick++) {
-        stats.offered = Math.floor(((Date.now() - start) / 1000) * params.ratePerSec);
-        while (stats.sent < stats.offered && open.size < CLIENT_CONCURRENCY) {
-          const p = post(stats.sent++).finally(() => open.delete(p));
-          open.add(p);
-        }
-        // Pacing of the generator (10 ms ticks): the one waiting primitive, on the clock.
-        const next = start + tick * 10;
-        await ctx.until(() => Date.now() >= next, 'the next tick', 10_000);
+      // The calibration's API: one more api process, without event-loop shedding (as the bench ran it).
+      const calibration = new ChildSet();
+      try {
+        const calApi = await calibration.start('api-calibration', ['api'], { ...ctx.env, NOTIFY_API_MAX_EVENT_LOOP_DELAY_MS: '0' });
+        ctx.note(`started api-calibration (pid ${calApi.pid}), NOTIFY_API_MAX_EVENT_LOOP_DELAY_MS=0`);
+        await overload(ctx, calApi);
+      } finally {
+        await calibration.stopAll();
+        await calibration.killAll();
       }
-      await Promise.all(open);
-      ctx.adopt(ids);
-      ctx.note(
-        `offered ${stats.offered}, sent ${stats.sent}, accepted ${stats.accepted}, shed ${stats.shed}, timeouts ${stats.timeouts}, ` +
-          `other ${JSON.stringify(stats.other)}, slowest answer ${stats.maxAnswerMs} ms`,
-      );
     },
   };
+
+  async function overload(ctx: ScenarioContext, calApi: NotifyChild): Promise<void> {
+    const clientParams: OverloadClientParams = {
+      calibrationUrl: `${calApi.url}/v1/notifications`,
+      calibrationMetricsUrl: `${calApi.adminUrl}/metrics`,
+      url: `${ctx.process('api').url}/v1/notifications`,
+      metricsUrl: `${ctx.process('api').adminUrl}/metrics`,
+      key: PROBE_KEY,
+      receiverUrl: ctx.receiver.url,
+      calibrationMs: params.calibrationMs ?? 10_000,
+      calibrationClients: 16,
+      factor: params.factor,
+      ...(params.ratePerSec !== undefined ? { ratePerSec: params.ratePerSec } : {}),
+      durationMs: params.durationMs,
+      concurrency: 512,
+      timeoutMs: 10_000,
+    };
+    const harness = monitorEventLoopDelay({ resolution: 10 });
+    harness.enable();
+    const child = spawn(process.execPath, ['--import', 'tsx', CLIENT, JSON.stringify(clientParams)], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString('utf8')));
+    let result: OverloadClientResult | undefined;
+    for await (const line of createInterface({ input: child.stdout })) {
+      if (line.startsWith('note ')) ctx.note(line.slice(5));
+      else if (line.startsWith('result ')) result = JSON.parse(line.slice(7)) as OverloadClientResult;
+    }
+    harness.disable();
+    if (!result) throw new Error(`the overload client ended without a result:\n${stderr.slice(-4000)}`);
+    const { ids, ...rest } = result;
+    ctx.adopt(ids);
+    const stats: OverloadStats = (sink.stats = {
+      ...rest,
+      harnessLoopDelayP99Ms: Math.round(harness.percentile(99) / 1e6),
+      harnessLoopDelayMaxMs: Math.round(harness.max / 1e6),
+      peakRssMb: {},
+    });
+    ctx.note(
+      `offered ${stats.offered}, sent ${stats.sent}, accepted ${stats.accepted} (slowest ${stats.maxAcceptedMs} ms), ` +
+        `shed ${stats.shed} ${JSON.stringify(stats.shedByCode)} (slowest ${stats.maxShedMs} ms), timeouts ${stats.timeouts} ` +
+        `(${stats.timeoutsWhileGeneratorStalled} while the generator was stalled > 1 s), other ${JSON.stringify(stats.other)}, ` +
+        `sent again after a keep-alive reset ${stats.resentAfterReset}; ` +
+        `API shed by reason ${JSON.stringify(stats.apiShedByReason)}; event-loop delay p99/max: generator ` +
+        `${stats.generatorLoopDelayP99Ms}/${stats.generatorLoopDelayMaxMs} ms, API ${stats.apiLoopDelayP99Ms}/${stats.apiLoopDelayMaxMs} ms, ` +
+        `test process ${stats.harnessLoopDelayP99Ms}/${stats.harnessLoopDelayMaxMs} ms`,
+    );
+    stats.peakRssMb = peakRssOf(ctx, ['api', 'relay', 'dispatcher']);
+  }
 }

@@ -304,7 +304,7 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
 }
 
 /** The kernel's peak resident set size (VmHWM) of a live process, in MiB; 0 when it is gone. */
-function peakRssMbOf(pid: number): number {
+export function peakRssMbOf(pid: number): number {
   try {
     const kb = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
     return kb ? Math.round(Number(kb) / 1024) : 0;

@@ -58,6 +58,8 @@ export interface Metrics {
   /** The content type of `render()`'s output. */
   readonly contentType: string;
   observeHttp(labels: { method: string; route: string; status: number }, seconds: number): void;
+  /** A request the API shed with 503 `overloaded`, by reason (event_loop_delay, in_flight). */
+  observeShed(reason: string): void;
   observeAttempt(attempt: AttemptObservation): void;
   /** Messages the relay published. */
   observePublished(count: number): void;
@@ -94,6 +96,12 @@ export function createMetrics(options: CreateMetricsOptions = {}): Metrics {
     name: 'notify_http_requests_total',
     help: 'HTTP requests by method, route pattern and status code',
     labelNames: ['method', 'route', 'status'] as const,
+    registers: [registry],
+  });
+  const shed = new Counter({
+    name: 'notify_api_requests_shed_total',
+    help: 'Requests the API answered 503 overloaded before any work, by reason (event_loop_delay, in_flight)',
+    labelNames: ['reason'] as const,
     registers: [registry],
   });
   const httpDuration = new Histogram({
@@ -328,6 +336,9 @@ export function createMetrics(options: CreateMetricsOptions = {}): Metrics {
     observeHttp(labels, secs) {
       httpRequests.inc({ method: labels.method, route: labels.route, status: String(labels.status) });
       httpDuration.observe({ method: labels.method, route: labels.route }, secs);
+    },
+    observeShed(reason) {
+      shed.inc({ reason });
     },
     observeAttempt(a) {
       attempts.inc({ outcome: a.outcome, channel: a.channel });

@@ -1,0 +1,70 @@
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
+import type { MiddlewareHandler } from 'hono';
+import type { AppEnv } from '../env.js';
+import { problem, problemResponse } from '../problem.js';
+
+/** Why a request was shed (the `reason` label of `notify_api_requests_shed_total`). */
+export type ShedReason = 'event_loop_delay' | 'in_flight';
+
+/** How late this process's event loop runs, measured all the time (one timer, one histogram). */
+export interface EventLoopPressure {
+  /** The current delay in ms: the last sample's, or longer if the loop is stalled right now. */
+  delayMs(): number;
+  /** Stops the timer and the histogram. */
+  stop(): void;
+}
+
+const RESOLUTION_MS = 10;
+
+/**
+ * Measures event-loop delay the way Fastify's `under-pressure` does (perf_hooks
+ * `monitorEventLoopDelay`, mean per sample window, minus the histogram's resolution), plus two
+ * cheap checks that see a stall before the next sample: how late the sampling timer itself fired,
+ * and, while a request is handled, how overdue that timer is now. So the first requests read after
+ * a stall are already shed, not only those after the next sample.
+ */
+export function eventLoopPressure(options: { readonly sampleIntervalMs?: number } = {}): EventLoopPressure {
+  const intervalMs = options.sampleIntervalMs ?? 250;
+  const histogram = monitorEventLoopDelay({ resolution: RESOLUTION_MS });
+  histogram.enable();
+  let lastTick = performance.now();
+  let sampled = 0;
+  const timer = setInterval(() => {
+    const now = performance.now();
+    const late = now - lastTick - intervalMs;
+    lastTick = now;
+    const mean = Number.isFinite(histogram.mean) ? histogram.mean / 1e6 - RESOLUTION_MS : 0;
+    histogram.reset();
+    sampled = Math.max(0, late, mean);
+  }, intervalMs);
+  timer.unref();
+  return {
+    delayMs: () => Math.max(sampled, performance.now() - lastTick - intervalMs),
+    stop() {
+      clearInterval(timer);
+      histogram.disable();
+    },
+  };
+}
+
+/**
+ * Load shedding when the process itself is the bottleneck (CPU starvation, a long synchronous
+ * task): while the event loop runs more than `maxDelayMs` late, every request is answered at once
+ * with 503 `overloaded` and a `Retry-After` of the delay in whole seconds (1–10), before request
+ * ids, logging, authentication or body parsing. Mounted first on the public app.
+ */
+export function shedOnEventLoopDelay(
+  pressure: EventLoopPressure,
+  maxDelayMs: number,
+  onShed: (reason: ShedReason) => void,
+): MiddlewareHandler<AppEnv> {
+  if (!Number.isFinite(maxDelayMs) || maxDelayMs <= 0) throw new RangeError(`maxEventLoopDelayMs must be > 0, got ${maxDelayMs}`);
+  return async (c, next) => {
+    const delay = pressure.delayMs();
+    if (delay <= maxDelayMs) return next();
+    onShed('event_loop_delay');
+    const retryAfter = String(Math.min(10, Math.max(1, Math.ceil(delay / 1000))));
+    const detail = `event loop ${Math.round(delay)} ms late (limit ${maxDelayMs} ms); retry later`;
+    return problemResponse(problem('overloaded', detail, {}, c.req.path), { 'retry-after': retryAfter });
+  };
+}
