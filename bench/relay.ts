@@ -4,9 +4,11 @@
 //   (--batch takes a list, e.g. --batch 250,500,1000,2000, to compare batch sizes)
 //
 // Each round: pre-fill the outbox with `rows` realistic delivery-request rows (one INSERT …
-// generate_series), time one relay instance publishing all of them (start → last row marked),
-// then time raw kafkajs `sendBatch` of the same key/value/headers in chunks of the same batch
-// size with an identically configured idempotent producer. Prints both, the ratio, and writes
+// generate_series), each carrying its notification.queued event as enqueue writes them (migration
+// 0150: one row, two messages), time one relay instance publishing all of them (start → last row
+// marked), then time raw kafkajs `sendBatch` of the same messages (outbox_messages: requests and
+// events topics) in chunks of the same number of rows with an identically configured idempotent
+// producer. Prints both, the ratio, and writes
 // bench/results/relay.json. Uses its own database and topics and removes them at the end.
 // Env: DATABASE_URL (server; the database part is replaced), KAFKA_BROKERS (else the project's
 // broker is started or reused through scripts/kafka.mjs).
@@ -52,8 +54,9 @@ const serverUrl = process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL;
 const runId = `bench_relay_${randomBytes(3).toString('hex')}`;
 const dbName = runId;
 const prefix = runId.replace(/_/g, '-');
-const relayTopic = topicName(`${prefix}.relay`, 'requests');
-const rawTopic = topicName(`${prefix}.raw`, 'requests');
+const TOPIC_SUFFIXES = ['requests', 'events'] as const;
+const relayTopics = TOPIC_SUFFIXES.map((s) => topicName(`${prefix}.relay`, s));
+const rawTopics = TOPIC_SUFFIXES.map((s) => topicName(`${prefix}.raw`, s));
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
 
@@ -68,9 +71,9 @@ async function admin<T>(fn: (c: pg.Client) => Promise<T>): Promise<T> {
 }
 
 // Realistic rows: a delivery request (~190 bytes) with its seven headers, 2,000 recipients over
-// 20 tenants, in the shape buildDeliveryRequest produces.
+// 20 tenants, in the shape buildDeliveryRequest produces, carrying its queued event (~270 bytes).
 const PREFILL_SQL = `
-INSERT INTO outbox (topic, key, value, headers)
+INSERT INTO outbox (topic, key, value, headers, event_value)
 SELECT 'requests',
        'tenant-' || (g % 20) || '/email/' || left(md5((g % 2000)::text), 22),
        json_build_object('v', 1, 'type', 'notification.deliver', 'id', 'ntf_' || upper(left(md5(g::text), 26)),
@@ -79,14 +82,22 @@ SELECT 'requests',
        jsonb_build_object('notification-id', 'ntf_' || upper(left(md5(g::text), 26)), 'tenant-id', 'tenant-' || (g % 20),
                           'schema-version', '1', 'message-type', 'notification.deliver', 'attempt', '1',
                           'due-at', '2026-05-01T12:00:00.000Z',
-                          'traceparent', '00-' || md5(g::text) || '-' || left(md5((g + 1)::text), 16) || '-01')
+                          'traceparent', '00-' || md5(g::text) || '-' || left(md5((g + 1)::text), 16) || '-01'),
+       json_build_object('v', 1, 'type', 'notification.queued', 'id', 'ntf_' || upper(left(md5(g::text), 26)),
+                         'tenant_id', 'tenant-' || (g % 20), 'channel', 'email', 'state', 'queued', 'attempts', 0,
+                         'dead_reason', null, 'last_error', null, 'next_attempt_at', '2026-05-01T12:00:00.000Z',
+                         'occurred_at', '2026-05-01T12:00:00.000Z')::text
   FROM generate_series(1, $1::int) g`;
 
-interface Row {
+/** One Kafka message of an outbox row (outbox_messages). */
+interface Message {
+  topic: string;
   key: string;
   value: string;
   headers: Record<string, string>;
 }
+/** An outbox row's messages: the request, then the queued event it carries. */
+type Row = Message[];
 
 interface Round {
   batchSize: number;
@@ -114,7 +125,7 @@ async function main(): Promise<void> {
   try {
     await migrateToLatest(db);
     await kadmin.createTopics({
-      topics: [relayTopic, rawTopic].map((topic) => ({ topic, numPartitions: PARTITIONS })),
+      topics: [...relayTopics, ...rawTopics].map((topic) => ({ topic, numPartitions: PARTITIONS })),
       waitForLeaders: true,
     });
     const pool = new pg.Pool({ connectionString: url, max: 2 });
@@ -146,7 +157,7 @@ async function main(): Promise<void> {
           };
           results.push(r);
           log(
-            `batch ${batchSize} round ${round}: relay ${r.relayRowsPerSec} rows/s (${r.relayMs} ms, ${Math.round(r.relayPublishShare * 100)}% in Kafka, node CPU ${r.relayCpuMs} ms), raw ${r.rawRowsPerSec} msgs/s (${r.rawMs} ms, node CPU ${r.rawCpuMs} ms), ratio ${r.ratio}`,
+            `batch ${batchSize} round ${round}: relay ${r.relayRowsPerSec} rows/s (${r.relayMs} ms, ${Math.round(r.relayPublishShare * 100)}% in Kafka, node CPU ${r.relayCpuMs} ms), raw ${r.rawRowsPerSec} rows/s (${r.rawMs} ms, node CPU ${r.rawCpuMs} ms), ratio ${r.ratio}`,
           );
         }
       }
@@ -155,7 +166,7 @@ async function main(): Promise<void> {
     }
   } finally {
     await db.destroy();
-    await kadmin.deleteTopics({ topics: [relayTopic, rawTopic] }).catch(() => {});
+    await kadmin.deleteTopics({ topics: [...relayTopics, ...rawTopics] }).catch(() => {});
     await kadmin.disconnect();
     await admin((c) => c.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(dbName)} WITH (FORCE)`));
   }
@@ -182,6 +193,8 @@ async function main(): Promise<void> {
     at: new Date().toISOString(),
     loadAverage: loadavg(),
     rows: ROWS,
+    // each row is a request carrying its queued event: two messages (migration 0150)
+    messagesPerRow: 2,
     rounds: ROUNDS,
     partitions: PARTITIONS,
     machine: { cpus: cpus().length, cpu: cpus()[0]?.model, node: process.version },
@@ -193,7 +206,7 @@ async function main(): Promise<void> {
   await writeFile(path.join(ROOT, 'bench', 'results', 'relay.json'), `${JSON.stringify(report, null, 2)}\n`);
   for (const s of summary) {
     console.log(
-      `batch ${s.batchSize}: relay ${s.relayRowsPerSec} rows/s, raw kafkajs ${s.rawRowsPerSec} msgs/s, relay/raw ${s.ratio} (median of ${ROUNDS} paired rounds, ${ROWS} rows); best: relay ${s.bestRelayRowsPerSec}, raw ${s.bestRawRowsPerSec}, ratio ${s.bestRatio}`,
+      `batch ${s.batchSize}: relay ${s.relayRowsPerSec} rows/s, raw kafkajs ${s.rawRowsPerSec} rows/s (2 messages each), relay/raw ${s.ratio} (median of ${ROUNDS} paired rounds, ${ROWS} rows); best: relay ${s.bestRelayRowsPerSec}, raw ${s.bestRawRowsPerSec}, ratio ${s.bestRatio}`,
     );
   }
   console.log('wrote bench/results/relay.json');
@@ -205,8 +218,17 @@ async function prefill(pool: pg.Pool, n: number): Promise<Row[]> {
   await pool.query(PREFILL_SQL, [n]);
   await pool.query('VACUUM ANALYZE outbox');
   log(`pre-filled ${n} rows in ${Math.round(performance.now() - t0)} ms`);
-  const { rows } = await pool.query<Row>('SELECT key, value, headers FROM outbox ORDER BY txid, id');
-  return rows;
+  const { rows } = await pool.query<Message & { id: string }>(
+    'SELECT id, topic, key, value, headers FROM outbox_messages ORDER BY txid, id, part',
+  );
+  const byRow: Row[] = [];
+  let last: string | undefined;
+  for (const { id, ...m } of rows) {
+    if (id !== last) byRow.push([]);
+    byRow.at(-1)!.push({ ...m, topic: topicName(`${prefix}.raw`, m.topic) });
+    last = id;
+  }
+  return byRow;
 }
 
 async function relayRun(
@@ -248,11 +270,17 @@ async function rawRun(kafka: Kafka, rows: readonly Row[], batchSize: number): Pr
   try {
     const t0 = performance.now();
     for (let i = 0; i < rows.length; i += batchSize) {
-      const chunk = rows.slice(i, i + batchSize);
+      // Grouped by topic, as the relay's publisher groups a batch.
+      const byTopic = new Map<string, { key: string; value: string; headers: Record<string, string> }[]>();
+      for (const m of rows.slice(i, i + batchSize).flat()) {
+        let list = byTopic.get(m.topic);
+        if (!list) byTopic.set(m.topic, (list = []));
+        list.push({ key: m.key, value: m.value, headers: m.headers });
+      }
       await producer.sendBatch({
         acks: -1,
         timeout: 30_000,
-        topicMessages: [{ topic: rawTopic, messages: chunk.map((r) => ({ key: r.key, value: r.value, headers: r.headers })) }],
+        topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),
       });
     }
     return performance.now() - t0;

@@ -8,6 +8,8 @@ import type { Scenario } from './types.js';
 interface RelayScriptReport {
   readonly at: string;
   readonly rows: number;
+  /** Messages each row publishes (absent before migration 0150: 1). */
+  readonly messagesPerRow?: number;
   readonly rounds: number;
   readonly partitions: number;
   readonly producer: Record<string, unknown>;
@@ -57,7 +59,8 @@ export const relayScenario: Scenario = {
     else await rm(SCRIPT_OUTPUT, { force: true });
     const figures: Figure[] = report.summary.map((s) => ({
       id: `batch${s.batchSize}.rate`,
-      label: `relay rows/s, ${report.rows.toLocaleString('en-US')} rows, batch ${s.batchSize}`,
+      // since migration 0150 a row is a request carrying its queued event: two messages
+      label: `relay rows/s, ${report.rows.toLocaleString('en-US')} rows${report.messagesPerRow === 2 ? ' (request + queued event)' : ''}, batch ${s.batchSize}`,
       value: s.relayRowsPerSec,
       unit: '/s',
       baseline: { label: 'raw kafkajs sendBatch', value: s.rawRowsPerSec },

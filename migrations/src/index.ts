@@ -13,6 +13,7 @@ export type {
   TenantWebhookSecretsTable,
   BulkRetriesTable,
   EndpointsTable,
+  OutboxMessagesView,
   Attempt,
   NewAttempt,
 } from './schema.js';

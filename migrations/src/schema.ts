@@ -125,6 +125,23 @@ export interface EndpointsTable {
   updated_at: Generated<Timestamp>;
 }
 
+/**
+ * The `outbox_messages` view (migration 0150), read-only: one row per Kafka message the outbox
+ * holds, a row's own (`part` 0) and the `notification.queued` event an enqueue's request row
+ * carries (`part` 1). Order a key's messages by (txid, id, part), as the relay publishes them.
+ */
+export interface OutboxMessagesView {
+  id: ColumnType<string, never, never>;
+  part: ColumnType<number, never, never>;
+  topic: ColumnType<string, never, never>;
+  key: ColumnType<string, never, never>;
+  value: ColumnType<string, never, never>;
+  headers: ColumnType<Record<string, string>, never, never>;
+  created_at: ColumnType<Date, never, never>;
+  txid: ColumnType<string, never, never>;
+  published_at: ColumnType<Date | null, never, never>;
+}
+
 /** The whole schema, for `new Kysely<Database>(…)`. */
 export interface Database extends OutboxDatabase {
   attempts: AttemptsTable;
@@ -137,6 +154,7 @@ export interface Database extends OutboxDatabase {
   bulk_retries: BulkRetriesTable;
   dlq_redrives: DlqRedrivesTable;
   endpoints: EndpointsTable;
+  outbox_messages: OutboxMessagesView;
 }
 
 /** An attempt row as read. */

@@ -88,7 +88,9 @@ async function written(t: TestDatabase, id: string, expiresAtGiven: boolean) {
   const {
     rows: [n],
   } = await t.pool.query('SELECT * FROM notifications WHERE id = $1', [id]);
-  const { rows: outbox } = await t.pool.query("SELECT * FROM outbox WHERE headers->>'notification-id' = $1 ORDER BY id", [id]);
+  const { rows: outbox } = await t.pool.query("SELECT * FROM outbox_messages WHERE headers->>'notification-id' = $1 ORDER BY id, part", [
+    id,
+  ]);
   const now = (n.created_at as Date).toISOString();
   const text = (s: string) => s.replaceAll(id, '<id>').replaceAll(now, '<now>');
   expect(n.updated_at).toEqual(n.created_at);
@@ -173,7 +175,7 @@ describe('the rows PostgreSQL writes', () => {
           rows: [n],
         } = await viaPsql.pool.query('SELECT * FROM notifications WHERE id = $1', [id]);
         const { rows: outbox } = await viaPsql.pool.query(
-          "SELECT topic, key, value, headers FROM outbox WHERE headers->>'notification-id' = $1 ORDER BY id",
+          "SELECT topic, key, value, headers FROM outbox_messages WHERE headers->>'notification-id' = $1 ORDER BY id, part",
           [id],
         );
         const subject = {

@@ -19,7 +19,8 @@ const intent = (over: Record<string, unknown> = {}) =>
 
 async function rowsFor(id: string) {
   const n = await t.pool.query('SELECT * FROM notifications WHERE id = $1', [id]);
-  const o = await t.pool.query("SELECT topic FROM outbox WHERE headers->>'notification-id' = $1 ORDER BY id", [id]);
+  // its Kafka messages: the request row and the queued event it carries (migration 0150)
+  const o = await t.pool.query("SELECT topic FROM outbox_messages WHERE headers->>'notification-id' = $1 ORDER BY id, part", [id]);
   return { notifications: n.rows.length, outbox: o.rows.map((r: { topic: string }) => r.topic) };
 }
 
@@ -34,16 +35,20 @@ describe('notify_enqueue from psql', () => {
     expect(await rowsFor(id)).toEqual({ notifications: 0, outbox: [] });
   });
 
-  it('writes the notification and its two outbox rows, in order, when the caller commits', async () => {
+  it('writes the notification and one outbox row with its two messages, in order, when the caller commits', async () => {
     const r = await psql(t.url, "BEGIN;\nSELECT notify_enqueue(:'intent');\nCOMMIT;\n", { intent: intent() });
     expect(r.exitCode, r.stderr).toBe(0);
     const id = r.stdout.trim();
     expect(await rowsFor(id)).toEqual({ notifications: 1, outbox: ['requests', 'events'] });
-    const { rows } = await t.pool.query(
+    const rows = await t.pool.query("SELECT topic, event_value IS NOT NULL AS carries FROM outbox WHERE headers->>'notification-id' = $1", [
+      id,
+    ]);
+    expect(rows.rows).toEqual([{ topic: 'requests', carries: true }]);
+    const { rows: n } = await t.pool.query(
       'SELECT state, attempts, max_attempts, recipient, expires_at - created_at AS ttl FROM notifications WHERE id = $1',
       [id],
     );
-    expect(rows[0]).toMatchObject({ state: 'queued', attempts: 0, max_attempts: 8, recipient: 'ada@example.com', ttl: { days: 1 } });
+    expect(n[0]).toMatchObject({ state: 'queued', attempts: 0, max_attempts: 8, recipient: 'ada@example.com', ttl: { days: 1 } });
   });
 
   it('returns the original id for the same key and the same request', async () => {

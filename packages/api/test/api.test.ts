@@ -1,7 +1,6 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { parseDeliveryRequest, parseStatusEvent } from '@notify/contract';
-import { type OutboxRow } from '@notify/outbox';
 import { ManualClock } from '@notify/runtime/testing';
 import {
   ActionList,
@@ -107,12 +106,14 @@ async function expectProblem(res: Response, code: ProblemCode) {
   return body;
 }
 
-async function outboxFor(id: string): Promise<OutboxRow[]> {
+/** The notification's Kafka messages in the outbox, in publish order (the queued event rides on the request row). */
+async function outboxFor(id: string) {
   return t.db
-    .selectFrom('outbox')
+    .selectFrom('outbox_messages')
     .selectAll()
     .where(sql`headers->>'notification-id'`, '=', id)
     .orderBy('id')
+    .orderBy('part')
     .execute();
 }
 

@@ -106,7 +106,9 @@ describe('delivery handler', () => {
     expect(row.sent_at).toEqual(s.clock.now());
     const events = await sql<{
       value: string;
-    }>`SELECT value FROM outbox WHERE topic = 'events' AND headers->>'notification-id' = ${n.id} ORDER BY id`.execute(tdb.db);
+    }>`SELECT value FROM outbox_messages WHERE topic = 'events' AND headers->>'notification-id' = ${n.id} ORDER BY id, part`.execute(
+      tdb.db,
+    );
     expect(events.rows.map((e) => JSON.parse(e.value).type)).toEqual(['notification.queued', 'notification.sent']);
   });
 
@@ -120,8 +122,8 @@ describe('delivery handler', () => {
     await s.run(s.message(retrying));
     expect(await s.run(s.message(retrying))).toMatchObject({ kind: 'skipped', reason: 'attempt-done' });
     const after = await sql<{ n: string }>`SELECT count(*) AS n FROM outbox`.execute(tdb.db);
-    // Only the second notification's rows: its request and queued event, then its retry event and retry request.
-    expect(Number(after.rows[0]?.n)).toBe(Number(before.rows[0]?.n) + 4);
+    // Only the second notification's rows: its request (carrying its queued event), then its retry event and retry request.
+    expect(Number(after.rows[0]?.n)).toBe(Number(before.rows[0]?.n) + 3);
   });
 
   it('schedules a transient failure on its delay tier and ends dead, exhausted, at the attempt cap', async () => {

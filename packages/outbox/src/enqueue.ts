@@ -29,9 +29,9 @@ export interface Refusal {
 
 type EnqueueRow = Notification & { readonly created: boolean; readonly refusal: Refusal | null };
 
-// One round trip. The function validates, writes the notification and its outbox rows, or
-// finds the original of an idempotent repeat (migration 0006; the delivery options send_at,
-// priority and ordering: 0040's notify_enqueue_item). `(r.notification).*` returns the row's
+// One round trip. The function validates, writes the notification and its outbox row, or
+// finds the original of an idempotent repeat (notify_enqueue_item: migrations 0006, 0040 and
+// 0150, which made it the one enqueue function). `(r.notification).*` returns the row's
 // columns, so pg parses them exactly as for a SELECT * (timestamps as Date, jsonb as objects).
 const ENQUEUE_SQL = prepared(
   'notify_enqueue_item_v1',
@@ -49,12 +49,13 @@ const SERIALIZATION_FAILURE = '40001';
 
 /**
  * Records a notification intent in the caller's transaction: the `notifications` row (state
- * `queued`, due now or at `send_at`) and its outbox rows (the delivery request, unless it is
- * scheduled for later, and a `notification.queued` status event). If the caller rolls back, nothing is queued.
+ * `queued`, due now or at `send_at`) and one outbox row: the delivery request, carrying the
+ * `notification.queued` status event the relay publishes after it (a notification scheduled for
+ * later: the event alone). If the caller rolls back, nothing is queued.
  *
  * `tx` may be a Kysely `Transaction` (or `Kysely`), or a `pg` client inside `BEGIN`.
  *
- * Validation, the rows and idempotency are PostgreSQL's `notify_enqueue_row` (migration 0006,
+ * Validation, the rows and idempotency are PostgreSQL's `notify_enqueue_item` (migrations 0006, 0150,
  * docs/sql-enqueue.md), the same function other languages call: one implementation, one round
  * trip. With an idempotency key, a repeat of the same request returns the original with
  * `created: false`.

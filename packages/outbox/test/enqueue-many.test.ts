@@ -23,12 +23,14 @@ const intent = (over: Partial<NotificationIntent> = {}): NotificationIntent => (
   ...over,
 });
 
+/** The notification's Kafka messages in the outbox, in publish order (the queued event rides on the request row). */
 async function outboxFor(id: string) {
   return t.db
-    .selectFrom('outbox')
+    .selectFrom('outbox_messages')
     .selectAll()
     .where(sql`headers->>'notification-id'`, '=', id)
     .orderBy('id')
+    .orderBy('part')
     .execute();
 }
 

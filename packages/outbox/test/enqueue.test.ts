@@ -61,13 +61,14 @@ describe('enqueue in the caller transaction', () => {
       .where(sql`headers->>'notification-id'`, '=', notification.id)
       .orderBy('id')
       .execute();
-    expect(rows.map((r) => r.topic)).toEqual(['requests', 'events']);
+    // One row: the delivery request, carrying the queued event the relay publishes after it (0150).
+    expect(rows.map((r) => r.topic)).toEqual(['requests']);
     const request = parseDeliveryRequest(rows[0]!.value);
     expect(request).toEqual({
       ok: true,
       message: expect.objectContaining({ id: notification.id, attempt: 1, due_at: '2026-05-01T12:00:00.000Z' }),
     });
-    expect(parseStatusEvent(rows[1]!.value)).toEqual({
+    expect(parseStatusEvent(rows[0]!.event_value)).toEqual({
       ok: true,
       message: expect.objectContaining({ type: 'notification.queued', state: 'queued' }),
     });
@@ -91,7 +92,7 @@ describe('enqueue in the caller transaction', () => {
       await client.query('BEGIN');
       const kept = await enqueue(client, intent({ to: 'raw@example.com' }));
       await client.query('COMMIT');
-      expect(await countFor(kept.notification.id)).toEqual({ notifications: 1, outbox: 2 });
+      expect(await countFor(kept.notification.id)).toEqual({ notifications: 1, outbox: 1 });
 
       await client.query('BEGIN');
       const dropped = await enqueue(fromPgClient(client), intent({ to: 'gone@example.com' }));
@@ -125,7 +126,7 @@ describe('idempotency', () => {
     const again = await t.db.transaction().execute((trx) => enqueue(trx, intent({ idempotency_key: 'welcome-1' })));
     expect(again.created).toBe(false);
     expect(again.notification.id).toBe(first.notification.id);
-    expect(await countFor(first.notification.id)).toEqual({ notifications: 1, outbox: 2 });
+    expect(await countFor(first.notification.id)).toEqual({ notifications: 1, outbox: 1 });
   });
 
   it('rejects the same key with a different request', async () => {
@@ -153,7 +154,7 @@ describe('idempotency', () => {
     expect(new Set(results.map((r) => r.notification.id)).size).toBe(1);
     const rows = await t.db.selectFrom('notifications').select('id').where('idempotency_key', '=', 'race-1').execute();
     expect(rows).toHaveLength(1);
-    expect(await countFor(rows[0]!.id)).toEqual({ notifications: 1, outbox: 2 });
+    expect(await countFor(rows[0]!.id)).toEqual({ notifications: 1, outbox: 1 });
   });
 
   it('a racing transaction that rolls back leaves the key free for the other', async () => {
@@ -224,8 +225,8 @@ describe('refusals come from PostgreSQL', () => {
       );
       const after = await enqueue(client, intent({ to: 'usable-2@example.com' }));
       await client.query('COMMIT');
-      expect(await countFor(before.notification.id)).toEqual({ notifications: 1, outbox: 2 });
-      expect(await countFor(after.notification.id)).toEqual({ notifications: 1, outbox: 2 });
+      expect(await countFor(before.notification.id)).toEqual({ notifications: 1, outbox: 1 });
+      expect(await countFor(after.notification.id)).toEqual({ notifications: 1, outbox: 1 });
     } finally {
       client.release();
     }

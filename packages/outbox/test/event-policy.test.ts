@@ -26,6 +26,14 @@ async function written(policy: string) {
     await client.query('UPDATE notify_settings SET events = $1', [policy]);
     const db = fromPgClient(client);
     const { notification } = await enqueue(db, { tenant_id: 'acme', channel: 'email', to: 'ada@example.com', subject: 'Hi', body: 'x' });
+    // held until send_at: its queued event is a row of its own on `events`
+    const { notification: held } = await enqueue(db, {
+      tenant_id: 'acme',
+      channel: 'email',
+      to: 'ada@example.com',
+      body: 'later',
+      send_at: new Date(Date.now() + 86_400_000).toISOString(),
+    });
     const at = new Date('2026-05-01T12:00:00Z');
     await outboxInsert(db, {
       messages: [
@@ -36,11 +44,13 @@ async function written(policy: string) {
       ],
     });
     const { rows } = await client.query<{ id: string; type: string }>(
-      "SELECT headers->>'notification-id' AS id, headers->>'message-type' AS type FROM outbox WHERE txid = pg_current_xact_id() ORDER BY outbox.id",
+      // every message, the queued event an enqueue's request row carries included (0150)
+      "SELECT headers->>'notification-id' AS id, headers->>'message-type' AS type FROM outbox_messages AS m WHERE txid = pg_current_xact_id() ORDER BY m.id, m.part",
     );
     await client.query('ROLLBACK');
     return {
       enqueue: rows.filter((r) => r.id === notification.id).map((r) => r.type),
+      scheduled: rows.filter((r) => r.id === held.id).map((r) => r.type),
       outcomes: rows.filter((r) => r.id === subject.id).map((r) => r.type),
     };
   } finally {
@@ -54,6 +64,7 @@ describe('event policy (NOTIFY_EVENTS, notify_settings.events)', () => {
     expect(rows).toEqual([{ events: 'all' }]);
     expect(await written('all')).toEqual({
       enqueue: ['notification.deliver', 'notification.queued'],
+      scheduled: ['notification.queued'],
       outcomes: [...STATUS_EVENT_TYPES, 'notification.deliver'],
     });
   });
@@ -61,12 +72,13 @@ describe('event policy (NOTIFY_EVENTS, notify_settings.events)', () => {
   it('terminal: only sent, dead and cancelled; requests are kept', async () => {
     expect(await written('terminal')).toEqual({
       enqueue: ['notification.deliver'],
+      scheduled: [],
       outcomes: ['notification.sent', 'notification.dead', 'notification.cancelled', 'notification.deliver'],
     });
   });
 
   it('none: no status event; requests are kept', async () => {
-    expect(await written('none')).toEqual({ enqueue: ['notification.deliver'], outcomes: ['notification.deliver'] });
+    expect(await written('none')).toEqual({ enqueue: ['notification.deliver'], scheduled: [], outcomes: ['notification.deliver'] });
   });
 
   it('refuses an unknown policy', async () => {

@@ -23,7 +23,16 @@ const CONFIG: PublishLoopConfig = {
   maxMessageBytes: 1_024,
 };
 
-const row = (id: number): ClaimedRow => ({ id: String(id), txid: String(id), topic: 'requests', key: `k${id}`, value: '{}', headers: {} });
+const row = (id: number): ClaimedRow => ({
+  id: String(id),
+  txid: String(id),
+  topic: 'requests',
+  key: `k${id}`,
+  value: '{}',
+  headers: {},
+  event_value: null,
+  event_headers: null,
+});
 
 /** One scripted claim result: row ids, and optionally slots, held back, a failing or slow commit, a failing claim. */
 interface Scripted {
@@ -35,7 +44,18 @@ interface Scripted {
   readonly claimError?: Error;
   /** Ids among `ids` whose value is larger than CONFIG.maxMessageBytes. */
   readonly big?: readonly number[];
+  /** Ids among `ids` that carry a queued event (`event_value`); `bigEvent`: one larger than CONFIG.maxMessageBytes. */
+  readonly withEvent?: readonly number[];
+  readonly bigEvent?: readonly number[];
 }
+
+/** A request row carrying its queued event, as enqueue writes it since migration 0150. */
+const withEvent = (r: ClaimedRow, value = `{"type":"notification.queued","n":${r.id}}`): ClaimedRow => ({
+  ...r,
+  headers: { 'message-type': 'notification.deliver', attempt: '1' },
+  event_value: value,
+  event_headers: { 'message-type': 'notification.queued' },
+});
 
 /** Batches from a script (then empty ones); `log` records what happened, in order. */
 function scriptedSource(script: Scripted[]): BatchSource & { log: string[]; claims: number } {
@@ -52,7 +72,11 @@ function scriptedSource(script: Scripted[]): BatchSource & { log: string[]; clai
       );
       onSent?.();
       if (s.claimError) throw s.claimError;
-      const rows = (s.ids ?? []).map((id) => (s.big?.includes(id) ? { ...row(id), value: 'x'.repeat(2_000) } : row(id)));
+      const rows = (s.ids ?? []).map((id) => {
+        const r = s.big?.includes(id) ? { ...row(id), value: 'x'.repeat(2_000) } : row(id);
+        if (s.bigEvent?.includes(id)) return withEvent(r, 'x'.repeat(2_000));
+        return s.withEvent?.includes(id) ? withEvent(r) : r;
+      });
       return {
         slots: s.slots ?? [0, 1],
         rows,
@@ -311,6 +335,29 @@ describe('publish loop: running (start/stop)', () => {
       'rollback [5,6]',
     ]);
     await expect(loop.runOnce()).rejects.toThrow(/not started/);
+  });
+});
+
+describe('publish loop: a row that carries its queued event', () => {
+  it('publishes the row, then its event to <prefix>.events with the same key, in row order', async () => {
+    const publisher = createMemoryPublisher();
+    const { loop } = setup([{ ids: [1, 2, 3], withEvent: [1, 3] }], { publisher });
+    expect(await loop.runOnce()).toMatchObject({ kind: 'published', count: 3 });
+    expect(publisher.messages.map((m) => [m.topic, m.key, m.value, m.headers['message-type'] ?? null])).toEqual([
+      ['test.requests', 'k1', '{}', 'notification.deliver'],
+      ['test.events', 'k1', '{"type":"notification.queued","n":1}', 'notification.queued'],
+      ['test.requests', 'k2', '{}', null],
+      ['test.requests', 'k3', '{}', 'notification.deliver'],
+      ['test.events', 'k3', '{"type":"notification.queued","n":3}', 'notification.queued'],
+    ]);
+  });
+
+  it('sets the row aside whole when its event is larger than maxMessageBytes: neither message is published', async () => {
+    const publisher = createMemoryPublisher();
+    const { loop, log } = setup([{ ids: [1, 2], bigEvent: [1] }], { publisher });
+    expect(await loop.runOnce()).toMatchObject({ kind: 'published', count: 2 });
+    expect(publisher.messages.map((m) => m.key)).toEqual(['k2']);
+    expect(log.find((l) => l.startsWith('commit'))).toMatch(/^commit \[1,2\] refusing \[1: message_too_large: \d+ bytes > 1024\]$/);
   });
 });
 

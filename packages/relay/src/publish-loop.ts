@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { type SqlExecutor } from '@notify/outbox';
-import { topicName } from '@notify/contract';
+import { TOPICS, topicName } from '@notify/contract';
 import { type Logger, backoffDelayMs, errorSummary, withTimeout } from '@notify/runtime';
 import type { BatchSource, ClaimedBatch, RefusedRow } from './batch-source.js';
 import { messageBytes, refusedForGood } from './refusal.js';
@@ -93,10 +93,15 @@ export function createPublishLoop(config: PublishLoopConfig, deps: PublishLoopDe
   // published one at a time, so the refused row is found and set aside and the rest go out.
   let isolating = 0;
 
-  const toMessage = (row: ClaimedRow): PublishMessage => {
+  const toMessage = (topic: string, key: string, value: string, rowHeaders: Record<string, string> | null): PublishMessage => {
     const headers: Record<string, string> = {};
-    for (const [k, v] of Object.entries(row.headers ?? {})) headers[k] = typeof v === 'string' ? v : JSON.stringify(v);
-    return { topic: topicName(config.topicPrefix, row.topic), key: row.key, value: row.value, headers };
+    for (const [k, v] of Object.entries(rowHeaders ?? {})) headers[k] = typeof v === 'string' ? v : JSON.stringify(v);
+    return { topic: topicName(config.topicPrefix, topic), key, value, headers };
+  };
+  /** A row's messages: its own, then the queued event it carries (migration 0150). */
+  const toMessages = (row: ClaimedRow): PublishMessage[] => {
+    const own = toMessage(row.topic, row.key, row.value, row.headers);
+    return row.event_value === null ? [own] : [own, toMessage(TOPICS.events, row.key, row.event_value, row.event_headers)];
   };
 
   const abandon = async (claimed: Promise<ClaimedBatch> | null): Promise<void> => {
@@ -207,11 +212,12 @@ export function createPublishLoop(config: PublishLoopConfig, deps: PublishLoopDe
     const messages: PublishMessage[] = [];
     const sent: string[] = [];
     for (const row of current.rows) {
-      const m = toMessage(row);
-      const bytes = messageBytes(m);
+      const rowMessages = toMessages(row);
+      // A row goes out whole or is set aside whole: its queued event never without its request.
+      const bytes = Math.max(...rowMessages.map(messageBytes));
       if (bytes > config.maxMessageBytes) refused.push({ row, reason: `message_too_large: ${bytes} bytes > ${config.maxMessageBytes}` });
       else {
-        messages.push(m);
+        messages.push(...rowMessages);
         sent.push(row.id);
       }
     }
@@ -221,14 +227,14 @@ export function createPublishLoop(config: PublishLoopConfig, deps: PublishLoopDe
         await withTimeout(
           deps.publisher.publish(messages),
           config.publishTimeoutMs,
-          () => new PublishError('publish_timeout', `publish of ${messages.length} rows took over ${config.publishTimeoutMs} ms`),
+          () => new PublishError('publish_timeout', `publish of ${messages.length} messages took over ${config.publishTimeoutMs} ms`),
         );
       }
       publishMs = performance.now() - t0;
       if (deps.afterPublish) await deps.afterPublish(sent);
     } catch (error) {
       const refusal = refusedForGood(error);
-      if (refusal && messages.length === 1) {
+      if (refusal && sent.length === 1) {
         // The one row of this batch is the one Kafka refuses: set it aside like an oversized one.
         refused.push({ row: current.rows.find((r) => r.id === sent[0])!, reason: refusal.toLowerCase() });
       } else {

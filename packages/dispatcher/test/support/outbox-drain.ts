@@ -1,4 +1,4 @@
-import { topicName } from '@notify/contract';
+import { TOPICS, topicName } from '@notify/contract';
 import { type Database } from '@notify/migrations';
 import { Partitioners, type Kafka } from 'kafkajs';
 import { sql, type Kysely } from 'kysely';
@@ -16,6 +16,9 @@ interface Row {
   key: string;
   value: string;
   headers: Record<string, string>;
+  /** The queued event an enqueue's request row carries, published right after it (migration 0150). */
+  event_value: string | null;
+  event_headers: Record<string, string> | null;
 }
 
 /**
@@ -37,18 +40,19 @@ export async function startOutboxDrain(db: Kysely<Database>, kafka: Kafka, topic
   const once = async () => {
     await db.transaction().execute(async (trx) => {
       const { rows } =
-        await sql<Row>`SELECT id, topic, key, value, headers FROM outbox WHERE published_at IS NULL ORDER BY id LIMIT 500 FOR UPDATE SKIP LOCKED`.execute(
-          trx,
-        );
+        await sql<Row>`SELECT id, topic, key, value, headers, event_value, outbox_queued_event_headers(headers) AS event_headers
+                         FROM outbox WHERE published_at IS NULL ORDER BY id LIMIT 500 FOR UPDATE SKIP LOCKED`.execute(trx);
       if (rows.length === 0) return;
-      const byTopic = new Map<string, Row[]>();
-      for (const r of rows) byTopic.set(r.topic, [...(byTopic.get(r.topic) ?? []), r]);
+      const byTopic = new Map<string, { key: string; value: string; headers: Record<string, string> }[]>();
+      const add = (topic: string, key: string, value: string, headers: Record<string, string>) =>
+        byTopic.set(topic, [...(byTopic.get(topic) ?? []), { key, value, headers }]);
+      for (const r of rows) {
+        add(r.topic, r.key, r.value, r.headers);
+        if (r.event_value !== null) add(TOPICS.events, r.key, r.event_value, r.event_headers ?? {});
+      }
       await producer.sendBatch({
         acks: -1,
-        topicMessages: [...byTopic].map(([topic, rs]) => ({
-          topic: topicName(topicPrefix, topic),
-          messages: rs.map((r) => ({ key: r.key, value: r.value, headers: r.headers })),
-        })),
+        topicMessages: [...byTopic].map(([topic, messages]) => ({ topic: topicName(topicPrefix, topic), messages })),
       });
       await sql`UPDATE outbox SET published_at = now() WHERE id = ANY(${rows.map((r) => r.id)}::bigint[])`.execute(trx);
       published += rows.length;

@@ -43,9 +43,11 @@ export function createOutboxReplay(db: Kysely<Database>, topicPrefix: string): O
         }));
     },
     async events() {
-      const { rows } = await sql<Row>`SELECT id, topic, key, value, headers FROM outbox WHERE topic = ${TOPICS.events} ORDER BY id`.execute(
-        db,
-      );
+      // outbox_messages: the queued events that ride on request rows too (migration 0150)
+      const { rows } =
+        await sql<Row>`SELECT id, topic, key, value, headers FROM outbox_messages WHERE topic = ${TOPICS.events} ORDER BY id, part`.execute(
+          db,
+        );
       return rows.map((r) => {
         const parsed = parseStatusEvent(r.value);
         if (!parsed.ok) throw new Error(`bad status event in outbox row ${r.id}: ${parsed.reason}`);

@@ -55,6 +55,8 @@ export interface OutboxTable {
   created_at: Generated<Timestamp>;
   txid: ColumnType<string, never, never>;
   published_at: Timestamp | null;
+  /** The `notification.queued` event the relay publishes right after this row (an enqueue's request row; migration 0150). */
+  event_value: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 /** The tables `enqueue` writes, for `Kysely<OutboxDatabase>` (your own database type may extend it). */
