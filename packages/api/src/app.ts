@@ -10,6 +10,7 @@ import { shedOverload } from './middleware/shed.js';
 import { eventLoopPressure, shedOnEventLoopDelay } from './middleware/pressure.js';
 import { type ApiRateLimits, apiRateLimit } from './middleware/rate-limit.js';
 import { fromKysely } from '@notify/outbox';
+import type { RateLimit } from '@notify/providers';
 import { type HttpMetrics, noMetrics } from './metrics.js';
 import { buildOpenApiDocument, renderDocsPage } from './openapi.js';
 import { type ProblemCode, problem, problemFromError, problemResponse } from './problem.js';
@@ -17,6 +18,7 @@ import { suppressionRoutes, templateRoutes, webhookSecretRoutes } from './routes
 import { notificationRoutes } from './routes/notifications.js';
 import { callbackRoutes } from './routes/callbacks.js';
 import { erasureRoutes } from './routes/erasures.js';
+import { endpointRoutes } from './routes/endpoints.js';
 import type { SecretsSettings } from './management/webhook-secret.js';
 import { type ConsoleOptions, consoleApp } from './console/console.js';
 import { type ReadinessCheck, opsRoutes } from './routes/ops.js';
@@ -25,7 +27,11 @@ import { type ReadinessCheck, opsRoutes } from './routes/ops.js';
 export interface AppDeps {
   readonly db: Kysely<Database>;
   /** The retry budget and default expiry of new notifications (NOTIFY_MAX_ATTEMPTS, NOTIFY_DEFAULT_TTL_MS). */
-  readonly config: { readonly retry: { readonly maxAttempts: number; readonly defaultTtlMs: number } };
+  readonly config: {
+    readonly retry: { readonly maxAttempts: number; readonly defaultTtlMs: number };
+    /** NOTIFY_ENDPOINT_RATE_LIMIT, shown by /v1/endpoints as the limit of endpoints without their own. Default: none. */
+    readonly endpoints?: { readonly endpointRateLimit: RateLimit | undefined };
+  };
   readonly clock?: Clock;
   readonly logger?: Logger;
   /** Records each request (the service's registry in @notify/cli). Default: `noMetrics`. */
@@ -108,6 +114,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   app.route('/v1/webhook-secret', webhookSecretRoutes(management));
   app.route('/v1/callbacks', callbackRoutes({ db: deps.db, clock, logger, allowCidrs: deps.webhookAllowCidrs ?? [] }));
   app.route('/v1/erasures', erasureRoutes({ db: deps.db, clock, logger }));
+  app.route('/v1/endpoints', endpointRoutes({ db: deps.db, clock, logger, defaultRateLimit: deps.config.endpoints?.endpointRateLimit }));
   app.route('/console', consoleApp({ db: deps.db, clock, logger, retry: deps.config.retry, options: deps.console ?? {} }));
   return app;
 }

@@ -35,6 +35,12 @@ describe('the OpenAPI document', () => {
     expect(statuses('/v1/callbacks', 'get')).toEqual(['200', '401', '404', '429', '503']);
     expect(statuses('/v1/callbacks', 'delete')).toEqual(['204', '401', '404', '429', '503']);
     expect(statuses('/v1/erasures', 'post')).toEqual(['200', '400', '401', '413', '415', '422', '429', '503']);
+    expect(statuses('/v1/endpoints', 'get')).toEqual(['200', '400', '401', '429', '503']);
+    expect(statuses('/v1/endpoints/{id}', 'get')).toEqual(['200', '401', '404', '429', '503']);
+    expect(statuses('/v1/endpoints/{id}', 'patch')).toEqual(['200', '400', '401', '404', '413', '415', '422', '429', '503']);
+    expect(statuses('/v1/endpoints/{id}/enable', 'post')).toEqual(['200', '401', '404', '429', '503']);
+    expect(statuses('/v1/endpoints/{id}/disable', 'post')).toEqual(['200', '401', '404', '429', '503']);
+    expect(statuses('/v1/endpoints/{id}/actions', 'get')).toEqual(['200', '401', '404', '429', '503']);
     // Health, readiness and metrics live on the admin port, apart from the public API.
     expect(Object.keys(doc.paths).filter((p) => !p.startsWith('/v1/'))).toEqual([]);
   });

@@ -3,6 +3,7 @@ import { MAX_BATCH_BODY_BYTES, MAX_BODY_BYTES } from './middleware/json-body.js'
 import { PROBLEM_CATALOG, PROBLEM_TYPE_BASE, type ProblemCode } from './problem.js';
 import { CallbackRequest, CallbackView } from './callback-schemas.js';
 import { ErasureRequest, ErasureView } from './erasure-schemas.js';
+import { EndpointActionList, EndpointList, EndpointListQuery, EndpointPatch, EndpointView } from './endpoint-schemas.js';
 import {
   BulkRetryRequest,
   BulkRetryView,
@@ -77,6 +78,10 @@ function componentSchemas(): Record<string, JsonSchema> {
     CallbackView,
     ErasureRequest,
     ErasureView,
+    Endpoint: EndpointView,
+    EndpointList,
+    EndpointPatch,
+    EndpointActionList,
   };
   for (const [id, schema] of Object.entries(management)) registry.add(schema, { id });
   const { schemas } = z.toJSONSchema(registry, { uri: (id) => `#/components/schemas/${id}`, target: 'draft-2020-12', io: 'input' }) as {
@@ -250,6 +255,7 @@ export function buildOpenApiDocument(): JsonSchema {
       },
       ...managementPaths(),
       ...privacyPaths(),
+      ...endpointPaths(),
       // /healthz, /readyz and /metrics are served on the admin port (createAdminApp), not here.
     },
     components: {
@@ -498,6 +504,82 @@ function privacyPaths(): Record<string, JsonSchema> {
           'Recorded without the address (its sha256). Repeating it answers 0: idempotent.',
         requestBody: body('ErasureRequest'),
         responses: { '200': json('ErasureView', 'Erased'), ...auth, ...badBody, ...problems('validation_failed') },
+      },
+    },
+  };
+}
+
+/** Endpoint health (issue 15): docs/endpoints.md. */
+function endpointPaths(): Record<string, JsonSchema> {
+  const auth = problems('unauthorized');
+  const endpointId = {
+    name: 'id',
+    in: 'path',
+    required: true,
+    description: 'Endpoint id (ep_…)',
+    schema: { type: 'string', pattern: '^ep_[0-9a-f]{24}$' },
+  };
+  const action = (operationId: string, summary: string, description: string) => ({
+    post: {
+      operationId,
+      summary,
+      description,
+      parameters: [endpointId],
+      responses: { '200': json('Endpoint', 'The endpoint after the action'), ...auth, ...problems('not_found') },
+    },
+  });
+  return {
+    '/v1/endpoints': {
+      get: {
+        operationId: 'listEndpoints',
+        summary: "The tenant's endpoints with their health, in id order (cursor paging)",
+        description:
+          "An endpoint is a webhook origin or a channel's SMTP / SMS provider; it has a row once a delivery to it answered. " +
+          'Shows the circuit state, failure streak, probe time, disable, and the rate limit in force.',
+        parameters: listParameters(EndpointListQuery),
+        responses: { '200': json('EndpointList', 'A page'), ...auth, ...problems('invalid_query') },
+      },
+    },
+    '/v1/endpoints/{id}': {
+      get: {
+        operationId: 'getEndpoint',
+        summary: 'One endpoint with its health',
+        parameters: [endpointId],
+        responses: { '200': json('Endpoint', 'The endpoint'), ...auth, ...problems('not_found') },
+      },
+      patch: {
+        operationId: 'updateEndpoint',
+        summary: "Set or clear the endpoint's own rate limit",
+        description:
+          'The limit is shared by every dispatcher process; null returns the endpoint to NOTIFY_ENDPOINT_RATE_LIMIT. ' +
+          'Dispatchers apply it within 1 s. Recorded in GET /v1/endpoints/{id}/actions when it changes.',
+        parameters: [endpointId],
+        requestBody: body('EndpointPatch'),
+        responses: {
+          '200': json('Endpoint', 'The endpoint after the change'),
+          ...auth,
+          ...problems('malformed_json', 'unsupported_media_type', 'payload_too_large', 'not_found', 'validation_failed'),
+        },
+      },
+    },
+    '/v1/endpoints/{id}/enable': action(
+      'enableEndpoint',
+      'Enable the endpoint: the failure streak restarts and an open circuit closes',
+      'Undoes a disable (by the operator or auto) and closes an open circuit; notifications to it are delivered again ' +
+        '(dispatchers see it within 1 s). Idempotent: enabling an ok endpoint without failures changes nothing and records nothing.',
+    ),
+    '/v1/endpoints/{id}/disable': action(
+      'disableEndpoint',
+      'Disable the endpoint (disabled_by operator)',
+      'Notifications to it end dead with dead_reason endpoint_disabled at their next attempt, without a provider call, ' +
+        'until it is enabled. Idempotent: disabling an endpoint the operator disabled changes nothing.',
+    ),
+    '/v1/endpoints/{id}/actions': {
+      get: {
+        operationId: 'listEndpointActions',
+        summary: 'The operator actions (enable, disable, set_rate_limit) taken on an endpoint, oldest first',
+        parameters: [endpointId],
+        responses: { '200': json('EndpointActionList', 'The actions'), ...auth, ...problems('not_found') },
       },
     },
   };

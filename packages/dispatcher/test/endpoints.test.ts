@@ -6,6 +6,8 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { silentLogger, systemClock } from '@notify/runtime';
+import { apiKeyInsert, createApp, generateApiKey, hashApiKey } from '@notify/api';
+import { fromKysely } from '@notify/outbox';
 import { createEndpointGate, createSmsHttpProvider, endpointId } from '@notify/providers';
 import { startHttpReceiver } from '@notify/providers/testing';
 import { waitFor } from '../../../test/support/wait.js';
@@ -114,6 +116,63 @@ describe('endpoint health', () => {
     );
     expect(events.at(-1)).toMatchObject({ type: 'notification.dead', dead_reason: 'permanent' });
     expect(String(events.at(-1)!.last_error)).toMatch(/^endpoint_disabled: /);
+  });
+});
+
+describe('operator actions through the API', () => {
+  it('disable ends new notifications dead without calling the endpoint; enable lets deliveries through again', async () => {
+    h = await startHarness();
+    receiver = await startReceiver(() => ({ status: 200 }));
+    const key = generateApiKey();
+    await apiKeyInsert(fromKysely(h.db.db), { id: key.id, tenantId: 't1', keyHash: hashApiKey(key.key), name: 'ops', now: new Date() });
+    const api = createApp({ db: h.db.db, config: { retry: { maxAttempts: 5, defaultTtlMs: 3_600_000 } } });
+    const post = (path: string) => api.request(path, { method: 'POST', headers: { authorization: `Bearer ${key.key}` } });
+    const gate = createEndpointGate(
+      {
+        failureThreshold: 3,
+        cooldownMs: 1000,
+        disableAfterMs: 86_400_000,
+        endpointRateLimit: undefined,
+        tenantRateLimit: undefined,
+        stateTtlMs: 0,
+      },
+      { db: h.db.db, clock: systemClock, logger: silentLogger },
+    );
+    // stateTtlMs 0: the gate reads the endpoint before every attempt, so the test needs no wait
+    // for the cache (in production a dispatcher follows an operator action within 1 s).
+    const to = `${receiver.url}/hook`;
+    const id = endpointId({ tenantId: 't1', channel: 'webhook', origin: new URL(receiver.url).origin });
+    await h.startDispatcher({ webhook: createHttpTestProvider() }, {}, { endpoints: gate });
+    const sentOrDead = async (n: string) =>
+      waitFor(
+        async () => {
+          const row = await stateOf(h!, n);
+          return row.state === 'sent' || row.state === 'dead' ? row : undefined;
+        },
+        { timeoutMs: 20_000, message: `${n} final` },
+      );
+
+    // A first delivery creates the endpoint's row (the gate writes every answer).
+    const first = await h.enqueue({ tenant_id: 't1', channel: 'webhook', to, body: 'first' });
+    expect((await sentOrDead(first)).state).toBe('sent');
+    await waitFor(
+      async () => (await api.request(`/v1/endpoints/${id}`, { headers: { authorization: `Bearer ${key.key}` } })).status === 200,
+      {
+        timeoutMs: 10_000,
+        message: 'endpoint row',
+      },
+    );
+
+    expect((await post(`/v1/endpoints/${id}/disable`)).status).toBe(200);
+    const blocked = await h.enqueue({ tenant_id: 't1', channel: 'webhook', to, body: 'blocked' });
+    expect(await sentOrDead(blocked)).toMatchObject({ state: 'dead', dead_reason: 'endpoint_disabled' });
+    expect(receiver.received.map((r) => r.id)).toEqual([first]);
+
+    const enabled = await post(`/v1/endpoints/${id}/enable`);
+    expect(await enabled.json()).toMatchObject({ state: 'ok', disabled_by: null });
+    const again = await h.enqueue({ tenant_id: 't1', channel: 'webhook', to, body: 'again' });
+    expect(await sentOrDead(again)).toMatchObject({ state: 'sent', attempts: 1 });
+    expect(receiver.received.map((r) => r.id)).toEqual([first, again]);
   });
 });
 

@@ -1,0 +1,175 @@
+import { type Context, Hono } from 'hono';
+import type { Kysely } from 'kysely';
+import type { Database } from '@notify/migrations';
+import { fromKysely } from '@notify/outbox';
+import { type RateLimit, parseRateLimit } from '@notify/providers';
+import type { Clock, Logger } from '@notify/runtime';
+import type { AppEnv } from '../env.js';
+import { ENDPOINT_ID, EndpointListQuery, EndpointPatch, type EndpointView } from '../endpoint-schemas.js';
+import { bearerAuth } from '../middleware/bearer-auth.js';
+import { jsonBody } from '../middleware/json-body.js';
+import { ProblemError } from '../problem.js';
+import { endpointActionInsert } from '../sql/endpoint-action-insert.js';
+import { endpointActionList } from '../sql/endpoint-action-list.js';
+import { type EndpointRecord, endpointGet } from '../sql/endpoint-get.js';
+import { endpointList } from '../sql/endpoint-list.js';
+import { type EndpointOperatorChange, endpointOperatorUpdate } from '../sql/endpoint-operator-update.js';
+import { parseBody, parseQuery } from '../validate.js';
+import { decodeCursor, encodeCursor } from '../views.js';
+
+/** What the endpoint routes need. */
+export interface EndpointRoutesDeps {
+  readonly db: Kysely<Database>;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  /** NOTIFY_ENDPOINT_RATE_LIMIT, shown as the limit in force of endpoints without their own. */
+  readonly defaultRateLimit: RateLimit | undefined;
+}
+
+const iso = (d: Date | null): string | null => (d === null ? null : new Date(d).toISOString());
+
+/** An endpoint row as the API shows it, with the rate limit in force. */
+export function endpointView(r: EndpointRecord, defaultRateLimit: RateLimit | undefined): EndpointView {
+  let own: RateLimit | undefined;
+  try {
+    own = r.rate_limit === null ? undefined : parseRateLimit(r.rate_limit);
+  } catch {
+    own = undefined; // a hand-written bad override: the dispatcher falls back to the default too
+  }
+  const limit = own ?? defaultRateLimit;
+  return {
+    id: r.id,
+    channel: r.channel,
+    origin: r.origin,
+    provider: r.provider,
+    state: r.state,
+    consecutive_failures: r.consecutive_failures,
+    failing_since: iso(r.failing_since),
+    last_error_code: r.last_error_code,
+    last_failure_at: iso(r.last_failure_at),
+    last_success_at: iso(r.last_success_at),
+    opened_at: iso(r.opened_at),
+    probe_at: iso(r.probe_at),
+    disabled_at: iso(r.disabled_at),
+    disabled_by: r.disabled_by,
+    rate_limit: r.rate_limit,
+    effective_rate_limit: limit ? { per_second: limit.perSecond, burst: limit.burst, source: own ? 'endpoint' : 'default' } : null,
+    created_at: new Date(r.created_at).toISOString(),
+    updated_at: new Date(r.updated_at).toISOString(),
+  };
+}
+
+/** Whether `change` would change anything on `r` (a repeat does not: the actions are idempotent). */
+function changes(r: EndpointRecord, change: EndpointOperatorChange): boolean {
+  switch (change.action) {
+    case 'enable':
+      return r.state !== 'ok' || r.consecutive_failures !== 0 || r.failing_since !== null;
+    case 'disable':
+      return r.state !== 'disabled' || r.disabled_by !== 'operator';
+    case 'set_rate_limit':
+      return r.rate_limit !== change.rateLimit;
+  }
+}
+
+/**
+ * Applies an operator's change in one transaction: the row is locked, changed when the change
+ * changes anything, and the action recorded (`endpoint_actions`) with the API key that asked.
+ * Undefined when the tenant has no such endpoint.
+ */
+export async function applyEndpointChange(
+  db: Kysely<Database>,
+  params: {
+    readonly tenantId: string;
+    readonly id: string;
+    readonly apiKeyId: string | null;
+    readonly change: EndpointOperatorChange;
+    readonly now: Date;
+  },
+): Promise<{ readonly endpoint: EndpointRecord; readonly changed: boolean } | undefined> {
+  if (!ENDPOINT_ID.test(params.id)) return undefined;
+  return db.transaction().execute(async (trx) => {
+    const sql = fromKysely(trx);
+    const before = await endpointGet(sql, { tenantId: params.tenantId, id: params.id, forUpdate: true });
+    if (!before) return undefined;
+    if (!changes(before, params.change)) return { endpoint: before, changed: false };
+    const after = await endpointOperatorUpdate(sql, { id: params.id, change: params.change, now: params.now });
+    await endpointActionInsert(sql, {
+      endpointId: params.id,
+      action: params.change.action,
+      from_state: before.state,
+      to_state: after.state,
+      rate_limit: params.change.action === 'set_rate_limit' ? params.change.rateLimit : null,
+      api_key_id: params.apiKeyId,
+      now: params.now,
+    });
+    return { endpoint: after, changed: true };
+  });
+}
+
+const notFound = (id: string) => new ProblemError('not_found', `no endpoint ${id}`);
+
+/**
+ * `/v1/endpoints`: the health of what the tenant's deliveries go to (docs/endpoints.md): list
+ * (filter by state and channel, cursor paging), look up, enable, disable, set or clear the rate
+ * limit, and the history of those actions. Behind bearer auth and scoped to the key's tenant:
+ * another tenant's endpoint is a 404, exactly like one that does not exist.
+ */
+export function endpointRoutes(deps: EndpointRoutesDeps): Hono<AppEnv> {
+  const db = fromKysely(deps.db);
+  const view = (r: EndpointRecord) => endpointView(r, deps.defaultRateLimit);
+  const app = new Hono<AppEnv>();
+  app.use('*', bearerAuth({ db }));
+
+  app.get('/', async (c) => {
+    const q = parseQuery(EndpointListQuery, c.req.query());
+    const afterId = q.cursor === undefined ? undefined : decodeCursor(q.cursor);
+    if (afterId !== undefined && !ENDPOINT_ID.test(afterId)) {
+      throw new ProblemError('invalid_query', 'the cursor is not one this API returned', {
+        extensions: { errors: [{ path: 'cursor', message: 'pass next_cursor from the previous page unchanged' }] },
+      });
+    }
+    const rows = await endpointList(db, {
+      tenantId: c.get('auth').tenantId,
+      state: q.state,
+      channel: q.channel,
+      afterId,
+      limit: q.limit + 1,
+    });
+    const page = rows.slice(0, q.limit);
+    const last = page.at(-1);
+    return c.json({ data: page.map(view), next_cursor: rows.length > q.limit && last ? encodeCursor(last.id) : null });
+  });
+
+  app.get('/:id', async (c) => {
+    const id = c.req.param('id');
+    const row = ENDPOINT_ID.test(id) ? await endpointGet(db, { tenantId: c.get('auth').tenantId, id }) : undefined;
+    if (!row) throw notFound(id);
+    return c.json(view(row));
+  });
+
+  app.get('/:id/actions', async (c) => {
+    const id = c.req.param('id');
+    const row = ENDPOINT_ID.test(id) ? await endpointGet(db, { tenantId: c.get('auth').tenantId, id }) : undefined;
+    if (!row) throw notFound(id);
+    const actions = await endpointActionList(db, { endpointId: id });
+    return c.json({ data: actions.map((a) => ({ ...a, occurred_at: new Date(a.occurred_at).toISOString() })) });
+  });
+
+  const act = async (c: Context<AppEnv>, change: EndpointOperatorChange) => {
+    const id = c.req.param('id') ?? '';
+    const { tenantId, apiKeyId } = c.get('auth');
+    const result = await applyEndpointChange(deps.db, { tenantId, id, apiKeyId, change, now: deps.clock.now() });
+    if (!result) throw notFound(id);
+    if (result.changed)
+      deps.logger.info({ tenantId, endpointId: id, action: change.action, state: result.endpoint.state }, 'endpoint changed by operator');
+    return c.json(view(result.endpoint));
+  };
+  app.post('/:id/enable', (c) => act(c, { action: 'enable' }));
+  app.post('/:id/disable', (c) => act(c, { action: 'disable' }));
+  app.patch('/:id', jsonBody(), async (c) => {
+    const input = parseBody(EndpointPatch, c.get('json'), 'endpoint change');
+    return act(c, { action: 'set_rate_limit', rateLimit: input.rate_limit === null ? null : input.rate_limit.trim() });
+  });
+
+  return app;
+}
