@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '@notify/runtime';
 import { ManualClock } from '@notify/runtime/testing';
 import { PROBLEM_CATALOG, Problem, type ProblemCode, createApp } from '@notify/api';
-import { type EndpointGate, createEndpointGate, endpointId } from '@notify/providers';
+import { type EndpointGate, type EndpointTarget, createEndpointGate, endpointId } from '@notify/providers';
 import { createTestDatabase, type TestDatabase } from '../../../test/support/db.js';
 import { seedTenantKeys } from './support.js';
 import { EndpointActionList, EndpointList, EndpointView } from '../src/endpoint-schemas.js';
@@ -75,7 +75,7 @@ async function ok<T>(res: Response, schema: { parse(v: unknown): T }): Promise<T
   return schema.parse(await res.json());
 }
 
-const admit = async (target: typeof A) => (await gate.admit(target, new AbortController().signal)).kind;
+const admit = async (target: EndpointTarget) => (await gate.admit(target, new AbortController().signal)).kind;
 
 describe('GET /v1/endpoints', () => {
   it("lists the tenant's endpoints with their health, filters by state and channel, pages with a cursor", async () => {
@@ -113,7 +113,10 @@ describe('GET /v1/endpoints', () => {
     const seen: string[] = [];
     let cursor: string | null = '';
     while (cursor !== null) {
-      const page = await ok(await call('GET', `/v1/endpoints?limit=1${cursor ? `&cursor=${cursor}` : ''}`), EndpointList);
+      const page: { data: { id: string }[]; next_cursor: string | null } = await ok(
+        await call('GET', `/v1/endpoints?limit=1${cursor ? `&cursor=${cursor}` : ''}`),
+        EndpointList,
+      );
       expect(page.data.length).toBeLessThanOrEqual(1);
       seen.push(...page.data.map((e) => e.id));
       cursor = page.next_cursor;

@@ -29,7 +29,7 @@ export interface EndpointRoutesDeps {
 const iso = (d: Date | null): string | null => (d === null ? null : new Date(d).toISOString());
 
 /** An endpoint row as the API shows it, with the rate limit in force. */
-export function endpointView(r: EndpointRecord, defaultRateLimit: RateLimit | undefined): EndpointView {
+function endpointView(r: EndpointRecord, defaultRateLimit: RateLimit | undefined): EndpointView {
   let own: RateLimit | undefined;
   try {
     own = r.rate_limit === null ? undefined : parseRateLimit(r.rate_limit);
@@ -76,7 +76,7 @@ function changes(r: EndpointRecord, change: EndpointOperatorChange): boolean {
  * changes anything, and the action recorded (`endpoint_actions`) with the API key that asked.
  * Undefined when the tenant has no such endpoint.
  */
-export async function applyEndpointChange(
+async function applyEndpointChange(
   db: Kysely<Database>,
   params: {
     readonly tenantId: string;
