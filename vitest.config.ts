@@ -13,10 +13,12 @@ export const sourceConditions = ['@notify/source', 'module', 'node', 'developmen
 const COVERAGE_THRESHOLDS = {
   'packages/outbox/src/**': { statements: 91, branches: 78 },
   'packages/contract/src/**': { statements: 99, branches: 99 },
-  // Was 96 / 82. The endpoint-health gate (issue 15) came with tests of its main paths only; with
-  // the fallback registry's tests the CI run of 2026-12-01 20:57 measured 94.05 / 83.33. Statements
-  // one point below, rounded down; raise it again with the gate's untested paths (README "Coverage").
-  'packages/providers/src/**': { statements: 93, branches: 82 },
+  // Was 96 / 82, lowered to 93 / 82 when the endpoint-health gate came with tests of its main
+  // paths only. With the gate's other paths tested (store errors, local token expiry, operator
+  // disable, probe races; gate.ts 98.06 / 93.61) the providers' own tests measured 95.93 / 82.57 on
+  // 2026-12-01 23:24 (`vitest run --coverage --coverage.include='packages/providers/src/**'
+  // packages/providers`, load 34): statements one point below, rounded down; branches unchanged.
+  'packages/providers/src/**': { statements: 94, branches: 82 },
   'packages/dispatcher/src/**': { statements: 92, branches: 84 },
 };
 
