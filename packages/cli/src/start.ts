@@ -211,6 +211,7 @@ export async function startNotify(config: Config, roles: readonly Role[], deps: 
           clock,
           logger: dlogger,
           tenantSecret: createTenantSecretSource({ db, clock, secretsKey: config.webhook.secretsKey }),
+          observe: (outcome, count) => metrics.observeCallback(outcome, count),
         },
       );
       await callbacks.start();

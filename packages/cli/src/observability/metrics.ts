@@ -6,6 +6,7 @@ import { type OutboxLag, outboxLag } from '@notify/relay';
 import type { Kysely } from 'kysely';
 import { notificationCountByState } from '../sql/notification-count-by-state.js';
 import { notificationQueueAge } from '../sql/notification-queue-age.js';
+import { callbackDeliveryCountPending } from '../sql/callback-delivery-count-pending.js';
 import { endpointCountNotOk } from '../sql/endpoint-count-not-ok.js';
 
 /** Buckets of the provider latency histogram, in seconds: 5 ms to the 30 s send-timeout range. */
@@ -81,6 +82,8 @@ export interface Metrics {
   observeDead(channel: string, reason: string): void;
   /** The relay set aside an outbox row Kafka refuses for good (`reason`: message_too_large, invalid_record, …). */
   observeRefused(reason: string): void;
+  /** What became of status callbacks (docs/callbacks.md): delivered, retried, failed, dropped; `count` of them. */
+  observeCallback(outcome: 'delivered' | 'retried' | 'failed' | 'dropped', count: number): void;
 }
 
 /** Builds the registry and every metric. */
@@ -182,6 +185,12 @@ export function createMetrics(options: CreateMetricsOptions = {}): Metrics {
     labelNames: ['reason'] as const,
     registers: [registry],
   });
+  const callbacks = new Counter({
+    name: 'notify_callback_deliveries_total',
+    help: 'Status callbacks by outcome: delivered, retried (a transient failure, attempts left), failed (for good), dropped (the tenant backlog was full)',
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+  });
   const collectErrors = new Counter({
     name: 'notify_metrics_collect_errors_total',
     help: 'Failures reading the SQL-backed gauges (the last good values are kept)',
@@ -240,20 +249,21 @@ export function createMetrics(options: CreateMetricsOptions = {}): Metrics {
     let snapshot: Promise<Snapshot> | undefined;
     let snapshotAt = -Infinity;
     let last: Snapshot | undefined;
-    // Every SQL gauge reads one shared snapshot, so a scrape costs four queries at most, and
+    // Every SQL gauge reads one shared snapshot, so a scrape costs five queries at most, and
     // none when the last snapshot is younger than refreshMs.
     const read = async (): Promise<Snapshot | undefined> => {
       const now = clock.now();
       if (!snapshot || now.getTime() - snapshotAt >= refreshMs) {
         snapshotAt = now.getTime();
         snapshot = (async () => {
-          const [counts, ages, backlog, endpoints] = await Promise.all([
+          const [counts, ages, backlog, endpoints, callbacksPending] = await Promise.all([
             notificationCountByState(executor),
             notificationQueueAge(executor),
             outboxLag(executor, { now }),
             endpointCountNotOk(executor),
+            callbackDeliveryCountPending(executor),
           ]);
-          return { now, counts, ages, backlog, endpoints };
+          return { now, counts, ages, backlog, endpoints, callbacksPending };
         })();
       }
       try {
@@ -319,6 +329,15 @@ export function createMetrics(options: CreateMetricsOptions = {}): Metrics {
       perChannel(name, help, (s) => s.endpoints.filter((e) => e.state === state).map((e) => [e.channel, e.count] as const));
     }
     new Gauge({
+      name: 'notify_callback_pending',
+      help: 'Status callbacks waiting to be sent, first try or retry (every tenant)',
+      registers: [registry],
+      async collect() {
+        const s = await read();
+        if (s) this.set(s.callbacksPending);
+      },
+    });
+    new Gauge({
       name: 'notify_outbox_unpublished',
       help: 'Outbox rows the relay has not published yet',
       registers: [registry],
@@ -375,6 +394,9 @@ export function createMetrics(options: CreateMetricsOptions = {}): Metrics {
     observeRefused(reason) {
       refused.inc({ reason });
     },
+    observeCallback(outcome, count) {
+      callbacks.inc({ outcome }, count);
+    },
   };
 }
 
@@ -384,6 +406,7 @@ interface Snapshot {
   readonly ages: Awaited<ReturnType<typeof notificationQueueAge>>;
   readonly backlog: OutboxLag;
   readonly endpoints: Awaited<ReturnType<typeof endpointCountNotOk>>;
+  readonly callbacksPending: number;
 }
 
 /** `fn`, called at most once per `refreshMs`; callers in between share its last promise. A failed call is not kept. */

@@ -5,6 +5,7 @@ import { type Clock, type Logger, errorSummary } from '@notify/runtime';
 import type { Consumer, Kafka } from 'kafkajs';
 import { type DeadLetterSink, createKafkaDeadLetterSink, deadLetterFor } from '../middleware/dead-letter.js';
 import { fromKafkaMessage } from '../message.js';
+import type { CallbackOutcomeObserver } from './callback-sender.js';
 import { type CallbackEventRow, callbackDeliveryEnqueue } from './sql/callback-delivery-enqueue.js';
 
 /** Settings of the callback intake. */
@@ -26,6 +27,8 @@ export interface CallbackIntakeDeps {
   readonly logger: Logger;
   /** Where malformed events go. Default: `<prefix>.dlq` through its own producer. */
   readonly deadLetters?: DeadLetterSink;
+  /** Told how many events a full backlog dropped (metrics). */
+  readonly observe?: CallbackOutcomeObserver;
 }
 
 /** The callback intake: a Kafka consumer. */
@@ -91,7 +94,10 @@ export function createCallbackIntake(config: CallbackIntakeConfig, deps: Callbac
             });
           }
           const result = await callbackDeliveryEnqueue(deps.db, { events: rows, now: deps.clock.now(), maxBacklog });
-          if (result.dropped > 0) log.warn({ dropped: result.dropped }, 'callback backlog full: events dropped');
+          if (result.dropped > 0) {
+            log.warn({ dropped: result.dropped }, 'callback backlog full: events dropped');
+            deps.observe?.('dropped', result.dropped);
+          }
           const last = batch.messages[batch.messages.length - 1];
           if (last) payload.resolveOffset(last.offset);
           await payload.commitOffsetsIfNecessary();

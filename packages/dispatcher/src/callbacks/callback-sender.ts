@@ -36,11 +36,20 @@ export interface CallbackSenderConfig {
   readonly perTenant?: number;
 }
 
+/**
+ * What became of status callbacks, for metrics: `delivered`, `retried` (a transient failure with
+ * attempts left), `failed` (for good) from the sender; `dropped` (the tenant's backlog was full)
+ * from the intake, with how many. Called after the outcome is recorded; it must not throw.
+ */
+export type CallbackOutcomeObserver = (outcome: 'delivered' | 'retried' | 'failed' | 'dropped', count: number) => void;
+
 /** What the sender needs. */
 export interface CallbackSenderDeps {
   readonly db: SqlExecutor;
   readonly clock: Clock;
   readonly logger: Logger;
+  /** Told each recorded outcome (metrics). */
+  readonly observe?: CallbackOutcomeObserver;
   /** The tenant's own signing secrets (`createTenantSecretSource`), or none. */
   readonly tenantSecret?: (tenantId: string) => Promise<readonly string[] | null>;
   readonly random?: () => number;
@@ -145,6 +154,7 @@ export function createCallbackSender(config: CallbackSenderConfig, deps: Callbac
     const base = { id: d.id, attempts, status: outcome.status, now };
     if (outcome.kind === 'sent') {
       await callbackDeliveryRecord(deps.db, { ...base, state: 'delivered', nextAttemptAt: null, error: null });
+      deps.observe?.('delivered', 1);
       return;
     }
     const retry = outcome.kind === 'transient' && attempts < config.retry.maxAttempts;
@@ -160,6 +170,7 @@ export function createCallbackSender(config: CallbackSenderConfig, deps: Callbac
         })
       : null;
     await callbackDeliveryRecord(deps.db, { ...base, state: retry ? 'pending' : 'failed', nextAttemptAt: next, error: outcome.error });
+    deps.observe?.(retry ? 'retried' : 'failed', 1);
     // Ids and codes only: never the payload or the URL.
     log.debug({ tenantId: d.tenant_id, eventId: d.event_id, attempt: attempts, status: outcome.status, retry }, 'callback attempt failed');
     if (!retry)

@@ -2,7 +2,7 @@ import type { SqlExecutor } from '@notify/outbox';
 import type { Clock, Logger } from '@notify/runtime';
 import type { Kafka } from 'kafkajs';
 import { type CallbackIntakeConfig, createCallbackIntake } from './callback-intake.js';
-import { type CallbackSender, type CallbackSenderConfig, createCallbackSender } from './callback-sender.js';
+import { type CallbackOutcomeObserver, type CallbackSender, type CallbackSenderConfig, createCallbackSender } from './callback-sender.js';
 import type { DeadLetterSink } from '../middleware/dead-letter.js';
 
 /** Settings of the status callbacks: the intake's and the sender's. */
@@ -18,6 +18,8 @@ export interface CallbackServiceDeps {
   readonly tenantSecret?: (tenantId: string) => Promise<readonly string[] | null>;
   readonly deadLetters?: DeadLetterSink;
   readonly random?: () => number;
+  /** Told what became of the callbacks: delivered, retried, failed, dropped (metrics). */
+  readonly observe?: CallbackOutcomeObserver;
 }
 
 /** Status callbacks, started and stopped as one. */
