@@ -10,6 +10,8 @@ export interface ReceivedRequest {
   /** The raw body, exactly as sent (verify signatures over this). */
   readonly body: string;
   readonly remoteAddress: string;
+  /** When its body had arrived (ms since the epoch, the receiver's own clock). */
+  readonly receivedAt: number;
   /** How the receiver answered it. */
   readonly answer: ScriptedResponse;
 }
@@ -75,6 +77,7 @@ export async function startHttpReceiver(options: HttpReceiverOptions = {}): Prom
         headers: req.headers,
         body: Buffer.concat(chunks).toString('utf8'),
         remoteAddress: req.socket.remoteAddress ?? '',
+        receivedAt: Date.now(),
         answer,
       });
       if (answer === 'hang') {
