@@ -13,6 +13,11 @@ export interface DeliveryConsumerDeps {
   readonly kafka: Kafka;
   /** The full pipeline (middleware included) each due message goes through. */
   readonly handler: MessageHandler;
+  /**
+   * Reads ahead for a message that is next in its key's line (`DeliveryHandler.prefetch`): called
+   * when the key's current delivery starts, so the next one's reads overlap its provider call.
+   */
+  readonly prefetch?: (message: InboundMessage) => void;
   readonly clock: Clock;
   readonly logger: Logger;
   readonly events: DispatcherEvents;
@@ -112,6 +117,18 @@ export function createDeliveryConsumer(
     onError: (error) => events.emit('consumerError', { phase: 'handler', error }),
   });
   const offsets = new Map<string, PartitionOffsets>();
+  /** Messages pushed to the scheduler and not yet started, per ordering key, in order (for `prefetch`). */
+  const lines = new Map<string, InboundMessage[]>();
+  /** Takes `message` out of its key's line as it starts, and reads ahead for the message behind it. */
+  const started = (key: string, message: InboundMessage) => {
+    const line = lines.get(key);
+    if (!line) return;
+    const i = line.indexOf(message);
+    if (i < 0) return; // a retry: it left the line on its first run
+    line.splice(i, 1);
+    if (line.length === 0) lines.delete(key);
+    else deps.prefetch?.(line[0]!);
+  };
   const resumeTimers = new Map<string, NodeJS.Timeout>();
   const shutdown = new AbortController();
   let stopping = false;
@@ -170,9 +187,10 @@ export function createDeliveryConsumer(
     resumeTimers.set(k, timer);
   };
 
-  const runTask = (message: InboundMessage, tracker: PartitionOffsets, offset: number) => {
+  const runTask = (key: string, message: InboundMessage, tracker: PartitionOffsets, offset: number) => {
     let failures = 0;
     return async (release: () => void): Promise<TaskResult> => {
+      if (deps.prefetch) started(key, message);
       // The partition moved to another consumer while this waited: the new owner re-reads it.
       if (tracker.revoked) return undefined;
       try {
@@ -226,7 +244,13 @@ export function createDeliveryConsumer(
       }
       tracker.accept(offset);
       resolveOffset(m.offset);
-      scheduler.push(orderingKey(message), runTask(message, tracker, offset));
+      const key = orderingKey(message);
+      if (deps.prefetch) {
+        const line = lines.get(key);
+        if (line) line.push(message);
+        else lines.set(key, [message]);
+      }
+      scheduler.push(key, runTask(key, message, tracker, offset));
     }
     await heartbeat();
   };
@@ -268,6 +292,7 @@ export function createDeliveryConsumer(
         // not running: nothing to pause
       }
       const notStarted = scheduler.close();
+      lines.clear();
       let abortedInFlight = false;
       const finished = await Promise.race([scheduler.whenIdle().then(() => true), sleep(timeoutMs).then(() => false)]);
       if (!finished) {

@@ -73,27 +73,23 @@ export function createDispatcher(config: DispatcherConfig, deps: DispatcherDeps)
     onFlush: (flush) => events.emit('outcomesFlushed', flush),
   });
   const notifications = createNotificationLoader(deps.db, { maxBatch: config.readBatchSize, delayMs: config.readBatchDelayMs });
-  const handler = compose(
-    tracing(),
-    deadLetter(dlq, { events, logger }),
-  )(
-    createDeliveryHandler({
-      db: deps.db,
-      providers: deps.providers,
-      ...(deps.fallbacks ? { fallbacks: deps.fallbacks } : {}),
-      ...(deps.endpoints ? { endpoints: deps.endpoints } : {}),
-      content: deps.content,
-      clock: deps.clock,
-      logger,
-      events,
-      config,
-      outcomes,
-      notifications,
-      ...(deps.random ? { random: deps.random } : {}),
-    }),
-  );
+  const deliver = createDeliveryHandler({
+    db: deps.db,
+    providers: deps.providers,
+    ...(deps.fallbacks ? { fallbacks: deps.fallbacks } : {}),
+    ...(deps.endpoints ? { endpoints: deps.endpoints } : {}),
+    content: deps.content,
+    clock: deps.clock,
+    logger,
+    events,
+    config,
+    outcomes,
+    notifications,
+    ...(deps.random ? { random: deps.random } : {}),
+  });
+  const handler = compose(tracing(), deadLetter(dlq, { events, logger }))(deliver);
   const consumers = deliveryLanes(config).map((lane) =>
-    createDeliveryConsumer(config, { kafka: deps.kafka, handler, clock: deps.clock, logger, events }, lane),
+    createDeliveryConsumer(config, { kafka: deps.kafka, handler, prefetch: deliver.prefetch, clock: deps.clock, logger, events }, lane),
   );
   const progress = createKafkaConsumerProgress(deps.kafka, config);
   const repair = createRepairSweep(config, { db: deps.db, clock: deps.clock, logger, events, progress });

@@ -6,10 +6,17 @@ import { type Database } from '@notify/migrations';
 import type { Kysely } from 'kysely';
 import { createBatchLoader, type BatchLoader } from './batch-loader.js';
 import { BATCHING_DEFAULTS, type DispatcherConfig } from './config.js';
-import type { ContentPreparer } from './content/content.js';
+import type { ContentPreparer, Prepared } from './content/content.js';
 import { errorMessage } from '@notify/runtime';
 import type { DispatcherEvents } from './events.js';
-import { parseFailureCode, parseInboundRequest, type HandleResult, type HandlerHooks, type MessageHandler } from './message.js';
+import {
+  parseFailureCode,
+  parseInboundRequest,
+  type HandleResult,
+  type HandlerHooks,
+  type InboundMessage,
+  type MessageHandler,
+} from './message.js';
 import { deliveryTraceId } from './middleware/tracing.js';
 import { planOutcome, type AttemptResult } from './outcome.js';
 import { callProvider } from './provider-call.js';
@@ -56,6 +63,37 @@ export function createNotificationLoader(
 }
 
 /**
+ * A prefetched read is used only while younger than this. It is read while the key's previous
+ * provider call runs, so this bounds how much older than the call it can be (a cancel or opt-out
+ * recorded in between is seen by the next attempt's read at the latest; the outcome's guard still
+ * refuses to record over a state change).
+ */
+const PREFETCH_MAX_AGE_MS = 1_000;
+/** Prefetched reads held at most (each is consumed or replaced by its key's next delivery). */
+const PREFETCH_MAX_ENTRIES = 10_000;
+
+/** What a prefetch read ahead: the notification and, when it looked deliverable, its prepared content. */
+interface Prefetched {
+  readonly message: InboundMessage;
+  readonly attempt: number;
+  readonly at: number;
+  readonly value: Promise<{ readonly notification: Notification | undefined; readonly prepared?: Prepared } | undefined>;
+}
+
+/** The delivery handler, and the read-ahead the consumer asks for. */
+export interface DeliveryHandler extends MessageHandler {
+  /**
+   * Reads ahead for `message`, which the consumer will hand to this handler next for its key: its
+   * notification and (when it looks deliverable) its content and opt-out check, so that they are
+   * ready when the key's previous provider call returns instead of costing two more round trips
+   * on the key's chain. Only a hint: the handler uses the result only for this very message, only
+   * if no other delivery of the same notification ran in this process since the read was sent,
+   * and only while it is younger than 1 s; otherwise it reads again as without a prefetch.
+   */
+  prefetch(message: InboundMessage): void;
+}
+
+/**
  * The delivery handler: everything that happens to one delivery request, the same code in
  * production (behind the Kafka consumer) and in the lab test (fed from outbox rows).
  *
@@ -74,7 +112,7 @@ export function createNotificationLoader(
  * which resolves only after the transaction holding it committed, and says whether this
  * outcome's own guard matched.
  */
-export function createDeliveryHandler(deps: DeliveryHandlerDeps): MessageHandler {
+export function createDeliveryHandler(deps: DeliveryHandlerDeps): DeliveryHandler {
   const { clock, events, config } = deps;
   const db = fromKysely(deps.db);
   const random = deps.random ?? Math.random;
@@ -150,18 +188,88 @@ export function createDeliveryHandler(deps: DeliveryHandlerDeps): MessageHandler
    * and then reads the notification, so it sees the attempt as done instead of calling again.
    */
   const writing = new Map<string, Promise<unknown>>();
+  /** Deliveries running in this handler, by notification id (entered and not yet returned). */
+  const active = new Map<string, number>();
+  /** Reads ahead (`prefetch`), by notification id. Any delivery of the id that starts takes (removes) its entry. */
+  const prefetched = new Map<string, Prefetched>();
 
-  return async (message, signal, hooks?: HandlerHooks): Promise<HandleResult> => {
+  /** Whether `notification` looks like it will be attempted as `attempt` (the handler checks again on its turn). */
+  const looksDeliverable = (notification: Notification, request: { tenant_id: string; channel: string }, attempt: number) =>
+    notification.tenant_id === request.tenant_id &&
+    notification.channel === request.channel &&
+    !isTerminal(notification.state) &&
+    notification.attempts === attempt - 1 &&
+    attempt <= notification.max_attempts &&
+    notification.ordering !== 'strict' &&
+    clock.now().getTime() < new Date(notification.expires_at).getTime();
+
+  const prefetch = (message: InboundMessage) => {
+    const parsed = parseInboundRequest(message.value);
+    if (!parsed.ok) return;
+    const request = parsed.message;
+    // Another delivery of this notification is running (or already read ahead): its outcome may
+    // change what a read now would see, so this one reads on its own turn.
+    if (active.has(request.id) || writing.has(request.id) || prefetched.has(request.id)) return;
+    const attempt = request.attempt;
+    const value = notifications
+      .load(request.id)
+      .then(async (notification) => {
+        if (!notification || !looksDeliverable(notification, request, attempt)) return { notification };
+        try {
+          return { notification, prepared: await deps.content.prepare(notification, attempt) };
+        } catch {
+          return { notification }; // prepared again on the delivery's turn, which reports the failure
+        }
+      })
+      .catch(() => undefined); // read again on the delivery's turn, which reports the failure
+    if (prefetched.size >= PREFETCH_MAX_ENTRIES) prefetched.delete(prefetched.keys().next().value!);
+    prefetched.set(request.id, { message, attempt, at: clock.now().getTime(), value });
+  };
+
+  /** The prefetched read for exactly this message, if still usable; removes the id's entry either way. */
+  const takePrefetched = async (message: InboundMessage, id: string, attempt: number) => {
+    const entry = prefetched.get(id);
+    if (!entry) return undefined;
+    prefetched.delete(id);
+    if (entry.message !== message || entry.attempt !== attempt || clock.now().getTime() - entry.at > PREFETCH_MAX_AGE_MS) return undefined;
+    const got = await entry.value;
+    return got?.notification ? { notification: got.notification, prepared: got.prepared } : undefined;
+  };
+
+  const handle = async (message: InboundMessage, signal: AbortSignal, hooks?: HandlerHooks): Promise<HandleResult> => {
     const parsed = parseInboundRequest(message.value);
     if (!parsed.ok) return { kind: 'dead-letter', code: parseFailureCode(parsed.reason), reason: parsed.reason };
     const request = parsed.message;
     const dueAt = new Date(request.due_at);
     if (clock.now().getTime() < dueAt.getTime()) return { kind: 'not-due', dueAt };
+    active.set(request.id, (active.get(request.id) ?? 0) + 1);
+    try {
+      return await deliver(message, request, dueAt, signal, hooks);
+    } finally {
+      const n = active.get(request.id)! - 1;
+      if (n > 0) active.set(request.id, n);
+      else active.delete(request.id);
+    }
+  };
 
-    const earlier = writing.get(request.id);
-    if (earlier) await earlier;
-    const notification = await notifications.load(request.id);
-    if (!notification) return { kind: 'dead-letter', code: 'unknown_notification', reason: `unknown notification ${request.id}` };
+  const deliver = async (
+    message: InboundMessage,
+    request: { readonly id: string; readonly tenant_id: string; readonly channel: string; readonly attempt: number },
+    dueAt: Date,
+    signal: AbortSignal,
+    hooks: HandlerHooks | undefined,
+  ): Promise<HandleResult> => {
+    // No other delivery of this notification ran here since a prefetch was sent (one that starts
+    // takes the entry), so a prefetched read is as good as a read now, minus its age.
+    const ahead = await takePrefetched(message, request.id, request.attempt);
+    let found: Notification | undefined = ahead?.notification;
+    if (!found) {
+      const earlier = writing.get(request.id);
+      if (earlier) await earlier;
+      found = await notifications.load(request.id);
+    }
+    if (!found) return { kind: 'dead-letter', code: 'unknown_notification', reason: `unknown notification ${request.id}` };
+    const notification = found;
     if (notification.tenant_id !== request.tenant_id || notification.channel !== request.channel) {
       return {
         kind: 'dead-letter',
@@ -220,9 +328,9 @@ export function createDeliveryHandler(deps: DeliveryHandlerDeps): MessageHandler
     if (startedAt.getTime() >= new Date(notification.expires_at).getTime()) {
       result = { kind: 'expired' };
     } else {
-      let prepared: Awaited<ReturnType<ContentPreparer['prepare']>> | { kind: 'failed'; error: string };
+      let prepared: Prepared | { kind: 'failed'; error: string };
       try {
-        prepared = await deps.content.prepare(notification, attempt);
+        prepared = ahead?.prepared ?? (await deps.content.prepare(notification, attempt));
       } catch (err) {
         prepared = { kind: 'failed', error: `content preparation failed: ${errorMessage(err)}` };
       }
@@ -348,4 +456,6 @@ export function createDeliveryHandler(deps: DeliveryHandlerDeps): MessageHandler
     else deps.logger.info(fields, plan.to === 'sent' ? 'notification sent' : 'attempt failed; retry scheduled');
     return { kind: 'recorded', notificationId: notification.id, plan };
   };
+
+  return Object.assign(handle, { prefetch });
 }
