@@ -65,6 +65,9 @@ describe('ordering per recipient', () => {
     expect(acceptedOrder(r, '/relaxed')).toEqual([relaxed[1], relaxed[2], relaxed[0]]);
     // strict: b and c waited for a's retry, and c for b; neither spent an attempt waiting
     expect(acceptedOrder(r, '/strict')).toEqual(strict);
+    // The receiver answers before the outcome is written (group commit): wait for the last one's write.
+    const hh = h;
+    await waitFor(async () => (await stateOf(hh, strict[2]!)).state === 'sent', { timeoutMs: 10_000, message: 'strict c recorded' });
     for (const id of strict.slice(1)) expect((await stateOf(h, id)).attempts).toBe(1);
     expect(h.seen.deferred.some((e) => e.notificationId === strict[1] && e.predecessorId === strict[0])).toBe(true);
     // a dead predecessor released its successor
