@@ -90,7 +90,7 @@ export interface DeliveryHandler extends MessageHandler {
    * if no other delivery of the same notification ran in this process since the read was sent,
    * and only while it is younger than 1 s; otherwise it reads again as without a prefetch.
    */
-  prefetch(message: InboundMessage): void;
+  readonly prefetch: (message: InboundMessage) => void;
 }
 
 /**
