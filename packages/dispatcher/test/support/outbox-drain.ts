@@ -5,7 +5,7 @@ import { sql, type Kysely } from 'kysely';
 
 /** A test-only stand-in for the relay: publishes unpublished outbox rows to Kafka every few ms. */
 export interface OutboxDrain {
-  /** Rows published so far. */
+  /** Messages published so far (an enqueue's row is two: its request and the queued event it carries). */
   readonly published: number;
   stop(): Promise<void>;
 }
@@ -55,7 +55,7 @@ export async function startOutboxDrain(db: Kysely<Database>, kafka: Kafka, topic
         topicMessages: [...byTopic].map(([topic, messages]) => ({ topic: topicName(topicPrefix, topic), messages })),
       });
       await sql`UPDATE outbox SET published_at = now() WHERE id = ANY(${rows.map((r) => r.id)}::bigint[])`.execute(trx);
-      published += rows.length;
+      published += [...byTopic.values()].reduce((n, messages) => n + messages.length, 0);
     });
   };
   const loop = () => {
