@@ -124,10 +124,7 @@ async function main(): Promise<void> {
   const results: Round[] = [];
   try {
     await migrateToLatest(db);
-    await kadmin.createTopics({
-      topics: [...relayTopics, ...rawTopics].map((topic) => ({ topic, numPartitions: PARTITIONS })),
-      waitForLeaders: true,
-    });
+    await createTopics(kadmin, [...relayTopics, ...rawTopics]);
     const pool = new pg.Pool({ connectionString: url, max: 2 });
     try {
       // Warm-up: JIT, connections, topic metadata.
@@ -210,6 +207,22 @@ async function main(): Promise<void> {
     );
   }
   console.log('wrote bench/results/relay.json');
+}
+
+// A broker under load can answer the leader wait with UNKNOWN_TOPIC_OR_PARTITION (seen at load
+// average ~40 with four topics); the topics exist by then, so ask again until every one has leaders.
+async function createTopics(kadmin: ReturnType<Kafka['admin']>, topics: readonly string[]): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await kadmin.createTopics({ topics: topics.map((topic) => ({ topic, numPartitions: PARTITIONS })), waitForLeaders: true });
+      await kadmin.fetchTopicMetadata({ topics: [...topics] });
+      return;
+    } catch (err) {
+      if (attempt >= 10) throw err;
+      log(`  (creating topics, attempt ${attempt}: ${(err as Error).message}; again in 2 s)`);
+      await new Promise((r) => setTimeout(r, 2_000));
+    }
+  }
 }
 
 async function prefill(pool: pg.Pool, n: number): Promise<Row[]> {
