@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -14,6 +15,16 @@ export interface OverloadStats extends Omit<OverloadClientResult, 'ids'> {
   harnessLoopDelayMaxMs: number;
   /** Peak RSS (VmHWM) of each process of the stack at the end of the overload, MiB. */
   peakRssMb: Record<string, number>;
+}
+
+/** CPU time and time spent waiting for a CPU (run queue) of a process's main thread, in s (/proc/<pid>/schedstat). */
+function schedstat(pid: number): { cpu: number; waiting: number } {
+  try {
+    const [cpu, waiting] = readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ').map(Number);
+    return { cpu: cpu! / 1e9, waiting: waiting! / 1e9 };
+  } catch {
+    return { cpu: 0, waiting: 0 };
+  }
 }
 
 const CLIENT = fileURLToPath(new URL('./overload-client.ts', import.meta.url));
@@ -93,11 +104,19 @@ export function overloadScenario(
     let stderr = '';
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString('utf8')));
     let result: OverloadClientResult | undefined;
+    const apiPid = ctx.process('api').pid;
+    let before = { cpu: 0, waiting: 0, at: 0 };
     for await (const line of createInterface({ input: child.stdout })) {
+      if (line.startsWith('note offering')) before = { ...schedstat(apiPid), at: Date.now() };
       if (line.startsWith('note ')) ctx.note(line.slice(5));
       else if (line.startsWith('result ')) result = JSON.parse(line.slice(7)) as OverloadClientResult;
     }
     harness.disable();
+    const after = schedstat(apiPid);
+    ctx.note(
+      `API main thread during the overload: ${(after.cpu - before.cpu).toFixed(1)} s on a CPU, ` +
+        `${(after.waiting - before.waiting).toFixed(1)} s runnable but waiting for one, of ${((Date.now() - before.at) / 1000).toFixed(1)} s`,
+    );
     if (!result) throw new Error(`the overload client ended without a result:\n${stderr.slice(-4000)}`);
     const { ids, ...rest } = result;
     ctx.adopt(ids);
