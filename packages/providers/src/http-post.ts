@@ -2,6 +2,28 @@ import http, { type IncomingHttpHeaders } from 'node:http';
 import https from 'node:https';
 import type { LookupFunction } from 'node:net';
 
+/**
+ * A signal that aborts when `parent` does or after `ms`, whichever comes first; `clear()` stops
+ * the timer and lets go of `parent` once the request is over. Not
+ * `AbortSignal.any([parent, AbortSignal.timeout(ms)])`: on Node 20 the timeout signal inside a
+ * composite can be garbage-collected before it fires (nodejs/node#57736), and a hung request
+ * then never times out (seen in CI: a 200 ms timeout that had not fired after 60 s).
+ */
+export function attemptSignal(parent: AbortSignal, ms: number): { readonly signal: AbortSignal; clear(): void } {
+  const controller = new AbortController();
+  const onAbort = () => controller.abort(parent.reason);
+  const timer = setTimeout(() => controller.abort(new DOMException('the attempt timed out', 'TimeoutError')), ms);
+  if (parent.aborted) onAbort();
+  else parent.addEventListener('abort', onAbort, { once: true });
+  return {
+    signal: controller.signal,
+    clear() {
+      clearTimeout(timer);
+      parent.removeEventListener('abort', onAbort);
+    },
+  };
+}
+
 /** One POST, as the webhook and SMS adapters send it. */
 export interface HttpPostRequest {
   readonly url: URL;

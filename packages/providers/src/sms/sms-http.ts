@@ -2,7 +2,7 @@ import http from 'node:http';
 import https from 'node:https';
 import type { Clock, Logger } from '@notify/runtime';
 import { classifyCode, classifyErrno, errorCode, parseRetryAfter } from '../classify.js';
-import { httpPost } from '../http-post.js';
+import { attemptSignal, httpPost } from '../http-post.js';
 import type { Delivery, Provider, SendResult } from '../provider.js';
 import { originOf } from '../endpoints/endpoint.js';
 
@@ -84,9 +84,9 @@ export function createSmsHttpProvider(options: SmsHttpProviderOptions, deps: Sms
       'idempotency-key': delivery.id,
     };
     if (authorization) headers.authorization = authorization;
-    const attemptSignal = AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]);
+    const attempt = attemptSignal(signal, timeoutMs);
     try {
-      const res = await httpPost({ url: endpoint, headers, body: form.toString(), signal: attemptSignal, agents, maxResponseBytes });
+      const res = await httpPost({ url: endpoint, headers, body: form.toString(), signal: attempt.signal, agents, maxResponseBytes });
       const status = String(res.status);
       const verdict = classifyCode('sms', res.status);
       log.debug({ notificationId: delivery.id, attempt: delivery.attempt, status }, 'sms gateway answered');
@@ -97,7 +97,7 @@ export function createSmsHttpProvider(options: SmsHttpProviderOptions, deps: Sms
       const notBefore = parseRetryAfter(res.headers['retry-after'], deps.clock.now());
       return { kind: 'transient', error, providerStatus: status, ...(notBefore ? { notBefore } : {}) };
     } catch (err) {
-      if (attemptSignal.aborted) return { kind: 'transient', error: 'timeout', providerStatus: 'timeout' };
+      if (attempt.signal.aborted) return { kind: 'transient', error: 'timeout', providerStatus: 'timeout' };
       const code = errorCode(err);
       log.debug({ notificationId: delivery.id, attempt: delivery.attempt, status: code }, 'sms gateway unreachable');
       return {
@@ -105,6 +105,8 @@ export function createSmsHttpProvider(options: SmsHttpProviderOptions, deps: Sms
         error: `sms gateway request failed: ${code ?? (err as Error).message}`,
         providerStatus: code ?? 'error',
       };
+    } finally {
+      attempt.clear();
     }
   }
 

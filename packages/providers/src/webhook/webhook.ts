@@ -2,7 +2,7 @@ import http from 'node:http';
 import https from 'node:https';
 import type { Clock, Logger } from '@notify/runtime';
 import { classifyCode, classifyErrno, errorCode, parseRetryAfter } from '../classify.js';
-import { httpPost } from '../http-post.js';
+import { attemptSignal, httpPost } from '../http-post.js';
 import type { Delivery, Provider, SendResult } from '../provider.js';
 import { type Resolver, TargetRefusedError, createTargetGuard } from './ssrf.js';
 import { WEBHOOK_HEADERS, signWebhook, webhookSecretKey } from './signature.js';
@@ -138,9 +138,9 @@ export function createWebhookProvider(options: WebhookProviderOptions, deps: Web
         };
       }
     }
-    const attemptSignal = AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]);
+    const attempt = attemptSignal(signal, timeoutMs);
     try {
-      const res = await httpPost({ url, headers, body, signal: attemptSignal, lookup: guard.lookup, agents, maxResponseBytes });
+      const res = await httpPost({ url, headers, body, signal: attempt.signal, lookup: guard.lookup, agents, maxResponseBytes });
       const status = String(res.status);
       const verdict = classifyCode('webhook', res.status);
       log.debug({ notificationId: delivery.id, attempt: delivery.attempt, status }, 'webhook answered');
@@ -162,7 +162,7 @@ export function createWebhookProvider(options: WebhookProviderOptions, deps: Web
         ...(notBefore ? { notBefore } : {}),
       };
     } catch (err) {
-      if (signal.aborted || attemptSignal.aborted) return timeoutResult();
+      if (signal.aborted || attempt.signal.aborted) return timeoutResult();
       const code = errorCode(err);
       if (err instanceof TargetRefusedError) {
         log.warn({ notificationId: delivery.id, reason: err.message }, 'webhook target refused');
@@ -171,6 +171,8 @@ export function createWebhookProvider(options: WebhookProviderOptions, deps: Web
       const verdict = classifyErrno('webhook', code);
       log.debug({ notificationId: delivery.id, attempt: delivery.attempt, status: code }, 'webhook failed');
       return { kind: verdict, error: `webhook request failed: ${code ?? (err as Error).message}`, providerStatus: code ?? 'error' };
+    } finally {
+      attempt.clear();
     }
   }
 
