@@ -1,5 +1,6 @@
 import type { Attempt } from '@notify/migrations';
 import type { Notification } from '@notify/outbox';
+import { ProblemError } from './problem.js';
 import type { ActionView, AttemptView, NotificationView } from './schemas.js';
 import type { NotificationAction } from './sql/notification-action-list.js';
 
@@ -64,4 +65,34 @@ export function encodeCursor(id: string): string {
 /** The id inside a cursor (not yet validated). */
 export function decodeCursor(cursor: string): string {
   return Buffer.from(cursor, 'base64url').toString('utf8');
+}
+
+/** The 400 `invalid_query` of a cursor this API did not return. */
+export function cursorRefused(): ProblemError {
+  return new ProblemError('invalid_query', 'the cursor is not one this API returned', {
+    extensions: { errors: [{ path: 'cursor', message: 'pass next_cursor from the previous page unchanged' }] },
+  });
+}
+
+/** The id inside a list's `cursor` query parameter, if any; `cursorRefused()` when it is not an id `isId` accepts. */
+export function cursorId(cursor: string | undefined, isId: (id: string) => boolean): string | undefined {
+  if (cursor === undefined) return undefined;
+  const id = decodeCursor(cursor);
+  if (!isId(id)) throw cursorRefused();
+  return id;
+}
+
+/**
+ * One page of a list read with `limit + 1` rows: the first `limit` as views, and the cursor of the
+ * next page (null when the extra row was not there, so this is the last page).
+ */
+export function pageOf<R, V>(
+  rows: readonly R[],
+  limit: number,
+  view: (row: R) => V,
+  cursorOf: (row: R) => string,
+): { data: V[]; next_cursor: string | null } {
+  const page = rows.slice(0, limit);
+  const last = page.at(-1);
+  return { data: page.map(view), next_cursor: rows.length > limit && last !== undefined ? cursorOf(last) : null };
 }

@@ -3,6 +3,7 @@ import { normalizeRecipient, suppressionDelete, suppressionInsert } from '@notif
 import { ProblemError } from '../problem.js';
 import type { SuppressionView } from '../management-schemas.js';
 import { type SuppressionRow, suppressionList } from '../sql/suppression-list.js';
+import { cursorRefused } from '../views.js';
 
 // Opt-out management shared by /v1/suppressions and the console. Their effect is checked at send
 // time by the dispatcher, as before.
@@ -53,7 +54,5 @@ export function decodeSuppressionCursor(cursor: string): [string, string, string
   } catch {
     // fall through
   }
-  throw new ProblemError('invalid_query', 'the cursor is not one this API returned', {
-    extensions: { errors: [{ path: 'cursor', message: 'pass next_cursor from the previous page unchanged' }] },
-  });
+  throw cursorRefused();
 }

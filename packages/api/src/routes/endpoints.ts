@@ -15,7 +15,7 @@ import { type EndpointRecord, endpointGet } from '../sql/endpoint-get.js';
 import { endpointList } from '../sql/endpoint-list.js';
 import { type EndpointOperatorChange, endpointOperatorUpdate } from '../sql/endpoint-operator-update.js';
 import { parseBody, parseQuery } from '../validate.js';
-import { decodeCursor, encodeCursor } from '../views.js';
+import { cursorId, encodeCursor, pageOf } from '../views.js';
 
 /** What the endpoint routes need. */
 export interface EndpointRoutesDeps {
@@ -122,12 +122,7 @@ export function endpointRoutes(deps: EndpointRoutesDeps): Hono<AppEnv> {
 
   app.get('/', async (c) => {
     const q = parseQuery(EndpointListQuery, c.req.query());
-    const afterId = q.cursor === undefined ? undefined : decodeCursor(q.cursor);
-    if (afterId !== undefined && !ENDPOINT_ID.test(afterId)) {
-      throw new ProblemError('invalid_query', 'the cursor is not one this API returned', {
-        extensions: { errors: [{ path: 'cursor', message: 'pass next_cursor from the previous page unchanged' }] },
-      });
-    }
+    const afterId = cursorId(q.cursor, (id) => ENDPOINT_ID.test(id));
     const rows = await endpointList(db, {
       tenantId: c.get('auth').tenantId,
       state: q.state,
@@ -135,9 +130,7 @@ export function endpointRoutes(deps: EndpointRoutesDeps): Hono<AppEnv> {
       afterId,
       limit: q.limit + 1,
     });
-    const page = rows.slice(0, q.limit);
-    const last = page.at(-1);
-    return c.json({ data: page.map(view), next_cursor: rows.length > q.limit && last ? encodeCursor(last.id) : null });
+    return c.json(pageOf(rows, q.limit, view, (r) => encodeCursor(r.id)));
   });
 
   app.get('/:id', async (c) => {

@@ -31,6 +31,7 @@ import { templateVersionList } from '../sql/template-version-list.js';
 import { suppressionList } from '../sql/suppression-list.js';
 import { webhookSecretList } from '../sql/webhook-secret-list.js';
 import { parseBody, parseQuery } from '../validate.js';
+import { pageOf } from '../views.js';
 
 /** What the management routes need. */
 export interface ManagementRoutesDeps {
@@ -135,9 +136,7 @@ export function suppressionRoutes(deps: ManagementRoutesDeps): Hono<AppEnv> {
       after: q.cursor !== undefined ? decodeSuppressionCursor(q.cursor) : undefined,
       limit: q.limit + 1,
     });
-    const page = rows.slice(0, q.limit);
-    const last = page[page.length - 1];
-    return c.json({ data: page.map(suppressionView), next_cursor: rows.length > q.limit && last ? encodeSuppressionCursor(last) : null });
+    return c.json(pageOf(rows, q.limit, suppressionView, encodeSuppressionCursor));
   });
   app.delete('/', async (c) => {
     const q = parseQuery(SuppressionDeleteQuery, c.req.query());

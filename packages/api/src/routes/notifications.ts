@@ -18,7 +18,7 @@ import { intentCheck } from '../sql/intent-check.js';
 import { notificationActionList } from '../sql/notification-action-list.js';
 import { notificationGet } from '../sql/notification-get.js';
 import { notificationList } from '../sql/notification-list.js';
-import { actionView, attemptView, decodeCursor, encodeCursor, notificationView } from '../views.js';
+import { actionView, attemptView, cursorId, encodeCursor, notificationView, pageOf } from '../views.js';
 
 /** What the notification routes need. */
 export interface NotificationRoutesDeps {
@@ -191,15 +191,7 @@ export function notificationRoutes(deps: NotificationRoutesDeps): Hono<AppEnv> {
       throw new ProblemError('invalid_query', 'the query parameters are not valid', { extensions: { errors: issuesOf(parsed.error) } });
     }
     const q = parsed.data;
-    let beforeId: string | undefined;
-    if (q.cursor !== undefined) {
-      beforeId = decodeCursor(q.cursor);
-      if (!isNotificationId(beforeId)) {
-        throw new ProblemError('invalid_query', 'the cursor is not one this API returned', {
-          extensions: { errors: [{ path: 'cursor', message: 'pass next_cursor from the previous page unchanged' }] },
-        });
-      }
-    }
+    const beforeId = cursorId(q.cursor, isNotificationId);
     const rows = await notificationList(db, {
       tenantId: c.get('auth').tenantId,
       state: q.state,
@@ -207,9 +199,7 @@ export function notificationRoutes(deps: NotificationRoutesDeps): Hono<AppEnv> {
       beforeId,
       limit: q.limit + 1,
     });
-    const page = rows.slice(0, q.limit);
-    const last = page[page.length - 1];
-    return c.json({ data: page.map(notificationView), next_cursor: rows.length > q.limit && last ? encodeCursor(last.id) : null });
+    return c.json(pageOf(rows, q.limit, notificationView, (r) => encodeCursor(r.id)));
   });
 
   app.post('/retry', jsonBody(), async (c) => {
