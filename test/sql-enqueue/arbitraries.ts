@@ -196,6 +196,9 @@ const webhook = field(
   fc.string({ maxLength: 30 }),
 );
 
+/** Webhook URLs: valid ones and near-misses of every rule of the URL check. */
+export const webhookUrlArbitrary: fc.Arbitrary<unknown> = fc.oneof(webhook.good, webhook.bad);
+
 const recipients: Record<string, Field> = { email, sms, webhook };
 
 /** The recipients of `channel`, near-misses including another channel's good ones and wrong types. */

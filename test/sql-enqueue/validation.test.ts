@@ -11,7 +11,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildOpenApiDocument } from '@notify/api';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
-import { NOW, intentArbitrary } from './arbitraries.js';
+import { NOW, intentArbitrary, webhookUrlArbitrary } from './arbitraries.js';
 import { IntentFields, type FieldIssue, type Refusal, checkIntent, isRefusal } from './reference-intent.js';
 import { z } from './zod.js';
 
@@ -137,6 +137,43 @@ describe('notify_intent_check agrees with the TypeScript validator it replaced',
       code: 'payload_too_large',
       message: 'the notification content is 70000 bytes; at most 65536 are allowed',
     });
+  });
+
+  it('the webhook fast path (migration 0160) clears only URLs the full parse accepts', { timeout: 60_000 + RUNS * 20 }, async () => {
+    let cleared = 0;
+    const check = async (url: unknown) => {
+      const { rows } = await t.pool.query<{ plain: boolean | null; problem: string | null }>(
+        `SELECT octet_length($1) <= 2048 AND $1 ~ notify_webhook_url_plain() AS plain, notify_webhook_url_problem($1) AS problem`,
+        [typeof url === 'string' ? url : JSON.stringify(url)],
+      );
+      const { plain, problem } = rows[0]!;
+      if (plain) {
+        cleared += 1;
+        expect(problem, `fast path cleared ${JSON.stringify(url)}`).toBeNull();
+      }
+    };
+    await fc.assert(fc.asyncProperty(webhookUrlArbitrary, check), { numRuns: RUNS });
+    // The edges of the pattern, each next to a near-miss the full parse refuses or decides itself.
+    for (const url of [
+      'http://127.0.0.1:9/hook',
+      'https://255.255.255.255',
+      'https://256.1.1.1/x',
+      'https://01.2.3.4/',
+      'https://1.2.3.4.5/',
+      'https://a.b.c/x',
+      'https://example.123/',
+      'https://example.com.:8080?q',
+      'https://localhost:99999/',
+      'https://exa_mple.com/',
+      'https://user@example.com/',
+      'http://example.com#frag',
+      'HTTP://example.com/',
+      ' https://example.com/',
+      `https://example.com/${'x'.repeat(2048)}`,
+    ]) {
+      await check(url);
+    }
+    expect(cleared).toBeGreaterThan(0);
   });
 
   it('reports how the generated intents were spread', () => {
