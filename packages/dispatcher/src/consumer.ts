@@ -6,6 +6,7 @@ import { errorMessage } from '@notify/runtime';
 import type { DispatcherEvents } from './events.js';
 import { fromKafkaMessage, messageDueAt, orderingKey, type InboundMessage, type MessageHandler } from './message.js';
 import { PartitionOffsets } from './partition-offsets.js';
+import { createReadAhead } from './read-ahead.js';
 import { createKeyedScheduler, type TaskResult } from './scheduler.js';
 
 /** What the delivery consumer needs. */
@@ -14,8 +15,9 @@ export interface DeliveryConsumerDeps {
   /** The full pipeline (middleware included) each due message goes through. */
   readonly handler: MessageHandler;
   /**
-   * Reads ahead for a message that is next in its key's line (`DeliveryHandler.prefetch`): called
-   * when the key's current delivery starts, so the next one's reads overlap its provider call.
+   * Reads ahead for a message that is among the next in its key's line (`DeliveryHandler.prefetch`):
+   * called when the key's current delivery starts, for up to `READ_AHEAD` messages behind it, so
+   * their reads overlap the provider calls before them.
    */
   readonly prefetch?: (message: InboundMessage) => void;
   readonly clock: Clock;
@@ -88,6 +90,15 @@ const HANDLER_RETRY_MAX_MS = 30_000;
  */
 const KAFKA_CONSUMER_RETRY = { initialRetryTime: 300, maxRetryTime: 1_000, retries: 10 } as const;
 
+/**
+ * Messages of one key read ahead at most (`DeliveryConsumerDeps.prefetch`), topped up in groups of
+ * at least half this many. On a key with a backlog, one key's chain then costs a provider call per
+ * message, and its reads one query per group. A read is used only while younger than 1 s (the
+ * handler's bound), so this many should start within a second on a key worth reading ahead for.
+ * Measured with `pnpm bench --quick hot-key` (one key, 500 notifications): see docs/retries.md.
+ */
+const READ_AHEAD = 16;
+
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());
 
 /**
@@ -126,18 +137,8 @@ export function createDeliveryConsumer(
     onError: (error) => events.emit('consumerError', { phase: 'handler', error }),
   });
   const offsets = new Map<string, PartitionOffsets>();
-  /** Messages pushed to the scheduler and not yet started, per ordering key, in order (for `prefetch`). */
-  const lines = new Map<string, InboundMessage[]>();
-  /** Takes `message` out of its key's line as it starts, and reads ahead for the message behind it. */
-  const started = (key: string, message: InboundMessage) => {
-    const line = lines.get(key);
-    if (!line) return;
-    const i = line.indexOf(message);
-    if (i < 0) return; // a retry: it left the line on its first run
-    line.splice(i, 1);
-    if (line.length === 0) lines.delete(key);
-    else deps.prefetch?.(line[0]!);
-  };
+  /** Each key's messages pushed to the scheduler and not yet started, for `prefetch`. */
+  const readAhead = deps.prefetch ? createReadAhead<InboundMessage>({ depth: READ_AHEAD, prefetch: deps.prefetch }) : undefined;
   const resumeTimers = new Map<string, NodeJS.Timeout>();
   const shutdown = new AbortController();
   let stopping = false;
@@ -199,7 +200,7 @@ export function createDeliveryConsumer(
   const runTask = (key: string, message: InboundMessage, tracker: PartitionOffsets, offset: number) => {
     let failures = 0;
     return async (release: () => void): Promise<TaskResult> => {
-      if (deps.prefetch) started(key, message);
+      readAhead?.started(key, message);
       // The partition moved to another consumer while this waited: the new owner re-reads it.
       if (tracker.revoked) return undefined;
       try {
@@ -254,11 +255,7 @@ export function createDeliveryConsumer(
       tracker.accept(offset);
       resolveOffset(m.offset);
       const key = orderingKey(message);
-      if (deps.prefetch) {
-        const line = lines.get(key);
-        if (line) line.push(message);
-        else lines.set(key, [message]);
-      }
+      readAhead?.push(key, message);
       scheduler.push(key, runTask(key, message, tracker, offset));
     }
     await heartbeat();
@@ -301,7 +298,7 @@ export function createDeliveryConsumer(
         // not running: nothing to pause
       }
       const notStarted = scheduler.close();
-      lines.clear();
+      readAhead?.clear();
       let abortedInFlight = false;
       const finished = await Promise.race([scheduler.whenIdle().then(() => true), sleep(timeoutMs).then(() => false)]);
       if (!finished) {

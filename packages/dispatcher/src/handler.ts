@@ -63,8 +63,8 @@ export function createNotificationLoader(
 }
 
 /**
- * A prefetched read is used only while younger than this. It is read while the key's previous
- * provider call runs, so this bounds how much older than the call it can be (a cancel or opt-out
+ * A prefetched read is used only while younger than this. It is read while provider calls of the
+ * key before it run, so this bounds how much older than the call it can be (a cancel or opt-out
  * recorded in between is seen by the next attempt's read at the latest; the outcome's guard still
  * refuses to record over a state change).
  */
@@ -83,10 +83,11 @@ interface Prefetched {
 /** The delivery handler, and the read-ahead the consumer asks for. */
 export interface DeliveryHandler extends MessageHandler {
   /**
-   * Reads ahead for `message`, which the consumer will hand to this handler next for its key: its
-   * notification and (when it looks deliverable) its content and opt-out check, so that they are
-   * ready when the key's previous provider call returns instead of costing two more round trips
-   * on the key's chain. Only a hint: the handler uses the result only for this very message, only
+   * Reads ahead for `message`, which the consumer will hand to this handler soon for its key (it
+   * asks for up to 16 of a key's next messages at once): its notification and (when it looks
+   * deliverable) its content and opt-out check, so that they are ready when the key's previous
+   * provider call returns instead of costing two more round trips on the key's chain; reads asked
+   * for together share one query per loader. Only a hint: the handler uses the result only for this very message, only
    * if no other delivery of the same notification ran in this process since the read was sent,
    * and only while it is younger than 1 s; otherwise it reads again as without a prefetch.
    */

@@ -134,7 +134,15 @@ describe('status callbacks', () => {
     expect(() =>
       wh.verify(receiver.calls[0]!.body.replace('sent', 'dead'), receiver.calls[0]!.headers as Record<string, string>),
     ).toThrow();
-    expect((await deliveries('cb-signed')).map((d) => [d.state, d.attempts])).toEqual([
+    // The receiver counts a call when it arrives; the sender records it after the answer.
+    const recorded = await waitFor(
+      async () => {
+        const rows = await deliveries('cb-signed');
+        return rows.every((d) => d.state !== 'pending') ? rows : undefined;
+      },
+      { timeoutMs: 10_000, message: 'the three deliveries recorded' },
+    );
+    expect(recorded.map((d) => [d.state, d.attempts])).toEqual([
       ['delivered', 1],
       ['delivered', 1],
       ['delivered', 1],

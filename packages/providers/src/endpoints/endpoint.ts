@@ -41,10 +41,21 @@ export function urlOrigin(url: string, prefix = ''): string | undefined {
 
 const DEFAULT_PORTS: Readonly<Record<string, string>> = { 'http:': '80', 'https:': '443', 'smtp:': '25', 'smtps:': '465' };
 
+/** Ids already derived, by hash input: every delivery asks twice (admit, observe), mostly for the same few endpoints. */
+const endpointIds = new Map<string, string>();
+/** Entries kept at most; the cache starts over when full (ids are derived again, never wrong). */
+const ENDPOINT_ID_CACHE_MAX = 10_000;
+
 /** The endpoint's id: `ep_` + 24 hex digits of sha256(tenant, channel, origin), so any process derives it without a lookup. */
 export function endpointId(target: Pick<EndpointTarget, 'tenantId' | 'channel' | 'origin'>): string {
-  const hash = createHash('sha256').update(`${target.tenantId}\0${target.channel}\0${target.origin}`).digest('hex');
-  return `ep_${hash.slice(0, 24)}`;
+  const input = `${target.tenantId}\0${target.channel}\0${target.origin}`;
+  let id = endpointIds.get(input);
+  if (id === undefined) {
+    id = `ep_${createHash('sha256').update(input).digest('hex').slice(0, 24)}`;
+    if (endpointIds.size >= ENDPOINT_ID_CACHE_MAX) endpointIds.clear();
+    endpointIds.set(input, id);
+  }
+  return id;
 }
 
 /** `{ origin }` of a provider's fixed server URL, to spread into the provider object; `{}` for a string that is not a URL. */
