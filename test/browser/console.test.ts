@@ -8,6 +8,7 @@ import { NotificationView } from '@notify/api';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { createTestKafka, type TestKafka } from '../support/kafka.js';
 import { type NotifyServer, startNotifyProcess } from '../support/notify-process.js';
+import { fetchPastShedding } from '../support/http.js';
 import { waitFor } from '../support/wait.js';
 
 // The console in a real browser: Debian's Chromium driven by puppeteer-core, against `notify start`
@@ -78,7 +79,7 @@ afterAll(async () => {
 }, 60_000);
 
 const api = (tenant: keyof typeof KEYS, path: string, init: RequestInit = {}) =>
-  fetch(`${notify.url}${path}`, {
+  fetchPastShedding(`${notify.url}${path}`, {
     ...init,
     headers: { authorization: `Bearer ${KEYS[tenant]}`, 'content-type': 'application/json', ...init.headers },
   });

@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { createTestKafka, type TestKafka } from '../support/kafka.js';
 import { ROOT } from '../support/notify-process.js';
+import { fetchPastShedding } from '../support/http.js';
 import { waitFor } from '../support/wait.js';
 
 const KEY = 'start-script-key-0123456789';
@@ -102,7 +103,7 @@ describe('bash scripts/start.sh under a supervisor', () => {
     expect(cmdline.slice(1, 3)).toEqual(['packages/cli/dist/bin/notify.js', 'start']);
     expect(servicePids(kafka.prefix)).toEqual([child.pid]);
 
-    const res = await fetch(`${url}/v1/notifications`, {
+    const res = await fetchPastShedding(`${url}/v1/notifications`, {
       method: 'POST',
       headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
       body: JSON.stringify({ channel: 'webhook', to: hookUrl, body: 'in flight at shutdown' }),

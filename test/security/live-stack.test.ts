@@ -19,6 +19,7 @@ import { webhookSecretKey } from '@notify/providers';
 import { verifyWebhookSignature } from '@notify/providers/testing';
 import { fromKysely } from '@notify/outbox';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
+import { fetchPastShedding } from '../support/http.js';
 import { waitFor } from '../support/wait.js';
 import { startChaosReceiver, type ChaosReceiver } from '../support/chaos/receiver.js';
 import { ChildSet, type NotifyChild, chaosEnv, stackTopics } from '../support/chaos/stack.js';
@@ -59,7 +60,7 @@ function leakForms(): Record<string, string[]> {
 }
 
 async function api(path: string, init: RequestInit & { key?: string; admin?: boolean } = {}): Promise<Response> {
-  const res = await fetch(`${init.admin ? stack.adminUrl : stack.url}${path}`, {
+  const res = await fetchPastShedding(`${init.admin ? stack.adminUrl : stack.url}${path}`, {
     ...init,
     headers: {
       authorization: `Bearer ${init.key ?? seededKey}`,

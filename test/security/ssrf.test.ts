@@ -15,6 +15,7 @@ import { randomBytes } from 'node:crypto';
 import { Kafka, logLevel } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
+import { fetchPastShedding } from '../support/http.js';
 import { waitFor } from '../support/wait.js';
 import { ChildSet, type NotifyChild, chaosEnv, stackTopics } from '../support/chaos/stack.js';
 import { ensureTopics } from '@notify/cli';
@@ -143,7 +144,7 @@ describe('SSRF through the API, end to end', () => {
     const accepted = new Map<string, string>();
     const rejected: string[] = [];
     for (const to of targets) {
-      const res = await fetch(`${stack.url}/v1/notifications`, {
+      const res = await fetchPastShedding(`${stack.url}/v1/notifications`, {
         method: 'POST',
         headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
         body: JSON.stringify({ channel: 'webhook', to, body: 'ssrf' }),

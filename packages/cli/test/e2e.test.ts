@@ -4,6 +4,7 @@ import { AttemptList, NotificationView } from '@notify/api';
 import { type HttpReceiver, startHttpReceiver } from '@notify/providers/testing';
 import { createTestDatabase, type TestDatabase } from '../../../test/support/db.js';
 import { createTestKafka, stopNotifyAndCloseKafka, type TestKafka } from '../../../test/support/kafka.js';
+import { fetchPastShedding } from '../../../test/support/http.js';
 import { waitFor } from '../../../test/support/wait.js';
 import { type NotifyServer, startNotifyProcess } from '../../../test/support/notify-process.js';
 
@@ -48,7 +49,7 @@ afterAll(async () => {
 }, 60_000);
 
 const api = (path: string, init: RequestInit = {}) =>
-  fetch(`${notify.url}${path}`, {
+  fetchPastShedding(`${notify.url}${path}`, {
     ...init,
     headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', ...init.headers },
   });

@@ -74,7 +74,10 @@ describe('wake-up on NOTIFY', () => {
 
       // Idle cost: only the two notifications, the reconnect and the rows' own rounds woke it;
       // no polling happened in between (a 50 ms poll would have made dozens of rounds by now).
-      expect(claims.length - idleClaims).toBeLessThanOrEqual(8);
+      // A round that found rows held back by an older open transaction (another test's, on a
+      // busy server) is re-polled on a short backoff by design: those re-polls are not counted.
+      const woken = claims.filter((_, i) => i >= idleClaims && !claims[i - 1]?.heldBack);
+      expect(woken.length, trace.join('\n')).toBeLessThanOrEqual(8);
     } finally {
       await relay.stop();
     }

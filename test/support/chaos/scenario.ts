@@ -14,6 +14,8 @@ import { ensureTopics } from '@notify/cli';
 export interface StackProcess {
   readonly name: string;
   readonly roles: readonly ('api' | 'relay' | 'dispatcher')[];
+  /** Runs in a CPU group of its own at this nice value (`ownCpuGroup` in stack.ts). */
+  readonly cpuGroupNice?: number;
 }
 
 /** A fault scenario: N notifications through the real stack while `fault` does its worst, then the audit. */
@@ -132,7 +134,12 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
   const topics = stackTopics(env);
 
   const start = async (proc: StackProcess) => {
-    const child = await children.start(proc.name, proc.roles, env);
+    const child = await children.start(
+      proc.name,
+      proc.roles,
+      env,
+      proc.cpuGroupNice !== undefined ? { cpuGroupNice: proc.cpuGroupNice } : {},
+    );
     running.set(proc.name, { child, proc });
     child.child.on('close', (code, signal) => {
       if (!intentional.has(child)) {
@@ -154,7 +161,7 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
         }
       }
     });
-    note(`started ${proc.name} (pid ${child.pid})`);
+    note(`started ${proc.name} (pid ${child.pid})${child.cpuGroup ? `, ${child.cpuGroup}` : ''}`);
     return child;
   };
   const joins = new Map<number, GroupJoins>();

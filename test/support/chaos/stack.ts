@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Kysely } from 'kysely';
 import { type Database } from '@notify/migrations';
@@ -42,8 +43,25 @@ export function chaosEnv(base: {
     NOTIFY_RELAY_POLL_MS: '200',
     NOTIFY_REPAIR_AFTER_MS: '5000',
     NOTIFY_SHUTDOWN_TIMEOUT_MS: '5000',
+    ...serviceEnvFromChaosEnv(process.env.CHAOS_SERVICE_ENV),
     ...base.extra,
   };
+}
+
+/**
+ * CHAOS_SERVICE_ENV="NAME=value,NAME=value": service settings every scenario's processes get on top
+ * of the defaults above, to measure a setting's effect with the same scenarios (for example
+ * CHAOS_SERVICE_ENV=NOTIFY_KAFKA_SESSION_TIMEOUT_MS=30000 for the churn figures in RELIABILITY.md).
+ */
+function serviceEnvFromChaosEnv(spec: string | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const part of (spec ?? '').split(',')) {
+    if (!part.trim()) continue;
+    const m = /^\s*(NOTIFY_[A-Z0-9_]+)=(.*)$/.exec(part);
+    if (!m) throw new Error(`CHAOS_SERVICE_ENV: expected NOTIFY_NAME=value, got "${part}"`);
+    out[m[1]!] = m[2]!.trim();
+  }
+  return out;
 }
 
 /** The retry policy a chaos environment configures (what the audit needs to rebuild due times). */
@@ -66,6 +84,8 @@ export interface NotifyChild {
   readonly url: string;
   /** Its admin port (/healthz, /readyz, /metrics). */
   readonly adminUrl: string;
+  /** Set when it was asked to run in a CPU group of its own (`cpuGroupNice`): what it got. */
+  readonly cpuGroup?: string;
   /** Everything it wrote so far, stdout and stderr interleaved. */
   output(): string;
   /** True once it exited. */
@@ -74,6 +94,19 @@ export interface NotifyChild {
   kill(): Promise<void>;
   /** SIGTERM (SIGKILL after `timeoutMs`); resolves with the exit code (null when killed by a signal). */
   stop(timeoutMs?: number): Promise<number | null>;
+}
+
+/**
+ * Gives the process `pid` (which must lead its own session: spawned `detached`) a CPU share of its
+ * own, as a cgroup's `cpu.weight` or systemd's `CPUWeight=` would in a deployment. Linux's
+ * scheduler shares the CPU between sessions (autogroups, `/proc/sys/kernel/sched_autogroup_enabled`)
+ * before it shares a session's share between its processes, so a plain nice value only counts
+ * against the processes of the same session; the autogroup's nice counts against every other
+ * session on the machine (the test suite running beside the chaos run, other engineers' work).
+ * Throws with the reason when the kernel refuses (no autogroups, or not allowed to lower nice).
+ */
+export function ownCpuGroup(pid: number, nice: number): void {
+  writeFileSync(`/proc/${pid}/autogroup`, String(nice));
 }
 
 /**
@@ -86,14 +119,29 @@ async function startNotifyChild(
   name: string,
   roles: readonly string[],
   env: Readonly<Record<string, string>>,
-  { timeoutMs = 120_000, onSpawn }: { readonly timeoutMs?: number; readonly onSpawn?: (child: ChildProcess) => void } = {},
+  {
+    timeoutMs = 120_000,
+    onSpawn,
+    cpuGroupNice,
+  }: { readonly timeoutMs?: number; readonly onSpawn?: (child: ChildProcess) => void; readonly cpuGroupNice?: number } = {},
 ): Promise<NotifyChild> {
   const child = spawn(process.execPath, [BIN, 'start', '--roles', roles.join(',')], {
     cwd: ROOT,
     env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    // Its own session, so its own scheduling group (below).
+    detached: cpuGroupNice !== undefined,
   });
   onSpawn?.(child);
+  let cpuGroup: string | undefined;
+  if (cpuGroupNice !== undefined && child.pid !== undefined) {
+    try {
+      ownCpuGroup(child.pid, cpuGroupNice);
+      cpuGroup = `its own CPU group at nice ${cpuGroupNice}`;
+    } catch (err) {
+      cpuGroup = `no CPU group of its own (${(err as Error).message})`;
+    }
+  }
   let out = '';
   let exitCode: number | null | undefined;
   child.stdout.on('data', (d: Buffer) => (out += d.toString('utf8')));
@@ -119,6 +167,7 @@ async function startNotifyChild(
     child,
     pid: child.pid!,
     url,
+    ...(cpuGroup !== undefined ? { cpuGroup } : {}),
     output: () => out,
     get exited() {
       return exitCode !== undefined;
@@ -147,9 +196,15 @@ export class ChildSet {
   /** Everything every child (also the killed ones) wrote, for log checks. */
   #logs: string[] = [];
 
-  /** Starts a child and keeps track of it. */
-  async start(name: string, roles: readonly string[], env: Readonly<Record<string, string>>): Promise<NotifyChild> {
+  /** Starts a child and keeps track of it. `cpuGroupNice`: see `ownCpuGroup`. */
+  async start(
+    name: string,
+    roles: readonly string[],
+    env: Readonly<Record<string, string>>,
+    { cpuGroupNice }: { readonly cpuGroupNice?: number } = {},
+  ): Promise<NotifyChild> {
     const c = await startNotifyChild(name, roles, env, {
+      ...(cpuGroupNice !== undefined ? { cpuGroupNice } : {}),
       onSpawn: (p) => {
         this.#spawned.add(p);
         p.on('close', () => this.#spawned.delete(p));
