@@ -83,12 +83,13 @@ async function dispatch(argv: readonly string[], env: Env, io: CliIo, proc: Proc
       const { values } = parse({ roles: { type: 'string' } });
       const { parseRoles, startNotify } = await import('./start.js');
       const { createLogger } = await import('./observability/logger.js');
-      const { installTraceContext } = await import('./observability/context-manager.js');
       const roles = parseRoles(values.roles);
       const config = loadConfig(env);
       const logger = createLogger({ level: config.logLevel, base: { pid: process.pid } });
-      // Trace context must follow async calls for the dispatcher's log lines to carry the delivery's traceId.
-      installTraceContext();
+      // No AsyncLocalStorage context manager (installTraceContext) by default: on Node 20 one turns
+      // on promise hooks for every promise in the process, and nothing here needs the active
+      // context without an SDK (the dispatcher's log lines take traceId from the message's
+      // traceparent header; docs/observability.md, "Tracing").
       // Handlers go in before start-up, which takes seconds: a signal meanwhile stops it once it is up.
       let early: NodeJS.Signals | undefined;
       let onSignal = (signal: NodeJS.Signals) => {

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { TOPICS, parseStatusEvent, topicName } from '@notify/contract';
 import type { SqlExecutor } from '@notify/outbox';
 import { type Clock, type Logger, errorSummary } from '@notify/runtime';
-import type { Consumer, Kafka } from 'kafkajs';
+import type { Consumer, EachBatchPayload, Kafka } from 'kafkajs';
 import { type DeadLetterSink, createKafkaDeadLetterSink, deadLetterFor } from '../middleware/dead-letter.js';
 import { fromKafkaMessage } from '../message.js';
 import type { CallbackOutcomeObserver } from './callback-sender.js';
@@ -43,9 +43,17 @@ function eventIdOf(value: Buffer): string {
 }
 
 /**
+ * Offsets of handled batches are committed at most this often (and when the intake stops), not
+ * after every batch: kafkajs' `autoCommit` commits after each batch, which on a stream of small
+ * batches (one per status event on a hot key) is one OffsetCommit request per event.
+ */
+const COMMIT_INTERVAL_MS = 1_000;
+
+/**
  * Reads `<prefix>.events` in a consumer group of its own and turns each status event a tenant's
  * callback asked for into a pending row of `callback_deliveries`, one INSERT per Kafka batch, and
- * commits the batch's offsets after it: at-least-once, and a re-read batch is not queued twice
+ * commits the offsets of handled batches after them, at most once a second: at-least-once (a
+ * crash re-reads at most the last second's batches), and a re-read batch is not queued twice
  * (unique event id). The dispatcher's consumers never wait for it, and it never waits for a
  * callback receiver (the sender does, from PostgreSQL). A malformed event goes to the DLQ.
  */
@@ -56,6 +64,64 @@ export function createCallbackIntake(config: CallbackIntakeConfig, deps: Callbac
   const ownSink = deps.deadLetters ? undefined : createKafkaDeadLetterSink(deps.kafka, config.topicPrefix);
   const sink: DeadLetterSink = deps.deadLetters ?? ownSink!;
   let consumer: Consumer | undefined;
+  /** The next offset to commit per `topic|partition`: every batch below it is handled. */
+  const handled = new Map<string, { topic: string; partition: number; offset: string }>();
+  let commitTimer: NodeJS.Timeout | undefined;
+  let committing: Promise<void> = Promise.resolve();
+  /** The batch being handled (settled). */
+  let running: Promise<void> = Promise.resolve();
+
+  const commitHandled = (): Promise<void> => {
+    clearTimeout(commitTimer);
+    commitTimer = undefined;
+    const c = consumer;
+    if (!c || handled.size === 0) return committing;
+    const offsets = [...handled.values()];
+    handled.clear();
+    committing = committing.then(() =>
+      c.commitOffsets(offsets).catch((err: unknown) => {
+        // Not fatal: the batches are read again after a restart or rebalance, and not queued twice.
+        log.warn({ err: errorSummary(err) }, 'callback offset commit failed');
+      }),
+    );
+    return committing;
+  };
+
+  /** One batch: its wanted events queued in one statement, malformed ones dead-lettered; its offset noted for the next commit. */
+  const handleBatch = async (payload: EachBatchPayload): Promise<void> => {
+    const { batch } = payload;
+    const rows: CallbackEventRow[] = [];
+    for (const message of batch.messages) {
+      const parsed = parseStatusEvent(message.value);
+      if (!parsed.ok || message.value === null) {
+        const reason = parsed.ok ? 'empty value' : parsed.reason;
+        await sink.send(deadLetterFor(fromKafkaMessage(batch.topic, batch.partition, message), `callbacks: ${reason}`));
+        log.warn({ topic: batch.topic, partition: batch.partition, offset: message.offset }, 'malformed status event dead-lettered');
+        continue;
+      }
+      const e = parsed.message;
+      rows.push({
+        tenantId: e.tenant_id,
+        eventId: eventIdOf(message.value),
+        notificationId: e.id,
+        type: e.type,
+        payload: message.value.toString('utf8'),
+      });
+    }
+    const result = await callbackDeliveryEnqueue(deps.db, { events: rows, now: deps.clock.now(), maxBacklog });
+    if (result.dropped > 0) {
+      log.warn({ dropped: result.dropped }, 'callback backlog full: events dropped');
+      deps.observe?.('dropped', result.dropped);
+    }
+    const last = batch.messages[batch.messages.length - 1];
+    if (last) {
+      payload.resolveOffset(last.offset);
+      const offset = (BigInt(last.offset) + 1n).toString();
+      handled.set(`${batch.topic}|${batch.partition}`, { topic: batch.topic, partition: batch.partition, offset });
+      commitTimer ??= setTimeout(() => void commitHandled(), COMMIT_INTERVAL_MS).unref();
+    }
+    await payload.heartbeat();
+  };
 
   return {
     async start() {
@@ -67,46 +133,35 @@ export function createCallbackIntake(config: CallbackIntakeConfig, deps: Callbac
         maxWaitTimeInMs: 250,
       });
       consumer = c;
+      // A partition handed to another member is its owner's to commit from now on.
+      c.on(c.events.GROUP_JOIN, (e) => {
+        const assignment = e.payload.memberAssignment as Record<string, number[]>;
+        for (const [k, o] of handled) if (!assignment[o.topic]?.includes(o.partition)) handled.delete(k);
+      });
       await c.connect();
       // From the beginning for a new group: an event published before the first start is not lost
       // (only tenants with a registered callback get anything).
       await c.subscribe({ topic, fromBeginning: true });
       await c.run({
+        autoCommit: false,
         eachBatchAutoResolve: false,
-        eachBatch: async (payload) => {
-          const { batch } = payload;
-          const rows: CallbackEventRow[] = [];
-          for (const message of batch.messages) {
-            const parsed = parseStatusEvent(message.value);
-            if (!parsed.ok || message.value === null) {
-              const reason = parsed.ok ? 'empty value' : parsed.reason;
-              await sink.send(deadLetterFor(fromKafkaMessage(batch.topic, batch.partition, message), `callbacks: ${reason}`));
-              log.warn({ topic: batch.topic, partition: batch.partition, offset: message.offset }, 'malformed status event dead-lettered');
-              continue;
-            }
-            const e = parsed.message;
-            rows.push({
-              tenantId: e.tenant_id,
-              eventId: eventIdOf(message.value),
-              notificationId: e.id,
-              type: e.type,
-              payload: message.value.toString('utf8'),
-            });
-          }
-          const result = await callbackDeliveryEnqueue(deps.db, { events: rows, now: deps.clock.now(), maxBacklog });
-          if (result.dropped > 0) {
-            log.warn({ dropped: result.dropped }, 'callback backlog full: events dropped');
-            deps.observe?.('dropped', result.dropped);
-          }
-          const last = batch.messages[batch.messages.length - 1];
-          if (last) payload.resolveOffset(last.offset);
-          await payload.commitOffsetsIfNecessary();
-          await payload.heartbeat();
+        eachBatch: (payload) => {
+          const handling = handleBatch(payload);
+          running = handling.catch(() => {});
+          return handling;
         },
       });
     },
     async stop() {
       try {
+        // Commit what was handled while still in the group: no new batch, the running one, then the commit.
+        try {
+          consumer?.pause([{ topic }]);
+        } catch {
+          // not running: nothing to pause
+        }
+        await running;
+        await commitHandled();
         await consumer?.disconnect();
       } catch (err) {
         log.warn({ err: errorSummary(err) }, 'callback consumer disconnect failed');
