@@ -50,6 +50,11 @@ export interface AppDeps {
    * with Retry-After at once, before anything else runs. Default: off.
    */
   readonly maxEventLoopDelayMs?: number;
+  /**
+   * NOTIFY_API_MAX_EVENT_LOOP_UTILIZATION: with `maxEventLoopDelayMs`, requests are also shed while
+   * the event loop is busier than this share of the time (0–1; unset: not).
+   */
+  readonly maxEventLoopUtilization?: number;
   /** How tenant signing secrets are stored (NOTIFY_SECRETS_KEY, NOTIFY_SECRET_ROTATION_GRACE_MS). Default: no key (rotation refused), 24 h grace. */
   readonly secrets?: SecretsSettings;
   /**
@@ -92,7 +97,10 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   const metrics = deps.metrics ?? noMetrics;
   const onShed = (reason: string) => metrics.observeShed(reason);
   // Shedding on event-loop delay comes first, before request ids and logging: the cheapest answer.
-  const first = deps.maxEventLoopDelayMs === undefined ? [] : [shedOnEventLoopDelay(eventLoopPressure(), deps.maxEventLoopDelayMs, onShed)];
+  const first =
+    deps.maxEventLoopDelayMs === undefined
+      ? []
+      : [shedOnEventLoopDelay(eventLoopPressure(), deps.maxEventLoopDelayMs, onShed, deps.maxEventLoopUtilization)];
   const app = baseApp(logger, metrics, first);
   const openapi = buildOpenApiDocument();
   const docs = renderDocsPage(openapi);

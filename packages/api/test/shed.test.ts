@@ -4,13 +4,16 @@ import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import pg from 'pg';
+import { Hono } from 'hono';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp, generateApiKey, hashApiKey } from '@notify/api';
 import { fromKysely } from '@notify/outbox';
+import { createDb } from '@notify/runtime';
 import { createTestDatabase, type TestDatabase } from '../../../test/support/db.js';
 import { waitFor } from '../../../test/support/wait.js';
 import { apiKeyInsert } from '../src/sql/api-key-insert.js';
-import { eventLoopPressure } from '../src/middleware/pressure.js';
+import { eventLoopPressure, shedOnEventLoopDelay } from '../src/middleware/pressure.js';
+import type { AppEnv } from '../src/env.js';
 
 // Load shedding. NOTIFY_API_MAX_IN_FLIGHT: with the API's database work held up, requests past
 // the bound are answered 503 `overloaded` at once instead of queueing behind the others.
@@ -72,6 +75,43 @@ describe('maxInFlight', () => {
     }
     // The slots were given back: requests pass again.
     expect((await Promise.all([get(), get()])).map((r) => r.status)).toEqual([404, 404]);
+  });
+});
+
+describe('a bounded wait for a database connection (NOTIFY_DB_POOL_WAIT_MS)', () => {
+  it('answers 503 with Retry-After while every connection of the pool is held, without waiting for one to come free', async () => {
+    // One connection, a 300 ms bound: the first request takes the connection and blocks on a lock;
+    // the second cannot get a connection and is answered while the lock is still held.
+    const db = createDb({ connectionString: t.url, max: 1, connectionWaitMs: 300 });
+    const app = createApp({ db, config: { retry: { maxAttempts: 3, defaultTtlMs: 3_600_000 } } });
+    const get = async () =>
+      app.request('/v1/notifications/ntf_01JZZZZZZZZZZZZZZZZZZZZZZZ', { headers: { authorization: `Bearer ${key}` } });
+    const locker = new pg.Client({ connectionString: t.url });
+    await locker.connect();
+    try {
+      await locker.query('BEGIN');
+      await locker.query('LOCK TABLE api_keys IN ACCESS EXCLUSIVE MODE');
+      const held = get();
+      await waitFor(
+        async () => {
+          const { rows } = await locker.query<{ n: number }>(
+            "SELECT count(*)::int AS n FROM pg_locks WHERE relation = 'api_keys'::regclass AND NOT granted",
+          );
+          return rows[0]!.n >= 1;
+        },
+        { message: 'the first request holding the only connection, waiting on the lock' },
+      );
+      const refused = await get();
+      expect(refused.status).toBe(503);
+      expect(refused.headers.get('retry-after')).toMatch(/^[1-9][0-9]*$/);
+      expect(await refused.json()).toMatchObject({ code: 'database_unreachable' });
+      // Only now is the connection given back: the first request was never answered before.
+      await locker.query('COMMIT');
+      expect((await held).status).toBe(404);
+    } finally {
+      await locker.end();
+      await db.destroy();
+    }
   });
 });
 
@@ -139,6 +179,35 @@ describe('eventLoopPressure', () => {
       const deadline = performance.now() + 5_000;
       while (pressure.delayMs() > 100 && performance.now() < deadline) await new Promise((r) => setTimeout(r, 20));
       expect(pressure.delayMs()).toBeLessThanOrEqual(100);
+    } finally {
+      pressure.stop();
+    }
+  });
+});
+
+describe('maxEventLoopUtilization', () => {
+  it('measures how busy the loop is, and sheds while it is busier than the bound, with Retry-After 1', async () => {
+    const pressure = eventLoopPressure({ sampleIntervalMs: 50 });
+    const reasons: string[] = [];
+    const app = new Hono<AppEnv>();
+    app.use(shedOnEventLoopDelay(pressure, 10_000, (r) => reasons.push(r), 0.8));
+    app.get('/x', (c) => c.text('ok'));
+    try {
+      // Busy turns of 40 ms with a timer turn between them: the loop is never late by much, but never idle.
+      const until = performance.now() + 1_500;
+      while (performance.now() < until) {
+        busy(40);
+        await new Promise((r) => setTimeout(r, 0));
+      }
+      expect(pressure.utilization()).toBeGreaterThan(0.8);
+      const shed = await app.request('/x');
+      expect(shed.status).toBe(503);
+      expect(shed.headers.get('retry-after')).toBe('1');
+      expect(await shed.json()).toMatchObject({ code: 'overloaded' });
+      expect(reasons).toEqual(['event_loop_utilization']);
+      // Idle again: the moving average falls below the bound within a few seconds, and it serves.
+      await waitFor(() => pressure.utilization() < 0.5, { timeoutMs: 10_000, intervalMs: 50, message: 'the loop idle again' });
+      expect((await app.request('/x')).status).toBe(200);
     } finally {
       pressure.stop();
     }

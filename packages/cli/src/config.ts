@@ -25,6 +25,10 @@ export interface Config extends ProvidersConfig {
   readonly apiMaxInFlight: number;
   /** NOTIFY_API_MAX_EVENT_LOOP_DELAY_MS: while the API process's event loop runs later than this, requests are shed with 503 `overloaded` (0: off). */
   readonly apiMaxEventLoopDelayMs: number;
+  /** NOTIFY_API_MAX_EVENT_LOOP_UTILIZATION: percent; while the API's event loop is busier than this, requests are shed (0: off). */
+  readonly apiMaxEventLoopUtilizationPct: number;
+  /** NOTIFY_DB_POOL_WAIT_MS: the longest a query waits for a connection of the process's pool (0: no bound). */
+  readonly dbPoolWaitMs: number;
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** NOTIFY_EVENTS: which status events are written (migration 0060): every one, only those of a final state, or none. */
   readonly events: 'all' | 'terminal' | 'none';
@@ -204,6 +208,8 @@ export function loadConfig(env: Env): Config {
     apiKeyCacheMs: int(env, 'NOTIFY_API_KEY_CACHE_MS', 5_000, 0, 300_000),
     apiMaxInFlight: int(env, 'NOTIFY_API_MAX_IN_FLIGHT', 64, 1, 100_000),
     apiMaxEventLoopDelayMs: int(env, 'NOTIFY_API_MAX_EVENT_LOOP_DELAY_MS', 250, 0, 60_000),
+    apiMaxEventLoopUtilizationPct: int(env, 'NOTIFY_API_MAX_EVENT_LOOP_UTILIZATION', 0, 0, 100),
+    dbPoolWaitMs: int(env, 'NOTIFY_DB_POOL_WAIT_MS', 5_000, 0, 600_000),
     logLevel: logLevel as Config['logLevel'],
     events: events as Config['events'],
     topicPrefix,

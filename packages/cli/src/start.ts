@@ -79,7 +79,15 @@ export interface RunningNotify {
 export async function startNotify(config: Config, roles: readonly Role[], deps: StartDeps): Promise<RunningNotify> {
   const { logger, clock } = deps;
   await checkDatabase(config.databaseUrl);
-  const db: Kysely<Database> = createDb({ connectionString: config.databaseUrl, max: 20, applicationName: `notify-${roles.join('-')}` });
+  // A bounded wait for a connection: when the database falls behind, an API request is answered 503
+  // (with Retry-After) within NOTIFY_DB_POOL_WAIT_MS instead of after the client gave up; the relay
+  // and the dispatcher retry such a failure like any database error.
+  const db: Kysely<Database> = createDb({
+    connectionString: config.databaseUrl,
+    max: 20,
+    applicationName: `notify-${roles.join('-')}`,
+    connectionWaitMs: config.dbPoolWaitMs,
+  });
   const cleanup: (() => Promise<unknown>)[] = [() => db.destroy()];
   const closeAll = async () => {
     for (const fn of cleanup.reverse())
@@ -241,6 +249,9 @@ export async function startNotify(config: Config, roles: readonly Role[], deps: 
         webhookAllowCidrs: config.webhook.allowCidrs,
         maxInFlight: config.apiMaxInFlight,
         ...(config.apiMaxEventLoopDelayMs > 0 ? { maxEventLoopDelayMs: config.apiMaxEventLoopDelayMs } : {}),
+        ...(config.apiMaxEventLoopDelayMs > 0 && config.apiMaxEventLoopUtilizationPct > 0
+          ? { maxEventLoopUtilization: config.apiMaxEventLoopUtilizationPct / 100 }
+          : {}),
         console: {
           showContent: config.consoleShowContent,
           pipeline,

@@ -13,6 +13,11 @@ export interface CreateDbOptions {
   readonly max?: number;
   /** `application_name` shown in pg_stat_activity, e.g. "notify-relay". */
   readonly applicationName?: string;
+  /**
+   * The longest a query waits for a connection (a free one of the pool, or a new one being
+   * opened) before it fails with "timeout exceeded when trying to connect". Default 0: no bound.
+   */
+  readonly connectionWaitMs?: number;
 }
 
 /** A Kysely instance over a `pg` pool. Close it with `db.destroy()`. */
@@ -21,6 +26,7 @@ export function createDb(options: CreateDbOptions): Kysely<Database> {
     connectionString: options.connectionString,
     max: options.max ?? 10,
     application_name: options.applicationName ?? 'notify',
+    connectionTimeoutMillis: options.connectionWaitMs ?? 0,
   });
   // A client that loses its connection (server restart, pg_terminate_backend, an idle-in-transaction
   // timeout) emits 'error': on the pool when idle, on the client itself when checked out (e.g. the

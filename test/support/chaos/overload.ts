@@ -76,7 +76,9 @@ export function overloadScenario(
     notifications: 0,
     spreadMs: 0,
     seed: params.seed,
-    env: { NOTIFY_API_KEYS: `chaos:${PROBE_KEY}` },
+    // Shedding on event-loop utilization too (off by default): at 5× capacity the API's loop is
+    // never very late but never idle, and its answers queue in the kernel (RELIABILITY.md, finding 3).
+    env: { NOTIFY_API_KEYS: `chaos:${PROBE_KEY}`, NOTIFY_API_MAX_EVENT_LOOP_UTILIZATION: process.env.CHAOS_OVERLOAD_ELU ?? '90' },
     processes: [api, { name: 'relay', roles: ['relay'] }, { name: 'dispatcher', roles: ['dispatcher'] }],
     settleTimeoutMs: 600_000,
     async fault(ctx) {

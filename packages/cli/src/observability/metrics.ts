@@ -59,7 +59,7 @@ export interface Metrics {
   /** The content type of `render()`'s output. */
   readonly contentType: string;
   observeHttp(labels: { method: string; route: string; status: number }, seconds: number): void;
-  /** A request the API shed with 503 `overloaded`, by reason (event_loop_delay, in_flight). */
+  /** A request the API shed with 503 `overloaded`, by reason (event_loop_delay, event_loop_utilization, in_flight). */
   observeShed(reason: string): void;
   observeAttempt(attempt: AttemptObservation): void;
   /** Messages the relay published. */
@@ -103,7 +103,7 @@ export function createMetrics(options: CreateMetricsOptions = {}): Metrics {
   });
   const shed = new Counter({
     name: 'notify_api_requests_shed_total',
-    help: 'Requests the API answered 503 overloaded before any work, by reason (event_loop_delay, in_flight)',
+    help: 'Requests the API answered 503 overloaded before any work, by reason (event_loop_delay, event_loop_utilization, in_flight)',
     labelNames: ['reason'] as const,
     registers: [registry],
   });
