@@ -25,7 +25,10 @@ import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { createTestKafka, type TestKafka } from '../support/kafka.js';
 import { waitFor } from '../support/wait.js';
 
-const TOLERANCE_MS = 2000;
+// 5 s, not 2 s: a run of the suite beside the chaos suite (load average 10–17) saw 2,056 ms. The
+// bench's retry-lateness scenario measures the real figure; this only catches a retry that waits
+// for something else (a session timeout, a poll interval).
+const TOLERANCE_MS = 5000;
 
 interface Hit {
   readonly id: string;
