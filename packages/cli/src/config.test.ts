@@ -27,6 +27,8 @@ describe('loadConfig', () => {
     ['NOTIFY_KAFKA_SESSION_TIMEOUT_MS', '1000', /NOTIFY_KAFKA_SESSION_TIMEOUT_MS: expected a number from 6000/],
     ['NOTIFY_SHUTDOWN_TIMEOUT_MS', '50', /NOTIFY_SHUTDOWN_TIMEOUT_MS: expected a number from 100/],
     ['NOTIFY_API_MAX_IN_FLIGHT', '0', /NOTIFY_API_MAX_IN_FLIGHT: expected a number from 1/],
+    ['NOTIFY_API_MAX_EVENT_LOOP_UTILIZATION', '101', /NOTIFY_API_MAX_EVENT_LOOP_UTILIZATION: expected a number from 0/],
+    ['NOTIFY_DB_POOL_WAIT_MS', '-1', /NOTIFY_DB_POOL_WAIT_MS: expected a number from 0/],
   ])('%s=%s is rejected with a message naming it', (name, value, message) => {
     expect(() => loadConfig({ [name]: value })).toThrow(message);
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
@@ -61,5 +63,16 @@ describe('loadConfig', () => {
       { tenantId: 'acme', key: 'k1' },
       { tenantId: 'globex', key: 'k:2' },
     ]);
+  });
+});
+
+describe('NOTIFY_API_MAX_EVENT_LOOP_UTILIZATION', () => {
+  it('is refused without the event-loop sampler (NOTIFY_API_MAX_EVENT_LOOP_DELAY_MS=0), read as a percent otherwise', () => {
+    expect(() => loadConfig({ NOTIFY_API_MAX_EVENT_LOOP_UTILIZATION: '90', NOTIFY_API_MAX_EVENT_LOOP_DELAY_MS: '0' })).toThrow(
+      /NOTIFY_API_MAX_EVENT_LOOP_UTILIZATION: needs NOTIFY_API_MAX_EVENT_LOOP_DELAY_MS > 0/,
+    );
+    expect(loadConfig({ NOTIFY_API_MAX_EVENT_LOOP_UTILIZATION: '90' }).apiMaxEventLoopUtilizationPct).toBe(90);
+    expect(loadConfig({}).apiMaxEventLoopUtilizationPct).toBe(0);
+    expect(loadConfig({}).dbPoolWaitMs).toBe(5_000);
   });
 });

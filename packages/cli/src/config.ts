@@ -178,6 +178,15 @@ export function loadConfig(env: Env): Config {
   if (!(EVENT_POLICIES as readonly string[]).includes(events)) {
     throw new ConfigError('NOTIFY_EVENTS', `expected one of ${EVENT_POLICIES.join(', ')}, got "${events}"`);
   }
+  if (
+    int(env, 'NOTIFY_API_MAX_EVENT_LOOP_UTILIZATION', 0, 0, 100) > 0 &&
+    int(env, 'NOTIFY_API_MAX_EVENT_LOOP_DELAY_MS', 250, 0, 60_000) === 0
+  ) {
+    throw new ConfigError(
+      'NOTIFY_API_MAX_EVENT_LOOP_UTILIZATION',
+      'needs NOTIFY_API_MAX_EVENT_LOOP_DELAY_MS > 0 (the same sampler measures both)',
+    );
+  }
   const topicPrefix = str(env, 'NOTIFY_TOPIC_PREFIX') ?? 'notify';
   if (!/^[a-zA-Z0-9._-]{1,100}$/.test(topicPrefix)) {
     throw new ConfigError('NOTIFY_TOPIC_PREFIX', 'expected 1–100 letters, digits, ".", "_" or "-"');

@@ -88,7 +88,7 @@ export function overloadScenario(
         const calApi = await calibration.start(
           'api-calibration',
           ['api'],
-          { ...ctx.env, NOTIFY_API_MAX_EVENT_LOOP_DELAY_MS: '0' },
+          { ...ctx.env, NOTIFY_API_MAX_EVENT_LOOP_DELAY_MS: '0', NOTIFY_API_MAX_EVENT_LOOP_UTILIZATION: '0' },
           cpuGroup,
         );
         ctx.note(
