@@ -63,6 +63,8 @@ export interface ScenarioContext {
   /** Notifications enqueued so far, and the target. */
   enqueued(): number;
   readonly total: number;
+  /** How long the load takes to enqueue (the scenario's `spreadMs`). */
+  readonly spreadMs: number;
   /** The running process of that name. */
   process(name: string): NotifyChild;
   /** Starts a (new or restarted) process. */
@@ -209,6 +211,7 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
       prefix,
       random,
       total: s.notifications,
+      spreadMs: s.spreadMs,
       enqueued: () => load.ids.length,
       process: processOf,
       start,

@@ -23,7 +23,15 @@ export interface Size {
 
 /** Waits until `fraction` of the load is enqueued. */
 export function atProgress(ctx: ScenarioContext, fraction: number): Promise<void> {
-  return ctx.until(() => ctx.enqueued() >= Math.ceil(ctx.total * fraction), `${Math.round(fraction * 100)}% of the load enqueued`, 120_000);
+  // The load reaches `fraction` after about fraction × spreadMs: a fixed 120 s failed the 5-minute
+  // Kafka outage (3,600 over 360 s) whenever its seed drew more than a third (chaos run of
+  // 2026-12-02 02:17 UTC: "waiting for 37% of the load enqueued").
+  const timeoutMs = 120_000 + fraction * ctx.spreadMs;
+  return ctx.until(
+    () => ctx.enqueued() >= Math.ceil(ctx.total * fraction),
+    `${Math.round(fraction * 100)}% of the load enqueued`,
+    timeoutMs,
+  );
 }
 
 /** Waits until `fraction` of the load has reached the receiver. */
