@@ -12,6 +12,7 @@ import { loadConfig } from '@notify/cli';
 import { startKafkaCluster, stopKafkaCluster } from '../../../scripts/kafka.mjs';
 import { createTestDatabase, type TestDatabase } from '../../../test/support/db.js';
 import { runNotifyCli, startNotifyProcess } from '../../../test/support/notify-process.js';
+import { waitFor } from '../../../test/support/wait.js';
 
 let t: TestDatabase;
 beforeAll(async () => {
@@ -95,7 +96,13 @@ describe('a 3-node cluster', () => {
     await withAdmin(brokers, async (admin) => {
       const names = (await admin.listTopics()).filter((n) => n.startsWith(`${prefix}.`)).sort();
       expect(names).toEqual([...(created?.topics ?? []), requests].sort());
-      const { topics } = await admin.fetchTopicMetadata({ topics: names });
+      // A broker may not know a just-created topic's partitions yet ("This server does not host
+      // this topic-partition", seen under load on 2026-12-02): ask again until every broker does.
+      const { topics } = await waitFor(() => admin.fetchTopicMetadata({ topics: names }), {
+        timeoutMs: 60_000,
+        intervalMs: 500,
+        message: `metadata of ${names.length} topics`,
+      });
       for (const topic of topics) {
         const rf = topic.name === requests ? 1 : 3;
         expect(

@@ -65,17 +65,17 @@ describe('three relays, 10,000 rows, 50 keys', () => {
 
     const r0 = await started(make('relay-a'));
     const errors = recordEvents(all, 'publishError');
-    const leaseChanges = recordEvents(all, 'leaseChanged');
     const writing = Promise.all([...Array(WRITERS).keys()].map(writer));
 
     await waitFor(async () => (await outboxCounts(tdb.pool)).total - (await outboxCounts(tdb.pool)).unpublished >= 1_500, {
       timeoutMs: 30_000,
       message: 'relay-a publishing',
     });
+    // Alone, relay-a holds every slot; at the end three others split them (below): slots moved.
+    await waitFor(() => r0.slots().length === 64, { timeoutMs: 10_000, message: 'relay-a holding all 64 slots' });
     const r1 = await started(make('relay-b'));
     const r2 = await started(make('relay-c'));
     for (const r of [r1, r2]) r.on('publishError', (payload) => void errors.push({ instanceId: r.instanceId, payload }));
-    for (const r of [r1, r2]) r.on('leaseChanged', (payload) => void leaseChanges.push({ instanceId: r.instanceId, payload }));
 
     // Mid-stream, relay-a leaves politely and comes back as a new instance.
     await waitFor(() => r1.slots().length > 0 && r2.slots().length > 0, { timeoutMs: 10_000, message: 'b and c hold slots' });
@@ -96,8 +96,10 @@ describe('three relays, 10,000 rows, 50 keys', () => {
     const messages = await tk.readAll('requests', ROWS, 60_000);
     await Promise.all([r1, r2, r3].map((r) => r.stop()));
 
-    // Slots really moved between instances while rows were flowing.
-    expect(leaseChanges.filter((e) => e.instanceId !== 'relay-a' && e.payload.acquired.length > 0).length).toBeGreaterThanOrEqual(2);
+    // Slots really moved between instances while rows were flowing: relay-a held all 64, and b, c and
+    // a2 ended with at least 21 each (checked above). The lease events are not counted: an instance
+    // can take its first slots inside start(), before a listener is attached (missed under load,
+    // 2026-12-02: 1 event seen where 2 were expected).
     // Without failures nothing is re-sent: each key is exactly 0..n-1. A failed batch (broker hiccup)
     // is re-sent whole, so then the check is at-least-once with first occurrences in order.
     const violations = keyOrderViolations(messages, perKey, errors.length === 0);
