@@ -7,6 +7,11 @@ import { waitFor } from '../../../test/support/wait.js';
 import { type Publisher, type Relay, type RelayEventMap, createKafkaPublisher, createRelay } from '../src/index.js';
 import { decode, insertMessages, outboxCounts, testMessage } from './support.js';
 
+// The rule itself holds rows behind ANY open write transaction on the server (these tests set
+// orderWaitMs to an hour): beside the chaos suite, its 60 s transaction "elsewhere on the server"
+// holds these tests' rows too (three timeouts at 10 s on 2026-12-02). So every wait outlasts it.
+const BESIDE_LONG_TX_MS = 90_000;
+
 // "No row overtaken by a slow transaction": the relay reads only rows whose transaction is below
 // its snapshot's xmin, so a transaction that wrote first but commits last holds later ones back,
 // for at most `orderWaitMs` (the last test); the others set it to an hour to test the rule itself.
@@ -73,15 +78,21 @@ describe('the snapshot rule', () => {
     const { claims } = startRelay();
     await relay!.start();
     // The fast row is committed and visible, yet every claim holds it back.
-    await waitFor(() => claims.filter((c) => c.heldBack).length >= 5, { message: 'five claims holding the row back' });
+    await waitFor(() => claims.filter((c) => c.heldBack).length >= 5, {
+      timeoutMs: BESIDE_LONG_TX_MS,
+      message: 'five claims holding the row back',
+    });
     expect(claims.every((c) => c.count === 0)).toBe(true);
     expect(await unpublishedValues()).toEqual([1]);
 
     await slow.query('COMMIT');
-    await waitFor(async () => (await outboxCounts(tdb.pool)).unpublished === 0, { message: 'both rows published' });
+    await waitFor(async () => (await outboxCounts(tdb.pool)).unpublished === 0, {
+      timeoutMs: BESIDE_LONG_TX_MS,
+      message: 'both rows published',
+    });
     const messages = await tk.readAll('slow', 2);
     expect(messages.map((m) => decode(m).seq)).toEqual([0, 1]);
-  });
+  }, 240_000);
 
   it('orders by (transaction id, row id): a transaction that took its xid first goes first, and nothing is skipped', async () => {
     // The corner where xid order and id order differ: "early" takes its xid before "late" writes,
@@ -99,15 +110,17 @@ describe('the snapshot rule', () => {
     await relay!.start();
     // early's row is below xmin (late is the oldest open transaction) and goes out now.
     await waitFor(async () => (await unpublishedValues()).length === 0 && (await outboxCounts(tdb.pool)).total === 1, {
+      timeoutMs: BESIDE_LONG_TX_MS,
       message: "early's row published",
     });
     await late.query('COMMIT');
     await waitFor(async () => (await outboxCounts(tdb.pool)).unpublished === 0 && (await outboxCounts(tdb.pool)).total === 2, {
+      timeoutMs: BESIDE_LONG_TX_MS,
       message: "late's row published",
     });
     const messages = await tk.readAll('xid', 2);
     expect(messages.map((m) => decode(m).seq)).toEqual([0, 1]);
-  });
+  }, 240_000);
 
   it('orders transaction ids as numbers, also across a digit boundary (and so does the pipeline cursor)', async () => {
     // Rows stamped with old xids (explicit, below xmin): by number 9 < 99 < 999 < 1000 < 10000;
@@ -134,10 +147,13 @@ describe('the snapshot rule', () => {
       { db: tdb.db, connectionString: tdb.url, kafka: tk.kafka },
     );
     await relay.start();
-    await waitFor(async () => (await outboxCounts(tdb.pool)).unpublished === 0, { message: 'five rows published' });
+    await waitFor(async () => (await outboxCounts(tdb.pool)).unpublished === 0, {
+      timeoutMs: BESIDE_LONG_TX_MS,
+      message: 'five rows published',
+    });
     const messages = await tk.readAll('digits', 5);
     expect(messages.map((m) => decode(m).seq)).toEqual([0, 1, 2, 3, 4]);
-  });
+  }, 240_000);
 
   it('a relay stuck in a publish does not hold back the other relays (its claim transaction has no xid)', async () => {
     // Relay "a" publishes through a gate that never opens during the test; relay "b" holds the
@@ -170,7 +186,10 @@ describe('the snapshot rule', () => {
     try {
       await a.start();
       await b.start();
-      await waitFor(() => a.slots().length === 32 && b.slots().length === 32, { message: 'a and b split the slots' });
+      await waitFor(() => a.slots().length === 32 && b.slots().length === 32, {
+        timeoutMs: BESIDE_LONG_TX_MS,
+        message: 'a and b split the slots',
+      });
       const keyIn = async (slots: readonly number[], tag: string) => {
         for (let i = 0; ; i++) {
           const key = `tenant/email/${tag}-${i}`;
@@ -182,10 +201,10 @@ describe('the snapshot rule', () => {
       const bKey = await keyIn(b.slots(), 'b');
 
       await insertMessages(tdb.pool, [testMessage(aKey, 0, 'stuck')]);
-      await waitFor(() => stuck, { message: 'a stuck in its publish' });
+      await waitFor(() => stuck, { timeoutMs: BESIDE_LONG_TX_MS, message: 'a stuck in its publish' });
       await insertMessages(tdb.pool, [testMessage(bKey, 0, 'stuck')]); // written after a's claim began
       await waitFor(async () => (await unpublishedValues()).length === 1, {
-        timeoutMs: 10_000,
+        timeoutMs: BESIDE_LONG_TX_MS,
         message: 'b publishes its row while a is stuck',
       });
       const messages = await tk.readAll('stuck', 1);
@@ -195,7 +214,7 @@ describe('the snapshot rule', () => {
       await Promise.all([a.stop(), b.stop()]);
       await inner.close();
     }
-  });
+  }, 240_000);
 
   it('the wait is bounded: a row behind a transaction open longer than orderWaitMs goes out while it stays open; its own row follows at its commit (commit order), nothing skipped', async () => {
     const key = 'tenant/email/bounded';
@@ -207,13 +226,17 @@ describe('the snapshot rule', () => {
 
     startRelay(200);
     await relay!.start();
-    await waitFor(async () => (await unpublishedValues()).length === 0, { message: "fast's row published while slow is still open" });
+    await waitFor(async () => (await unpublishedValues()).length === 0, {
+      timeoutMs: BESIDE_LONG_TX_MS,
+      message: "fast's row published while slow is still open",
+    });
     expect((await tk.readAll('bounded', 1)).map((m) => decode(m).seq)).toEqual([1]);
 
     await slow.query('COMMIT');
     await waitFor(async () => (await outboxCounts(tdb.pool)).unpublished === 0 && (await outboxCounts(tdb.pool)).total === 2, {
+      timeoutMs: BESIDE_LONG_TX_MS,
       message: "slow's row published after its commit",
     });
     expect((await tk.readAll('bounded', 2)).map((m) => decode(m).seq)).toEqual([1, 0]);
-  });
+  }, 240_000);
 });
