@@ -34,6 +34,33 @@ afterAll(async () => {
   await t.close();
 });
 
+/** GET of a notification that does not exist, with the test key: 404 unless the app sheds it. */
+function getUnknown(app: ReturnType<typeof createApp>): Promise<Response> {
+  return Promise.resolve(app.request('/v1/notifications/ntf_01JZZZZZZZZZZZZZZZZZZZZZZZ', { headers: { authorization: `Bearer ${key}` } }));
+}
+
+/** Locks api_keys (every key lookup blocks) until `release`; `waiters(n)` waits for n blocked lookups. */
+async function lockApiKeys() {
+  const locker = new pg.Client({ connectionString: t.url });
+  await locker.connect();
+  await locker.query('BEGIN');
+  await locker.query('LOCK TABLE api_keys IN ACCESS EXCLUSIVE MODE');
+  return {
+    waiters: (n: number, message: string) =>
+      waitFor(
+        async () => {
+          const { rows } = await locker.query<{ n: number }>(
+            "SELECT count(*)::int AS n FROM pg_locks WHERE relation = 'api_keys'::regclass AND NOT granted",
+          );
+          return rows[0]!.n >= n;
+        },
+        { message },
+      ),
+    release: () => locker.query('COMMIT'),
+    end: () => locker.end(),
+  };
+}
+
 describe('maxInFlight', () => {
   it('answers 503 overloaded with Retry-After past the bound, without waiting for the database, and serves again after', async () => {
     const reasons: string[] = [];
@@ -43,35 +70,23 @@ describe('maxInFlight', () => {
       maxInFlight: 2,
       metrics: { observeHttp() {}, observeShed: (reason) => reasons.push(reason), render: async () => '', contentType: 'text/plain' },
     });
-    const get = async () =>
-      app.request('/v1/notifications/ntf_01JZZZZZZZZZZZZZZZZZZZZZZZ', { headers: { authorization: `Bearer ${key}` } });
+    const get = () => getUnknown(app);
     // Hold the key lookup: every request blocks in authentication until the lock goes.
-    const locker = new pg.Client({ connectionString: t.url });
-    await locker.connect();
+    const lock = await lockApiKeys();
     try {
-      await locker.query('BEGIN');
-      await locker.query('LOCK TABLE api_keys IN ACCESS EXCLUSIVE MODE');
       const held = [get(), get()];
       // Both are waiting on the lock (so both hold a slot) before the third arrives.
-      await waitFor(
-        async () => {
-          const { rows } = await locker.query<{ n: number }>(
-            "SELECT count(*)::int AS n FROM pg_locks WHERE relation = 'api_keys'::regclass AND NOT granted",
-          );
-          return rows[0]!.n >= 2;
-        },
-        { message: 'two requests waiting on the lock' },
-      );
+      await lock.waiters(2, 'two requests waiting on the lock');
       const shed = await get();
       expect(shed.status).toBe(503);
       expect(shed.headers.get('content-type')).toContain('application/problem+json');
       expect(shed.headers.get('retry-after')).toBe('1');
       expect(await shed.json()).toMatchObject({ code: 'overloaded', type: 'https://notify.dev/problems/overloaded' });
       expect(reasons).toEqual(['in_flight']);
-      await locker.query('COMMIT');
+      await lock.release();
       expect((await Promise.all(held)).map((r) => r.status)).toEqual([404, 404]);
     } finally {
-      await locker.end();
+      await lock.end();
     }
     // The slots were given back: requests pass again.
     expect((await Promise.all([get(), get()])).map((r) => r.status)).toEqual([404, 404]);
@@ -84,32 +99,20 @@ describe('a bounded wait for a database connection (NOTIFY_DB_POOL_WAIT_MS)', ()
     // the second cannot get a connection and is answered while the lock is still held.
     const db = createDb({ connectionString: t.url, max: 1, connectionWaitMs: 300 });
     const app = createApp({ db, config: { retry: { maxAttempts: 3, defaultTtlMs: 3_600_000 } } });
-    const get = async () =>
-      app.request('/v1/notifications/ntf_01JZZZZZZZZZZZZZZZZZZZZZZZ', { headers: { authorization: `Bearer ${key}` } });
-    const locker = new pg.Client({ connectionString: t.url });
-    await locker.connect();
+    const get = () => getUnknown(app);
+    const lock = await lockApiKeys();
     try {
-      await locker.query('BEGIN');
-      await locker.query('LOCK TABLE api_keys IN ACCESS EXCLUSIVE MODE');
       const held = get();
-      await waitFor(
-        async () => {
-          const { rows } = await locker.query<{ n: number }>(
-            "SELECT count(*)::int AS n FROM pg_locks WHERE relation = 'api_keys'::regclass AND NOT granted",
-          );
-          return rows[0]!.n >= 1;
-        },
-        { message: 'the first request holding the only connection, waiting on the lock' },
-      );
+      await lock.waiters(1, 'the first request holding the only connection, waiting on the lock');
       const refused = await get();
       expect(refused.status).toBe(503);
       expect(refused.headers.get('retry-after')).toMatch(/^[1-9][0-9]*$/);
       expect(await refused.json()).toMatchObject({ code: 'database_unreachable' });
       // Only now is the connection given back: the first request was never answered before.
-      await locker.query('COMMIT');
+      await lock.release();
       expect((await held).status).toBe(404);
     } finally {
-      await locker.end();
+      await lock.end();
       await db.destroy();
     }
   });
