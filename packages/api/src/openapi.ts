@@ -281,7 +281,8 @@ const rateLimitHeaders = {
 /**
  * Answers every /v1 operation can give whatever its route: 429 `rate_limited` when the API key's
  * or tenant's bucket is empty (NOTIFY_API_RATE_LIMIT, NOTIFY_API_TENANT_RATE_LIMIT), and 503
- * `overloaded` (NOTIFY_API_MAX_IN_FLIGHT) or `database_unreachable`, each with Retry-After. A route
+ * `overloaded` (NOTIFY_API_MAX_IN_FLIGHT, NOTIFY_API_MAX_EVENT_LOOP_DELAY_MS,
+ * NOTIFY_API_MAX_EVENT_LOOP_UTILIZATION) or `database_unreachable`, each with Retry-After. A route
  * that documents a 503 of its own keeps it, with these codes added to its description.
  */
 function withCommonAnswers(doc: JsonSchema): JsonSchema {

@@ -49,7 +49,7 @@ export const PROBLEM_CATALOG: { readonly [C in ProblemCode]: { readonly status: 
   secrets_key_missing: { status: 503, title: 'NOTIFY_SECRETS_KEY is not set' },
   rate_limited: { status: 429, title: 'Too many requests' },
   callback_url_refused: { status: 422, title: 'The callback URL is refused by the SSRF policy' },
-  overloaded: { status: 503, title: 'Too many requests in progress' },
+  overloaded: { status: 503, title: 'The API is overloaded: too many requests in progress, or its event loop too busy' },
 };
 
 /** An RFC 9457 problem details object, as this API renders it. */

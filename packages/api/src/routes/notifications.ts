@@ -9,7 +9,7 @@ import { MAX_BATCH_BODY_BYTES, jsonBody } from '../middleware/json-body.js';
 import { BulkRetryRequest } from '../management-schemas.js';
 import { bulkRetry, cancelNotification, retryNotification } from '../notification-actions.js';
 import { bulkRetryGet, bulkRetryProgress } from '../sql/bulk-retry-store.js';
-import { parseBody } from '../validate.js';
+import { parseBody, parseQuery } from '../validate.js';
 import { withServerSpan } from '../tracing.js';
 import { type ProblemDetails, ProblemError, problemFromError } from '../problem.js';
 import { ListQuery, MAX_BATCH_ITEMS } from '../schemas.js';
@@ -39,10 +39,6 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 
 function notFound(id: string): ProblemError {
   return new ProblemError('not_found', `no notification ${id}`);
-}
-
-function issuesOf(error: { issues: readonly { path: readonly PropertyKey[]; message: string }[] }) {
-  return error.issues.map((i) => ({ path: i.path.map(String).join('.') || '(root)', message: i.message }));
 }
 
 /**
@@ -186,11 +182,7 @@ export function notificationRoutes(deps: NotificationRoutesDeps): Hono<AppEnv> {
   });
 
   app.get('/', async (c) => {
-    const parsed = ListQuery.safeParse(c.req.query());
-    if (!parsed.success) {
-      throw new ProblemError('invalid_query', 'the query parameters are not valid', { extensions: { errors: issuesOf(parsed.error) } });
-    }
-    const q = parsed.data;
+    const q = parseQuery(ListQuery, c.req.query());
     const beforeId = cursorId(q.cursor, isNotificationId);
     const rows = await notificationList(db, {
       tenantId: c.get('auth').tenantId,
