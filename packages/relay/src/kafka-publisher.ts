@@ -1,5 +1,6 @@
-import { type Kafka, Partitioners, type Producer, type RetryOptions } from 'kafkajs';
+import { type Kafka, type Producer, type RetryOptions } from 'kafkajs';
 import { type Logger, errorSummary, settlesWithin, silentLogger } from '@notify/runtime';
+import { keyedPartitioner } from './partitioner.js';
 import { PublishError, type PublishMessage, type Publisher } from './publisher.js';
 
 /** Options of `createKafkaPublisher`. */
@@ -20,8 +21,9 @@ const DISCONNECT_TIMEOUT_MS = 5_000;
 
 /**
  * A `Publisher` over a kafkajs idempotent producer: `idempotent: true`, acks from all in-sync
- * replicas (-1), one request in flight per broker, the Java-compatible murmur2 partitioner, no
- * automatic topic creation. One `sendBatch` per `publish`.
+ * replicas (-1), one request in flight per broker, the Java-compatible murmur2 partitioner
+ * (kafkajs' DefaultPartitioner, hashed without Long objects: `keyedPartitioner`), no automatic
+ * topic creation. One `sendBatch` per `publish`.
  *
  * After any failure the producer is dropped and a new one (a new producer id) is made for the
  * next call: kafkajs rolls its sequence numbers back when a request fails, so if the broker did
@@ -42,7 +44,7 @@ export function createKafkaPublisher(kafka: Kafka, options: KafkaPublisherOption
     const p = kafka.producer({
       idempotent: true,
       maxInFlightRequests: 1,
-      createPartitioner: Partitioners.DefaultPartitioner,
+      createPartitioner: keyedPartitioner,
       allowAutoTopicCreation: false,
       retry,
     });
