@@ -237,8 +237,17 @@ describe('the packed libraries, installed with npm outside the workspace', () =>
       timeoutMs: 30_000,
       message: 'both delivered',
     });
-    const rows = await t.db.selectFrom('notifications').select(['id', 'state', 'idempotency_key']).orderBy('idempotency_key').execute();
-    expect(rows.map((r) => [r.idempotency_key, r.state])).toEqual([
+    // The receiver counts a call when it arrives; the dispatcher records the outcome after the answer.
+    const states = async () =>
+      (await t.db.selectFrom('notifications').select(['idempotency_key', 'state']).orderBy('idempotency_key').execute()).map((r) => [
+        r.idempotency_key,
+        r.state,
+      ]);
+    await waitFor(async () => (await states()).every(([, state]) => state === 'sent'), {
+      timeoutMs: 30_000,
+      message: 'both recorded sent',
+    });
+    expect(await states()).toEqual([
       ['committed', 'sent'],
       ['kysely', 'sent'],
     ]);

@@ -264,13 +264,22 @@ describe('maxEventLoopDelayMs', () => {
       // Every request got an answer (none hung), each within a bound: a 300 ms block, plus margin on a loaded machine.
       expect(results.filter((r) => r.status !== 503 && r.status !== 404)).toEqual([]);
       expect(Math.max(...results.map((r) => r.ms))).toBeLessThan(3_000);
-      // After the starvation the loop is on time again: the last second's requests pass (404: no such
-      // notification). Most, not all: on a loaded machine (the suite beside a chaos run) the test
-      // process's own loop is sometimes 100 ms late and a request is rightly shed; a shedder stuck
-      // in shedding would pass none.
-      const last = results.filter((r) => r.sentAt >= 4_000);
-      expect(last.length).toBeGreaterThan(0);
-      expect(last.filter((r) => r.status === 404).length, JSON.stringify(last)).toBeGreaterThanOrEqual(last.length / 2);
+      // After the starvation the loop is on time again and requests are served (404: no such
+      // notification); a shedder stuck in shedding would serve none. Not "most of the last second's
+      // requests": beside a chaos run (load 20) this process's own loop is now and then 100 ms late
+      // for a second or more, and a request is then rightly shed. So: three in a row served, within 30 s.
+      let servedInRow = 0;
+      await waitFor(
+        async () => {
+          const res = await fetch(`${url}/v1/notifications/ntf_01JZZZZZZZZZZZZZZZZZZZZZZZ`, {
+            headers: { authorization: `Bearer ${key}` },
+          });
+          await res.body?.cancel();
+          servedInRow = res.status === 404 ? servedInRow + 1 : 0;
+          return servedInRow >= 3;
+        },
+        { timeoutMs: 30_000, intervalMs: 50, message: 'three requests in a row served after the starvation' },
+      );
     } finally {
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
