@@ -31,7 +31,6 @@ const row = (id: number): ClaimedRow => ({
   value: '{}',
   headers: {},
   event_value: null,
-  event_headers: null,
 });
 
 /** One scripted claim result: row ids, and optionally slots, held back, a failing or slow commit, a failing claim. */
@@ -54,7 +53,6 @@ const withEvent = (r: ClaimedRow, value = `{"type":"notification.queued","n":${r
   ...r,
   headers: { 'message-type': 'notification.deliver', attempt: '1' },
   event_value: value,
-  event_headers: { 'message-type': 'notification.queued' },
 });
 
 /** Batches from a script (then empty ones); `log` records what happened, in order. */

@@ -7,6 +7,7 @@ import { messageBytes, refusedForGood } from './refusal.js';
 import type { ResolvedRelayConfig } from './config.js';
 import type { BatchStage, RelayEvents } from './events.js';
 import { PublishError, type PublishMessage, type Publisher } from './publisher.js';
+import { queuedEventHeaders } from './queued-event.js';
 import type { ClaimedRow } from './sql/outbox-claim-batch.js';
 import { relayInstanceSleeping } from './sql/relay-instance-sleeping.js';
 import { WakeSignal } from './wake-signal.js';
@@ -93,15 +94,21 @@ export function createPublishLoop(config: PublishLoopConfig, deps: PublishLoopDe
   // published one at a time, so the refused row is found and set aside and the rest go out.
   let isolating = 0;
 
-  const toMessage = (topic: string, key: string, value: string, rowHeaders: Record<string, string> | null): PublishMessage => {
+  const topics = new Map<string, string>(); // suffix → full name
+  const toMessage = (topic: string, key: string, value: string, rowHeaders: Record<string, string>): PublishMessage => {
     const headers: Record<string, string> = {};
-    for (const [k, v] of Object.entries(rowHeaders ?? {})) headers[k] = typeof v === 'string' ? v : JSON.stringify(v);
-    return { topic: topicName(config.topicPrefix, topic), key, value, headers };
+    for (const k in rowHeaders) {
+      const v: unknown = rowHeaders[k];
+      headers[k] = typeof v === 'string' ? v : JSON.stringify(v);
+    }
+    let full = topics.get(topic);
+    if (full === undefined) topics.set(topic, (full = topicName(config.topicPrefix, topic)));
+    return { topic: full, key, value, headers };
   };
   /** A row's messages: its own, then the queued event it carries (migration 0150). */
   const toMessages = (row: ClaimedRow): PublishMessage[] => {
     const own = toMessage(row.topic, row.key, row.value, row.headers);
-    return row.event_value === null ? [own] : [own, toMessage(TOPICS.events, row.key, row.event_value, row.event_headers)];
+    return row.event_value === null ? [own] : [own, toMessage(TOPICS.events, row.key, row.event_value, queuedEventHeaders(row.headers))];
   };
 
   const abandon = async (claimed: Promise<ClaimedBatch> | null): Promise<void> => {

@@ -26,8 +26,9 @@ export interface OutboxClaimBatchParams {
 
 /**
  * A claimed outbox row. `id` and `txid` are 64-bit integers as strings. An enqueue's request row
- * also carries its `notification.queued` event (migration 0150): `event_value` with the headers
- * `outbox_queued_event_headers` derives, published to `events` right after the row's own message.
+ * also carries its `notification.queued` event (migration 0150): `event_value`, published to
+ * `events` right after the row's own message, with the headers `queuedEventHeaders` derives from
+ * the row's (in the relay, not per row in the claim).
  */
 export interface ClaimedRow {
   readonly id: string;
@@ -37,7 +38,6 @@ export interface ClaimedRow {
   readonly value: string;
   readonly headers: Record<string, string>;
   readonly event_value: string | null;
-  readonly event_headers: Record<string, string> | null;
 }
 
 /**
@@ -70,8 +70,7 @@ export async function outboxClaimBatch(db: SqlExecutor, params: OutboxClaimBatch
   // would sort by the text of the xid ("1000000" before "999999") and, no longer matching the
   // index, sort every unpublished row for each batch.
   const { rows } = await db.query<ClaimedRow>(
-    `SELECT o.id, o.txid::text AS txid, o.topic, o.key, o.value, o.headers, o.event_value,
-            CASE WHEN o.event_value IS NOT NULL THEN outbox_queued_event_headers(o.headers) END AS event_headers
+    `SELECT o.id, o.txid::text AS txid, o.topic, o.key, o.value, o.headers, o.event_value
        FROM outbox o
       WHERE o.published_at IS NULL
         AND (o.txid < pg_snapshot_xmin(pg_current_snapshot())
