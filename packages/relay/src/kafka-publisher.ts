@@ -1,4 +1,4 @@
-import { type Kafka, type Producer, type RetryOptions } from 'kafkajs';
+import { type ICustomPartitioner, type Kafka, type Producer, type RecordMetadata, type RetryOptions } from 'kafkajs';
 import { type Logger, errorSummary, settlesWithin, silentLogger } from '@notify/runtime';
 import { keyedPartitioner } from './partitioner.js';
 import { PublishError, type PublishMessage, type Publisher } from './publisher.js';
@@ -30,6 +30,13 @@ const DISCONNECT_TIMEOUT_MS = 5_000;
  * append that request, a retry with different contents under the same producer would be rejected
  * as out of sequence forever (or, with the same first sequence and length, silently dropped as a
  * duplicate). A fresh producer id makes every retry an ordinary, at-least-once republish.
+ *
+ * A `sendBatch` that resolves is checked: every partition a message went to must be in the
+ * broker's acknowledgements, or the publish fails (and is retried whole, at least once). kafkajs
+ * 2.2.4 splits a batch into one request per leader and, retrying after NOT_LEADER_FOR_PARTITION,
+ * skips every broker that already answered, so when the failed partitions' new leader is one of
+ * those, their messages are never sent and `sendBatch` still resolves (kafkajs#1798). A rolling
+ * restart of a 3-broker cluster lost 7 notifications that way (RELIABILITY.md, found and fixed).
  */
 export function createKafkaPublisher(kafka: Kafka, options: KafkaPublisherOptions = {}): Publisher {
   const logger = options.logger ?? silentLogger;
@@ -39,12 +46,24 @@ export function createKafkaPublisher(kafka: Kafka, options: KafkaPublisherOption
   let chain: Promise<unknown> = Promise.resolve();
   let closed = false;
 
+  // Where the partitioner sent each message of the send in progress (sends are serialized by
+  // `chain`); kafkajs calls it again on each of its retries, with the same answers.
+  let routed = new Set<string>();
+  const recordingPartitioner: ICustomPartitioner = () => {
+    const partition = keyedPartitioner();
+    return (args) => {
+      const chosen = partition(args);
+      routed.add(`${args.topic}\u0000${chosen}`);
+      return chosen;
+    };
+  };
+
   const connect = (): Promise<Producer> => {
     if (connected) return connected;
     const p = kafka.producer({
       idempotent: true,
       maxInFlightRequests: 1,
-      createPartitioner: keyedPartitioner,
+      createPartitioner: recordingPartitioner,
       allowAutoTopicCreation: false,
       retry,
     });
@@ -73,11 +92,14 @@ export function createKafkaPublisher(kafka: Kafka, options: KafkaPublisherOption
     }
     try {
       const p = await connect();
-      await p.sendBatch({
+      routed = new Set();
+      const acks = await p.sendBatch({
         acks: -1,
         timeout: options.ackTimeoutMs ?? 30_000,
         topicMessages: [...byTopic].map(([topic, msgs]) => ({ topic, messages: msgs })),
       });
+      const missing = unacknowledged(routed, acks);
+      if (missing.length > 0) throw new PartialAckError(missing);
     } catch (err) {
       await drop();
       const e = err as { name?: string; message?: string; retriable?: boolean };
@@ -105,4 +127,19 @@ export function createKafkaPublisher(kafka: Kafka, options: KafkaPublisherOption
       await drop();
     },
   };
+}
+
+/** A `sendBatch` that resolved without an acknowledgement for some partitions it wrote to. */
+class PartialAckError extends Error {
+  override readonly name = 'PartialAckError';
+  readonly retriable = true;
+  constructor(readonly partitions: readonly string[]) {
+    super(`the broker acknowledged no write to ${partitions.join(', ')}; the whole batch is sent again`);
+  }
+}
+
+/** The `topic[partition]`s among `routed` (topic NUL partition) that `acks` does not name. */
+export function unacknowledged(routed: ReadonlySet<string>, acks: readonly RecordMetadata[]): string[] {
+  const acked = new Set(acks.map((a) => `${a.topicName}\u0000${a.partition}`));
+  return [...routed].filter((r) => !acked.has(r)).map((r) => r.replace('\u0000', '[') + ']');
 }
