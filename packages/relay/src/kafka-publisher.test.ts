@@ -1,6 +1,6 @@
 import type { ICustomPartitioner, Kafka, Message, PartitionMetadata, RecordMetadata, TopicMessages } from 'kafkajs';
 import { describe, expect, it } from 'vitest';
-import { createKafkaPublisher, unacknowledged } from './kafka-publisher.js';
+import { createKafkaPublisher } from './kafka-publisher.js';
 import { PublishError } from './publisher.js';
 
 // What kafkajs 2.2.4's sendBatch does with the partitioner and the answers, reduced to the step
@@ -65,11 +65,5 @@ describe('kafka publisher', () => {
       /acknowledged no write to p\.requests\[1\], p\.requests\[3\]|p\.requests\[3\], p\.requests\[1\]/,
     );
     expect(producers[0]!.disconnected).toBe(true); // the next publish gets a new producer id
-  });
-
-  it('names each unacknowledged topic partition once', () => {
-    const routed = new Set(['a\u00000', 'a\u00001', 'b\u00000']);
-    expect(unacknowledged(routed, [ack('a', 0)])).toEqual(['a[1]', 'b[0]']);
-    expect(unacknowledged(routed, [ack('a', 0), ack('a', 1), ack('b', 0)])).toEqual([]);
   });
 });

@@ -139,7 +139,7 @@ class PartialAckError extends Error {
 }
 
 /** The `topic[partition]`s among `routed` (topic NUL partition) that `acks` does not name. */
-export function unacknowledged(routed: ReadonlySet<string>, acks: readonly RecordMetadata[]): string[] {
+function unacknowledged(routed: ReadonlySet<string>, acks: readonly RecordMetadata[]): string[] {
   const acked = new Set(acks.map((a) => `${a.topicName}\u0000${a.partition}`));
   return [...routed].filter((r) => !acked.has(r)).map((r) => r.replace('\u0000', '[') + ']');
 }
