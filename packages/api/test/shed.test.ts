@@ -261,9 +261,10 @@ describe('maxEventLoopDelayMs', () => {
       }
       expect(shed.length).toBe(overloaded.length);
       expect(new Set(shed)).toEqual(new Set(['event_loop_delay']));
-      // Every request got an answer (none hung), each within a bound: a 300 ms block, plus margin on a loaded machine.
+      // Every request got an answer (none hung), each within a bound: a 300 ms block, plus margin on a
+      // loaded machine (3,013 ms once beside a chaos run at load 20), below the client's 10 s abort.
       expect(results.filter((r) => r.status !== 503 && r.status !== 404)).toEqual([]);
-      expect(Math.max(...results.map((r) => r.ms))).toBeLessThan(3_000);
+      expect(Math.max(...results.map((r) => r.ms))).toBeLessThan(8_000);
       // After the starvation the loop is on time again and requests are served (404: no such
       // notification); a shedder stuck in shedding would serve none. Not "most of the last second's
       // requests": beside a chaos run (load 20) this process's own loop is now and then 100 ms late

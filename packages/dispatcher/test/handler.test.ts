@@ -28,7 +28,8 @@ import { createHttpTestProvider } from './support/http-provider.js';
 import { gate, startReceiver, type Receiver } from './support/receiver.js';
 
 const retry = { maxAttempts: 3, baseDelayMs: 1000, maxDelayMs: 30_000, jitter: 0, defaultTtlMs: 3_600_000 };
-const config = dispatcherConfig({ topicPrefix: 'h', retry, sendTimeoutMs: 200, maxInFlight: 4, repairAfterMs: 60_000 });
+// 2 s, not 200 ms: beside a chaos run (load 20) a local receiver's answer took longer than 200 ms.
+const config = dispatcherConfig({ topicPrefix: 'h', retry, sendTimeoutMs: 2_000, maxInFlight: 4, repairAfterMs: 60_000 });
 
 let tdb: TestDatabase;
 let receiver: Receiver;
