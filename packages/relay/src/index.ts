@@ -15,7 +15,7 @@ export {
   createRelayEvents,
 } from './events.js';
 export { type Publisher, type PublishMessage, PublishError, PUBLISH_ERROR_CODES, type PublishErrorCode } from './publisher.js';
-export { createKafkaPublisher, type KafkaPublisherOptions } from './kafka-publisher.js';
+export { type AckCheck, PartialAckError, createAckCheck, createKafkaPublisher, type KafkaPublisherOptions } from './kafka-publisher.js';
 export { planLeases, type LeasePlan, type LeasePlanInput } from './lease-plan.js';
 export { createWakeup, type Wakeup, type WakeupOptions, OUTBOX_CHANNEL } from './wakeup.js';
 export { outboxLag, type OutboxLag, type OutboxLagParams } from './sql/outbox-lag.js';

@@ -46,24 +46,15 @@ export function createKafkaPublisher(kafka: Kafka, options: KafkaPublisherOption
   let chain: Promise<unknown> = Promise.resolve();
   let closed = false;
 
-  // Where the partitioner sent each message of the send in progress (sends are serialized by
-  // `chain`); kafkajs calls it again on each of its retries, with the same answers.
-  let routed = new Set<string>();
-  const recordingPartitioner: ICustomPartitioner = () => {
-    const partition = keyedPartitioner();
-    return (args) => {
-      const chosen = partition(args);
-      routed.add(`${args.topic}\u0000${chosen}`);
-      return chosen;
-    };
-  };
+  // Sends are serialized by `chain`, so one tracker serves every send of this publisher.
+  const acks = createAckCheck(keyedPartitioner);
 
   const connect = (): Promise<Producer> => {
     if (connected) return connected;
     const p = kafka.producer({
       idempotent: true,
       maxInFlightRequests: 1,
-      createPartitioner: recordingPartitioner,
+      createPartitioner: acks.createPartitioner,
       allowAutoTopicCreation: false,
       retry,
     });
@@ -92,14 +83,14 @@ export function createKafkaPublisher(kafka: Kafka, options: KafkaPublisherOption
     }
     try {
       const p = await connect();
-      routed = new Set();
-      const acks = await p.sendBatch({
-        acks: -1,
-        timeout: options.ackTimeoutMs ?? 30_000,
-        topicMessages: [...byTopic].map(([topic, msgs]) => ({ topic, messages: msgs })),
-      });
-      const missing = unacknowledged(routed, acks);
-      if (missing.length > 0) throw new PartialAckError(missing);
+      acks.begin();
+      acks.verify(
+        await p.sendBatch({
+          acks: -1,
+          timeout: options.ackTimeoutMs ?? 30_000,
+          topicMessages: [...byTopic].map(([topic, msgs]) => ({ topic, messages: msgs })),
+        }),
+      );
     } catch (err) {
       await drop();
       const e = err as { name?: string; message?: string; retriable?: boolean };
@@ -130,7 +121,7 @@ export function createKafkaPublisher(kafka: Kafka, options: KafkaPublisherOption
 }
 
 /** A `sendBatch` that resolved without an acknowledgement for some partitions it wrote to. */
-class PartialAckError extends Error {
+export class PartialAckError extends Error {
   override readonly name = 'PartialAckError';
   readonly retriable = true;
   constructor(readonly partitions: readonly string[]) {
@@ -138,8 +129,40 @@ class PartialAckError extends Error {
   }
 }
 
-/** The `topic[partition]`s among `routed` (topic NUL partition) that `acks` does not name. */
-function unacknowledged(routed: ReadonlySet<string>, acks: readonly RecordMetadata[]): string[] {
-  const acked = new Set(acks.map((a) => `${a.topicName}\u0000${a.partition}`));
-  return [...routed].filter((r) => !acked.has(r)).map((r) => r.replace('\u0000', '[') + ']');
+/** `createAckCheck`'s answer: the partitioner to give the producer, and the check around each `sendBatch`. */
+export interface AckCheck {
+  readonly createPartitioner: ICustomPartitioner;
+  /** Before a `sendBatch`: forget the previous one's partitions. One send at a time per check. */
+  begin(): void;
+  /** After it resolved: throws `PartialAckError` when a partition it wrote to is not acknowledged. */
+  verify(acks: readonly RecordMetadata[]): void;
+}
+
+/**
+ * Guards a kafkajs 2.2.4 producer against a `sendBatch` that resolves although some messages were
+ * never sent: kafkajs splits a batch into one request per leader and, retrying after
+ * NOT_LEADER_FOR_PARTITION, skips every broker that already answered, so when the failed
+ * partitions' new leader is one of those their messages are dropped (kafkajs#1798). Wraps `base`
+ * to record where each message went (kafkajs asks again on each retry, with the same answers).
+ */
+export function createAckCheck(base: ICustomPartitioner): AckCheck {
+  let routed = new Set<string>();
+  return {
+    createPartitioner: () => {
+      const partition = base();
+      return (args) => {
+        const chosen = partition(args);
+        routed.add(`${args.topic}[${chosen}]`);
+        return chosen;
+      };
+    },
+    begin() {
+      routed = new Set();
+    },
+    verify(acks) {
+      const acked = new Set(acks.map((a) => `${a.topicName}[${a.partition}]`));
+      const missing = [...routed].filter((r) => !acked.has(r));
+      if (missing.length > 0) throw new PartialAckError(missing);
+    },
+  };
 }

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { HEADERS, TOPICS, topicName } from '@notify/contract';
 import type { Database } from '@notify/migrations';
 import { fromKysely } from '@notify/outbox';
+import { PartialAckError, createAckCheck } from '@notify/relay';
 import { type Clock, silentLogger } from '@notify/runtime';
 import type { Kysely } from 'kysely';
 import { type Admin, type IHeaders, type Kafka, type KafkaMessage, type Message, Partitioners } from 'kafkajs';
@@ -217,12 +218,14 @@ async function publish(
   chosen: readonly { letter: Letter; target: string }[],
   clock: Clock,
 ): Promise<void> {
-  // The relay's partitioner: a keyed message lands on the partition its key always maps to.
+  // The relay's partitioner: a keyed message lands on the partition its key always maps to. The
+  // relay's ack check too: kafkajs 2.2.4 can resolve a sendBatch that left out a partition.
+  const acks = createAckCheck(Partitioners.DefaultPartitioner);
   const producer = kafka.producer({
     idempotent: true,
     maxInFlightRequests: 1,
     allowAutoTopicCreation: false,
-    createPartitioner: Partitioners.DefaultPartitioner,
+    createPartitioner: acks.createPartitioner,
   });
   await producer.connect();
   try {
@@ -234,7 +237,15 @@ async function publish(
         messages.push({ key: letter.message.key, value: letter.message.value, headers: originalHeaders(letter.message.headers) });
         byTopic.set(target, messages);
       }
-      await producer.sendBatch({ acks: -1, topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })) });
+      acks.begin();
+      try {
+        acks.verify(await producer.sendBatch({ acks: -1, topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })) }));
+      } catch (err) {
+        if (!(err instanceof PartialAckError)) throw err;
+        throw new CliError(
+          `dlq redrive: ${err.message.replace('; the whole batch is sent again', '')}; letters from ${i} on are not recorded as redriven: run the command again`,
+        );
+      }
       await dlqRedriveRecord(fromKysely(db), {
         dlqTopic,
         now: clock.now(),
