@@ -34,9 +34,12 @@ afterAll(async () => {
   await t.close();
 });
 
-/** GET of a notification that does not exist, with the test key: 404 unless the app sheds it. */
+/** A notification that does not exist: 404 unless the app sheds the request. */
+const UNKNOWN = '/v1/notifications/ntf_01JZZZZZZZZZZZZZZZZZZZZZZZ';
+
+/** GET of `UNKNOWN` with the test key. */
 function getUnknown(app: ReturnType<typeof createApp>): Promise<Response> {
-  return Promise.resolve(app.request('/v1/notifications/ntf_01JZZZZZZZZZZZZZZZZZZZZZZZ', { headers: { authorization: `Bearer ${key}` } }));
+  return Promise.resolve(app.request(UNKNOWN, { headers: { authorization: `Bearer ${key}` } }));
 }
 
 /** Locks api_keys (every key lookup blocks) until `release`; `waiters(n)` waits for n blocked lookups. */
@@ -228,13 +231,9 @@ describe('maxEventLoopDelayMs', () => {
     });
     const { server, url } = await serveApp(app);
     try {
-      const child = spawn(
-        process.execPath,
-        ['--input-type=module', '-e', CLIENT, `${url}/v1/notifications/ntf_01JZZZZZZZZZZZZZZZZZZZZZZZ`, key, '5000'],
-        {
-          stdio: ['ignore', 'pipe', 'inherit'],
-        },
-      );
+      const child = spawn(process.execPath, ['--input-type=module', '-e', CLIENT, `${url}${UNKNOWN}`, key, '5000'], {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
       const lines = createInterface({ input: child.stdout });
       const output: string[] = [];
       let sawFirst!: () => void;
@@ -272,7 +271,7 @@ describe('maxEventLoopDelayMs', () => {
       let servedInRow = 0;
       await waitFor(
         async () => {
-          const res = await fetch(`${url}/v1/notifications/ntf_01JZZZZZZZZZZZZZZZZZZZZZZZ`, {
+          const res = await fetch(`${url}${UNKNOWN}`, {
             headers: { authorization: `Bearer ${key}` },
           });
           await res.body?.cancel();

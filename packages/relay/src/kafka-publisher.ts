@@ -125,7 +125,7 @@ export class PartialAckError extends Error {
   override readonly name = 'PartialAckError';
   readonly retriable = true;
   constructor(readonly partitions: readonly string[]) {
-    super(`the broker acknowledged no write to ${partitions.join(', ')}; the whole batch is sent again`);
+    super(`the broker acknowledged no write to ${partitions.join(', ')}`);
   }
 }
 

@@ -242,9 +242,7 @@ async function publish(
         acks.verify(await producer.sendBatch({ acks: -1, topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })) }));
       } catch (err) {
         if (!(err instanceof PartialAckError)) throw err;
-        throw new CliError(
-          `dlq redrive: ${err.message.replace('; the whole batch is sent again', '')}; letters from ${i} on are not recorded as redriven: run the command again`,
-        );
+        throw new CliError(`dlq redrive: ${err.message}; letters from ${i} on are not recorded as redriven: run the command again`);
       }
       await dlqRedriveRecord(fromKysely(db), {
         dlqTopic,
