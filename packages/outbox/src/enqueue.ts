@@ -27,16 +27,43 @@ export interface Refusal {
   readonly existing_id?: string;
 }
 
-type EnqueueRow = Notification & { readonly created: boolean; readonly refusal: Refusal | null };
+// What notify_enqueue_item computed for a created row: the id, the instants, the settings it
+// applied, the kept traceparent, the request hash and the jsonb columns as PostgreSQL normalised
+// them. The other columns of a created row are the intent's own strings or constants
+// (createdNotification below), so PostgreSQL does not print them and pg does not parse them
+// again: for the bench's webhook intent that is 19 of the row's 28 columns (BENCHMARKS.md,
+// "enqueue(), session 7"). A repeat of an idempotency key (created false) reads the original row whole.
+interface EnqueueRow {
+  readonly created: boolean;
+  readonly refusal: Refusal | null;
+  readonly id: string;
+  readonly data: Notification['data'];
+  readonly metadata: Notification['metadata'];
+  readonly request_hash: string | null;
+  readonly max_attempts: number;
+  readonly expires_at: Date;
+  readonly traceparent: string | null;
+  readonly created_at: Date;
+  readonly send_at: Date | null;
+  /** send_at is ahead of created_at: next_attempt_at and held_until are send_at. */
+  readonly held: boolean | null;
+}
 
 // One round trip. The function validates, writes the notification and its outbox row, or
-// finds the original of an idempotent repeat (notify_enqueue_item: migrations 0006, 0040 and
-// 0150, which made it the one enqueue function). `(r.notification).*` returns the row's
-// columns, so pg parses them exactly as for a SELECT * (timestamps as Date, jsonb as objects).
+// finds the original of an idempotent repeat (notify_enqueue_item: migrations 0006, 0040, 0150
+// and 0160, which made it the one enqueue function). pg parses each column by its type exactly
+// as for a SELECT * (timestamps as Date, jsonb as objects).
 const ENQUEUE_SQL = prepared(
-  'notify_enqueue_item_v1',
-  'SELECT r.created, r.refusal, (r.notification).* FROM notify_enqueue_item($1::jsonb, $2::jsonb) AS r',
+  'notify_enqueue_item_v2',
+  `SELECT r.created, r.refusal, (r.notification).id, (r.notification).data, (r.notification).metadata,
+          (r.notification).request_hash, (r.notification).max_attempts, (r.notification).expires_at,
+          (r.notification).traceparent, (r.notification).created_at, (r.notification).send_at,
+          (r.notification).held_until IS NOT NULL AS held
+     FROM notify_enqueue_item($1::jsonb, $2::jsonb) AS r`,
 );
+
+// The original of a repeated idempotency key, whole.
+const NOTIFICATION_SQL = prepared('notification_by_id_v1', 'SELECT * FROM notifications WHERE id = $1');
 
 // JSON.stringify writes U+0000 as \u0000 and an unpaired surrogate as \udXXX (paired ones as
 // themselves). PostgreSQL's jsonb input refuses both, so they never reach notify_enqueue_row.
@@ -84,10 +111,89 @@ export async function enqueue(tx: TransactionLike, intent: NotificationIntent, o
     throw err;
   }
   const row = rows[0];
-  if (!row) throw new Error('notify_enqueue_row returned no row');
-  const { created, refusal, ...notification } = row;
-  if (refusal) throw refusalError(refusal);
-  return { notification, created };
+  if (!row) throw new Error('notify_enqueue_item returned no row');
+  if (row.refusal) throw refusalError(row.refusal);
+  const notification = row.created && storedAsGiven(intent) ? createdNotification(intent, row) : await storedNotification(tx, row.id);
+  return { notification, created: row.created };
+}
+
+const STRING_FIELDS = [
+  'tenant_id',
+  'channel',
+  'to',
+  'subject',
+  'body',
+  'template',
+  'category',
+  'idempotency_key',
+  'priority',
+  'ordering',
+] as const;
+
+/**
+ * Whether PostgreSQL stored the intent's values as they are in JavaScript: it accepted each as a
+ * JSON string (template_version: a number), so a plain string here is the stored one. Anything
+ * else (a caller's object with toJSON, say) is read back from the row instead.
+ */
+function storedAsGiven(intent: NotificationIntent): boolean {
+  for (const field of STRING_FIELDS) {
+    const value = intent[field];
+    if (value !== undefined && typeof value !== 'string') return false;
+  }
+  return intent.template_version === undefined || typeof intent.template_version === 'number';
+}
+
+/** A notification row whole: the original of a repeated key, or a created row storedAsGiven cannot rebuild. */
+async function storedNotification(tx: TransactionLike, id: string): Promise<Notification> {
+  const { rows } = await toExecutor(tx).query<Notification>(NOTIFICATION_SQL, [id]);
+  // notify_enqueue_item read it in this statement's snapshot; a READ COMMITTED caller's next
+  // statement can miss it only if it was deleted in between: the holder is gone, so retry.
+  if (!rows[0]) throw new IdempotencyInProgressError();
+  return rows[0];
+}
+
+/**
+ * The row notify_enqueue_item wrote for `intent`: the columns it computed (`row`), the intent's
+ * own values (storedAsGiven) and the constants of a new notification. Each instant is its own
+ * Date, as pg would have parsed each column.
+ */
+function createdNotification(intent: NotificationIntent, row: EnqueueRow): Notification {
+  const { created_at: createdAt, send_at: sendAt } = row;
+  return {
+    id: row.id,
+    tenant_id: intent.tenant_id,
+    channel: intent.channel as Notification['channel'],
+    recipient: intent.to,
+    subject: intent.subject ?? null,
+    body: intent.body ?? null,
+    template: intent.template ?? null,
+    template_version: intent.template_version ?? null,
+    data: row.data,
+    category: intent.category ?? null,
+    metadata: row.metadata,
+    idempotency_key: intent.idempotency_key ?? null,
+    request_hash: row.request_hash,
+    state: 'queued',
+    dead_reason: null,
+    attempts: 0,
+    max_attempts: row.max_attempts,
+    next_attempt_at: row.held ? copy(sendAt) : copy(createdAt),
+    last_error: null,
+    expires_at: row.expires_at,
+    traceparent: row.traceparent,
+    created_at: createdAt,
+    updated_at: copy(createdAt),
+    sent_at: null,
+    send_at: sendAt,
+    held_until: row.held ? copy(sendAt) : null,
+    priority: intent.priority ?? 'normal',
+    ordering: intent.ordering ?? 'relaxed',
+  };
+}
+
+// A Date of the same instant (pg's own type parser may have been replaced: then the value as it is).
+function copy<T>(value: T): T {
+  return value instanceof Date ? (new Date(value.getTime()) as T) : value;
 }
 
 /** The `options` argument of notify_enqueue_item and notify_enqueue_batch. */

@@ -317,3 +317,65 @@ describe('defaults', () => {
     expect(at.notification.expires_at).toEqual(new Date('2026-05-01T12:00:00.987Z'));
   });
 });
+
+describe('the returned notification', () => {
+  // enqueue() rebuilds a created row from the intent and the columns PostgreSQL computed; it must
+  // equal the row as stored, column for column, whatever the intent holds.
+  const stored = async (id: string) => (await t.pool.query('SELECT * FROM notifications WHERE id = $1', [id])).rows[0] as unknown;
+
+  it('is the stored row, for every kind of intent', async () => {
+    const now = new Date('2026-05-01T12:00:00.123Z');
+    const cases: NotificationIntent[] = [
+      intent(),
+      intent({ channel: 'sms', to: '+14155550100', subject: undefined, body: 'Code 1234', priority: 'high', ordering: 'strict' }),
+      intent({
+        channel: 'webhook',
+        to: 'https://hooks.example.com/a?b=c',
+        subject: undefined,
+        body: undefined,
+        template: 'order',
+        template_version: 3,
+      }),
+      intent({
+        body: undefined,
+        template: 'welcome',
+        data: { zeta: 1, a: [1, 2.5, 'x'], nested: { b: null, aa: true } },
+        category: 'news',
+      }),
+      intent({ metadata: { plan: 'pro', region: 'eu' }, idempotency_key: 'returned-1', ttl_seconds: 90 }),
+      intent({ expires_at: '2026-05-03T14:00:00.98765+02:00', traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01' }),
+      intent({ traceparent: 'junk', send_at: '2026-05-02T08:00:00.000456Z' }), // held: due at send_at
+      intent({ send_at: '2026-04-30T08:00:00Z' }), // in the past: sent at once
+      intent({ send_at: '2026-05-01T12:00:00.123Z' }), // exactly now: sent at once
+      intent({ to: 'ümlaut@exämple.com', body: 'emoji 😀 and \\ "quotes"', subject: '' }),
+    ];
+    for (const i of cases) {
+      const { notification, created } = await enqueue(t.db, i, { now, maxAttempts: 5 });
+      expect(created).toBe(true);
+      expect(notification).toEqual(await stored(notification.id));
+    }
+    const held = await enqueue(t.db, intent({ send_at: '2026-05-02T08:00:00Z' }), { now });
+    expect(held.notification).toMatchObject({
+      next_attempt_at: new Date('2026-05-02T08:00:00Z'),
+      held_until: new Date('2026-05-02T08:00:00Z'),
+    });
+  });
+
+  it('of a repeated key is the original as stored now', async () => {
+    const first = await enqueue(t.db, intent({ idempotency_key: 'returned-repeat', data: { b: 1, a: 2 } }));
+    await t.pool.query("UPDATE notifications SET state = 'sent', next_attempt_at = NULL, sent_at = now(), attempts = 1 WHERE id = $1", [
+      first.notification.id,
+    ]);
+    const again = await enqueue(t.db, intent({ idempotency_key: 'returned-repeat', data: { b: 1, a: 2 } }));
+    expect(again.created).toBe(false);
+    expect(again.notification).toEqual(await stored(first.notification.id));
+    expect(again.notification).toMatchObject({ state: 'sent', attempts: 1 });
+  });
+
+  it('is read back whole when a value is not a plain string (an object with toJSON)', async () => {
+    const to = { toJSON: () => 'tojson@example.com' } as unknown as string;
+    const { notification } = await enqueue(t.db, intent({ to }));
+    expect(notification.recipient).toBe('tojson@example.com');
+    expect(notification).toEqual(await stored(notification.id));
+  });
+});
