@@ -266,6 +266,22 @@ describe('publish loop: running (start/stop)', () => {
     await loop.stop();
   });
 
+  it('a held-back round that published something re-polls after the first delay again, not the doubled one', async () => {
+    vi.useFakeTimers();
+    // Nothing published for three rounds (20, 40, 80), then a round that publishes while rows are still
+    // held back (a steady stream of short transactions): the next wait is 20 ms again, not 160.
+    const script = [{ heldBack: true }, { heldBack: true }, { heldBack: true }, { ids: [1], heldBack: true }, { heldBack: true }];
+    const { loop, batches } = setup(script);
+    loop.start();
+    const claimsAt: number[] = [];
+    for (let t = 0; t <= 400; t += 10) {
+      await vi.advanceTimersByTimeAsync(t === 0 ? 0 : 10);
+      while (claimsAt.length < batches.claims) claimsAt.push(t);
+    }
+    expect(claimsAt.slice(0, 6)).toEqual([0, 20, 60, 140, 160, 200]);
+    await loop.stop();
+  });
+
   it('idle: flags itself sleeping, looks once more, then sleeps a poll interval unless woken', async () => {
     vi.useFakeTimers();
     const { loop, batches, db } = setup([]);

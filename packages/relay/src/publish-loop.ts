@@ -286,6 +286,10 @@ export function createPublishLoop(config: PublishLoopConfig, deps: PublishLoopDe
         await signal.wait(r.retryInMs, { wakeable: false });
       } else if (r.kind === 'idle' || !r.full) {
         if (stopped) break;
+        // A round that published made progress: the rows still held back sit behind transactions
+        // that were open a moment ago, and under a steady stream of short ones they are free
+        // within milliseconds. The doubling is for rounds that publish nothing, i.e. a long wait.
+        if (r.kind === 'published') heldBackDelay = config.heldBackRetryMs;
         await idle(r.heldBack);
       }
     }
