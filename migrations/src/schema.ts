@@ -121,6 +121,10 @@ export interface EndpointsTable {
   disabled_at: Timestamp | null;
   disabled_by: 'auto' | 'operator' | null;
   rate_limit: string | null;
+  /** 0200: recent answers and transient failures, decaying with a 10 s time constant, as of `health_at`. */
+  health_attempts: Generated<number>;
+  health_failures: Generated<number>;
+  health_at: Timestamp | null;
   created_at: Generated<Timestamp>;
   updated_at: Generated<Timestamp>;
 }

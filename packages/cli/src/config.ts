@@ -1,5 +1,5 @@
 import type { RetryConfig } from '@notify/dispatcher';
-import { parseRateLimit, type EndpointHealthConfig, type ProvidersConfig, type RateLimit } from '@notify/providers';
+import { DEFAULT_FAILURE_RATIO, parseRateLimit, type EndpointHealthConfig, type ProvidersConfig, type RateLimit } from '@notify/providers';
 import { ConfigError, parseSecretsKey } from '@notify/runtime';
 
 /**
@@ -267,6 +267,7 @@ export function loadConfig(env: Env): Config {
     },
     endpoints: {
       failureThreshold: int(env, 'NOTIFY_ENDPOINT_FAILURE_THRESHOLD', 5, 0, 1_000_000),
+      failureRatio: fraction(env, 'NOTIFY_ENDPOINT_FAILURE_RATIO', DEFAULT_FAILURE_RATIO),
       cooldownMs: duration(env, 'NOTIFY_ENDPOINT_COOLDOWN', 10_000, 100, 86_400_000),
       disableAfterMs: duration(env, 'NOTIFY_ENDPOINT_DISABLE_AFTER', 5 * 86_400_000, 1_000, 365 * 86_400_000),
       endpointRateLimit: rateLimit(env, 'NOTIFY_ENDPOINT_RATE_LIMIT'),

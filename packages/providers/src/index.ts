@@ -52,5 +52,11 @@ export {
   type EndpointTarget,
   type ProviderRole,
 } from './endpoints/endpoint.js';
-export { createEndpointGate, type EndpointGate, type EndpointHealthConfig, type Admission } from './endpoints/gate.js';
+export {
+  DEFAULT_FAILURE_RATIO,
+  createEndpointGate,
+  type EndpointGate,
+  type EndpointHealthConfig,
+  type Admission,
+} from './endpoints/gate.js';
 export { parseRateLimit } from './endpoints/rate-limit-text.js';

@@ -82,6 +82,42 @@ describe('endpoint gate', () => {
     expect(await a.admit(target, never)).toEqual({ kind: 'go', probe: false });
   });
 
+  it('a streak on a busy endpoint that mostly answers does not open the circuit; the same streak on a mostly failing one does (NOTIFY_ENDPOINT_FAILURE_RATIO)', async () => {
+    const clock = new ManualClock('2026-05-01T12:00:00Z');
+    const [a] = gates({}, clock);
+    const busy: EndpointTarget = { tenantId: 'acme', channel: 'webhook', origin: 'https://busy.example:443', provider: 'primary' };
+    // Ten seconds of 9 answers out of 10 (one group every 100 ms), then a streak of 4 failures.
+    for (let i = 0; i < 100; i++) {
+      a.observe(busy, i % 10 === 0 ? fail : { kind: 'sent', providerStatus: '200' });
+      if (i % 5 === 4) {
+        await a.flush();
+        clock.advance(100);
+      }
+    }
+    for (let i = 0; i < 4; i++) a.observe(busy, fail);
+    await a.flush();
+    expect(await row(busy)).toMatchObject({ state: 'ok', consecutive_failures: 4 });
+    // The failures keep coming and nothing succeeds: the recent ratio passes one half within half a minute.
+    let opened = false;
+    for (let s = 0; s < 30 && !opened; s++) {
+      clock.advance(1_000);
+      a.observe(busy, fail);
+      await a.flush();
+      opened = (await row(busy))!.state === 'open';
+    }
+    expect(opened).toBe(true);
+    const r = (await row(busy))!;
+    expect(Number(r.health_failures) / Number(r.health_attempts)).toBeGreaterThanOrEqual(0.5);
+
+    // A ratio of 0 leaves the streak alone to decide, as before 0200.
+    const [b] = gates({ failureRatio: 0 }, clock);
+    const other: EndpointTarget = { ...busy, origin: 'https://busy-too.example:443' };
+    for (let i = 0; i < 50; i++) b.observe(other, { kind: 'sent', providerStatus: '200' });
+    for (let i = 0; i < 3; i++) b.observe(other, fail);
+    await b.flush();
+    expect(await row(other)).toMatchObject({ state: 'open', consecutive_failures: 3 });
+  });
+
   it('disables an endpoint failing for NOTIFY_ENDPOINT_DISABLE_AFTER, until an operator enables it', async () => {
     const clock = new ManualClock('2026-05-01T12:00:00Z');
     const [a] = gates({ failureThreshold: 1000, disableAfterMs: 5 * 86_400_000 }, clock);

@@ -13,6 +13,11 @@ import { deliveryRateBucketsTake } from './sql/delivery-rate-buckets-take.js';
 export interface EndpointHealthConfig {
   /** Consecutive transient failures that open an endpoint's circuit (NOTIFY_ENDPOINT_FAILURE_THRESHOLD, default 5). */
   readonly failureThreshold: number;
+  /**
+   * The streak opens the circuit only if transient failures are also at least this share of the
+   * endpoint's recent answers (NOTIFY_ENDPOINT_FAILURE_RATIO, default 0.5; 0: the streak alone).
+   */
+  readonly failureRatio?: number;
   /** How long an open circuit waits before it lets one probe through (NOTIFY_ENDPOINT_COOLDOWN_MS, default 30 s). */
   readonly cooldownMs: number;
   /** A failure streak this long disables the endpoint (NOTIFY_ENDPOINT_DISABLE_AFTER, default 5 days). */
@@ -70,6 +75,9 @@ interface LocalBucket {
   emptyUntil: number;
   refill: Promise<void> | undefined;
 }
+
+/** NOTIFY_ENDPOINT_FAILURE_RATIO's default: a streak opens the circuit when at least half of the recent answers failed. */
+export const DEFAULT_FAILURE_RATIO = 0.5;
 
 const LOCAL_TOKEN_LIFETIME_MS = 1_000;
 // A take asks for about 100 ms worth of tokens: at 50/s that is 5, so two processes make about
@@ -204,6 +212,7 @@ export function createEndpointGate(
           now: clock.now(),
           // 0 turns the circuit breaker off (auto-disable still counts the streak).
           failureThreshold: config.failureThreshold > 0 ? config.failureThreshold : 2 ** 31 - 1,
+          failureRatio: config.failureRatio ?? DEFAULT_FAILURE_RATIO,
           cooldownMs: config.cooldownMs,
           disableAfterMs: config.disableAfterMs,
         });
@@ -253,6 +262,8 @@ export function createEndpointGate(
         target,
         succeeded: false,
         failures: 0,
+        answers: 0,
+        failed: 0,
         firstFailureAt: null,
         lastFailureAt: null,
         lastSuccessAt: null,
@@ -260,10 +271,12 @@ export function createEndpointGate(
       };
       const next: EndpointResultSummary =
         result.kind === 'sent'
-          ? { ...base, succeeded: true, failures: 0, firstFailureAt: null, lastSuccessAt: at }
+          ? { ...base, succeeded: true, failures: 0, answers: base.answers + 1, firstFailureAt: null, lastSuccessAt: at }
           : {
               ...base,
               failures: base.failures + 1,
+              answers: base.answers + 1,
+              failed: base.failed + 1,
               firstFailureAt: base.firstFailureAt ?? at,
               lastFailureAt: at,
               lastErrorCode: result.providerStatus ?? 'error',

@@ -9,6 +9,10 @@ export interface EndpointResultSummary {
   readonly succeeded: boolean;
   /** Transient failures after the last success (all of them when `succeeded` is false). */
   readonly failures: number;
+  /** Every answer that says something about health: successes and transient failures. */
+  readonly answers: number;
+  /** Transient failures among `answers`, wherever they fell. */
+  readonly failed: number;
   /** The first of those failures. */
   readonly firstFailureAt: Date | null;
   readonly lastFailureAt: Date | null;
@@ -17,12 +21,24 @@ export interface EndpointResultSummary {
   readonly lastErrorCode: string | null;
 }
 
+/**
+ * Time constant of an endpoint's recent answer counts (`health_attempts`, `health_failures`): an
+ * answer weighs e^(−age / 10 s), so the ratio follows the last ten seconds or so, and an endpoint
+ * that is asked once a minute is judged on its latest answers alone.
+ */
+export const HEALTH_DECAY_MS = 10_000;
+
 /** Parameters of `endpointRecordResults`. */
 export interface EndpointRecordResultsParams {
   readonly results: readonly EndpointResultSummary[];
   readonly now: Date;
   /** Consecutive transient failures that open the circuit (NOTIFY_ENDPOINT_FAILURE_THRESHOLD). */
   readonly failureThreshold: number;
+  /**
+   * ... if failures are also at least this share of the endpoint's recent answers
+   * (NOTIFY_ENDPOINT_FAILURE_RATIO; 0: the streak alone decides).
+   */
+  readonly failureRatio: number;
   /** How long an open circuit waits before its first probe (NOTIFY_ENDPOINT_COOLDOWN_MS). */
   readonly cooldownMs: number;
   /** A failure streak this long disables the endpoint (NOTIFY_ENDPOINT_DISABLE_AFTER). */
@@ -33,7 +49,9 @@ export interface EndpointRecordResultsParams {
  * Applies several endpoints' results in two statements (create the missing rows; update):
  * - a success resets the streak and closes an open circuit;
  * - a failure adds to the streak; at `failureThreshold` an ok endpoint opens, its first probe
- *   due one cool-down later;
+ *   due one cool-down later, if failures are also `failureRatio` or more of its recent answers
+ *   (counts decaying with a time constant of HEALTH_DECAY_MS, kept in the row): a busy endpoint
+ *   failing a share of its requests at random has streaks of any length, a dead one is at 100 %;
  * - a streak that began `disableAfterMs` ago or earlier disables the endpoint (`disabled_by`
  *   auto). A disabled endpoint stays disabled until an operator enables it.
  * Returns each endpoint's state after the write, with its probe time.
@@ -60,28 +78,43 @@ export async function endpointRecordResults(
   );
   const { rows } = await db.query<{ id: string; state: EndpointState; probe_at: Date | null }>(
     `WITH i AS (
-       SELECT * FROM unnest($1::text[], $2::bool[], $3::int[], $4::timestamptz[], $5::timestamptz[], $6::timestamptz[], $7::text[])
-                AS i(id, succeeded, failures, first_failure_at, last_failure_at, last_success_at, code)
-     ), c AS (
-       SELECT e.id, e.state AS old_state, i.code, i.last_failure_at, i.last_success_at,
-              CASE WHEN i.succeeded THEN i.failures ELSE e.consecutive_failures + i.failures END AS nf,
-              CASE WHEN i.failures = 0 AND i.succeeded THEN NULL
-                   WHEN i.succeeded OR e.failing_since IS NULL THEN i.first_failure_at
-                   ELSE e.failing_since END AS fs
+       SELECT * FROM unnest($1::text[], $2::bool[], $3::int[], $4::timestamptz[], $5::timestamptz[], $6::timestamptz[], $7::text[],
+                            $12::int[], $13::int[])
+                AS i(id, succeeded, failures, first_failure_at, last_failure_at, last_success_at, code, answers, failed)
+     ), d AS (
+       SELECT i.*, e.state AS old_state, e.consecutive_failures, e.failing_since,
+              -- the row's counts decayed to now: exp(-Δt/τ), capped at Δt = 50 τ (float8 exp underflows
+              -- below e^-745); a row never counted has none
+              CASE WHEN e.health_at IS NULL THEN 0
+                   ELSE exp(-least(50, greatest(0, extract(epoch FROM $8::timestamptz - e.health_at)::float8 * 1000 / $14::float8))) END AS w,
+              e.health_attempts, e.health_failures
          FROM endpoints e JOIN i ON i.id = e.id
         ORDER BY e.id
           FOR UPDATE OF e
+     ), c AS (
+       SELECT d.id, d.old_state, d.code, d.last_failure_at, d.last_success_at,
+              d.health_attempts * d.w + d.answers AS ha,
+              d.health_failures * d.w + d.failed AS hf,
+              CASE WHEN d.succeeded THEN d.failures ELSE d.consecutive_failures + d.failures END AS nf,
+              CASE WHEN d.failures = 0 AND d.succeeded THEN NULL
+                   WHEN d.succeeded OR d.failing_since IS NULL THEN d.first_failure_at
+                   ELSE d.failing_since END AS fs
+         FROM d
      ), s AS (
        SELECT c.*,
               CASE WHEN c.old_state = 'disabled' THEN 'disabled'
                    WHEN c.fs IS NOT NULL AND c.nf > 0 AND c.fs <= $8::timestamptz - $11 * interval '1 millisecond' THEN 'disabled'
                    WHEN c.nf = 0 THEN 'ok'
-                   WHEN c.old_state = 'open' OR c.nf >= $9 THEN 'open'
+                   WHEN c.old_state = 'open' THEN 'open'
+                   WHEN c.nf >= $9 AND c.hf >= $15::float8 * c.ha THEN 'open'
                    ELSE 'ok' END AS ns
          FROM c
      )
      UPDATE endpoints e
         SET consecutive_failures = s.nf,
+            health_attempts = s.ha,
+            health_failures = s.hf,
+            health_at = $8,
             failing_since = s.fs,
             last_error_code = coalesce(s.code, e.last_error_code),
             last_failure_at = greatest(e.last_failure_at, s.last_failure_at),
@@ -109,6 +142,10 @@ export async function endpointRecordResults(
       params.failureThreshold,
       params.cooldownMs,
       params.disableAfterMs,
+      rs.map((r) => r.answers),
+      rs.map((r) => r.failed),
+      HEALTH_DECAY_MS,
+      params.failureRatio,
     ],
   );
   return rows;
