@@ -26,7 +26,7 @@ export interface EndpointResultSummary {
  * answer weighs e^(−age / 10 s), so the ratio follows the last ten seconds or so, and an endpoint
  * that is asked once a minute is judged on its latest answers alone.
  */
-export const HEALTH_DECAY_MS = 10_000;
+const HEALTH_DECAY_MS = 10_000;
 
 /** Parameters of `endpointRecordResults`. */
 export interface EndpointRecordResultsParams {
