@@ -1,8 +1,10 @@
+import os from 'node:os';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { generateApiKey, hashApiKey } from '@notify/api';
+import { cpuPerUnit, cpuSnapshot } from '../lib/cpu-meter.js';
 import type { Figure } from '../lib/report.js';
-import { startNode } from '../lib/process.js';
+import { type NodeChild, startNode } from '../lib/process.js';
 import { median, pairedRatio } from '../lib/stats.js';
 import type { Scenario } from './types.js';
 
@@ -14,6 +16,25 @@ interface Round {
   readonly p99: number;
   readonly non2xx: number;
   readonly errors: number;
+}
+
+/** Per POST of one round: CPU of the API process and of the database's backends, and enqueue statements (group commit). */
+interface RoundCost {
+  readonly apiCpuMs: number;
+  readonly postgresCpuMs: number;
+  readonly statements: number;
+}
+
+interface GroupStats {
+  readonly type: 'stats';
+  readonly statements: number;
+  readonly requests: number;
+}
+
+async function groupStats(server: NodeChild): Promise<GroupStats> {
+  const reply = server.message((m): m is GroupStats => (m as { type?: string })?.type === 'stats', 10_000);
+  server.process.send({ type: 'stats' });
+  return reply;
 }
 
 async function hammer(url: string, headers: Record<string, string>, body: string, seconds: number): Promise<Round> {
@@ -28,8 +49,7 @@ async function hammer(url: string, headers: Record<string, string>, body: string
 }
 
 /**
- * POST /v1/notifications (bearer auth, body validation, one Kysely transaction around enqueue)
- * at 16 connections with autocannon, against a trivial route (parses the JSON, answers 202) on
+ * POST /v1/notifications (bearer auth, body validation, enqueue with group commit) at 16 connections with autocannon, against a trivial route (parses the JSON, answers 202) on
  * the same app, server and process. The server runs in a child process; autocannon runs here.
  * Rounds alternate; each figure is the median round.
  */
@@ -52,11 +72,12 @@ export const httpEnqueueScenario: Scenario = {
     } finally {
       await admin.end();
     }
+    const statsPool = new pg.Pool({ connectionString: db.url, max: 1 });
     const server = startNode({
       name: 'http-api',
       script: 'bench/servers/http-api.ts',
       ipc: true,
-      env: { DATABASE_URL: db.url, LOG_LEVEL: 'info', PORT: '0' },
+      env: { DATABASE_URL: db.url, LOG_LEVEL: 'info', PORT: '0', ...ctx.serviceEnv },
       profileDir: ctx.cpuProfDir,
     });
     try {
@@ -74,10 +95,27 @@ export const httpEnqueueScenario: Scenario = {
       await hammer(`${base}/v1/notifications`, headers, body, 1);
       const api: Round[] = [];
       const noop: Round[] = [];
+      const costs: RoundCost[] = [];
+      const parts = { service: server.pid, database: db.name, admin: statsPool };
       for (let r = 0; r < rounds; r++) {
         const order = r % 2 === 0 ? (['noop', 'api'] as const) : (['api', 'noop'] as const);
         for (const which of order) {
+          const before = which === 'api' ? { cpu: await cpuSnapshot(parts), groups: await groupStats(server) } : undefined;
           const round = await hammer(`${base}${which === 'api' ? '/v1/notifications' : '/bench/noop'}`, headers, body, seconds);
+          if (before) {
+            const groups = await groupStats(server);
+            const cpu = cpuPerUnit(
+              before.cpu,
+              await cpuSnapshot(parts),
+              groups.requests - before.groups.requests,
+              os.availableParallelism(),
+            );
+            costs.push({
+              apiCpuMs: cpu.serviceMs,
+              postgresCpuMs: cpu.postgresMs,
+              statements: (groups.statements - before.groups.statements) / Math.max(1, groups.requests - before.groups.requests),
+            });
+          }
           if (round.non2xx > 0 || round.errors > 0) {
             throw new Error(`${which}: ${round.non2xx} non-2xx responses and ${round.errors} errors; see ${server.logFile}`);
           }
@@ -113,10 +151,29 @@ export const httpEnqueueScenario: Scenario = {
           baseline: { label: 'trivial route', value: median(noop.map((r) => r.p99)) },
           targets: [{ on: 'value', op: '<=', value: 50 }],
         },
+        {
+          id: 'api_cpu',
+          label: 'API process CPU per POST',
+          value: median(costs.map((c) => c.apiCpuMs)),
+          unit: 'ms',
+        },
+        {
+          id: 'pg_cpu',
+          label: 'PostgreSQL backend CPU per POST',
+          value: median(costs.map((c) => c.postgresCpuMs)),
+          unit: 'ms',
+        },
+        {
+          id: 'statements',
+          label: 'enqueue statements (transactions) per POST (group commit, NOTIFY_API_GROUP_COMMIT)',
+          value: median(costs.map((c) => c.statements)),
+          unit: '',
+        },
       ];
-      return { figures, peakRss: { 'API server process': peak }, details: { connections: CONNECTIONS, seconds, api, noop } };
+      return { figures, peakRss: { 'API server process': peak }, details: { connections: CONNECTIONS, seconds, api, noop, costs } };
     } finally {
       await server.stop();
+      await statsPool.end();
       await db.drop();
     }
   },

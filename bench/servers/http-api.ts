@@ -7,7 +7,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { createDb } from '@notify/runtime';
 import { loadConfig } from '@notify/cli';
-import { createApp } from '@notify/api';
+import { createApp, noMetrics } from '@notify/api';
 import { createLogger } from '@notify/cli';
 import { ROOT } from '../lib/root.js';
 
@@ -26,8 +26,21 @@ const db = createDb({
   applicationName: 'notify-bench-api',
 });
 const logger = createLogger({ level: config.logLevel, base: { role: 'api' } });
-// As `notify start` builds it: the API-key cache of NOTIFY_API_KEY_CACHE_MS (default 5 s).
-const app = createApp({ db, config, logger, apiKeyCacheMs: config.apiKeyCacheMs });
+// As `notify start` builds it: the API-key cache of NOTIFY_API_KEY_CACHE_MS (default 5 s),
+// and the group commit of POST /v1/notifications (NOTIFY_API_GROUP_COMMIT, NOTIFY_API_GROUP_COMMIT_IN_FLIGHT).
+// Groups are counted for the scenario's "statements per request" (asked over IPC: `stats`).
+const groups = { statements: 0, requests: 0 };
+const metrics = {
+  ...noMetrics,
+  observeEnqueueGroup(size: number) {
+    groups.statements++;
+    groups.requests += size;
+  },
+};
+const app = createApp({ db, config, logger, metrics, apiKeyCacheMs: config.apiKeyCacheMs, enqueueGroup: config.apiGroupCommit });
+process.on('message', (m: { type?: string }) => {
+  if (m?.type === 'stats') process.send?.({ type: 'stats', ...groups });
+});
 
 /** The baseline: same app, same middleware (request id, request log line, HTTP metrics), no auth, no database. */
 app.post('/bench/noop', async (c) => {

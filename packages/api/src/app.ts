@@ -62,6 +62,13 @@ export interface AppDeps {
    * long a revoked key still works (`apiKeyLookup`). Default 0: every request reads api_keys.
    */
   readonly apiKeyCacheMs?: number;
+  /**
+   * Group commit of `POST /v1/notifications` (`createEnqueueGroups`): requests that arrive while
+   * `maxInFlight` groups are being written are written together, up to `maxGroupSize` in one
+   * statement (NOTIFY_API_GROUP_COMMIT, NOTIFY_API_GROUP_COMMIT_IN_FLIGHT). Default: 100 and 2;
+   * `maxGroupSize` 1 writes every request on its own.
+   */
+  readonly enqueueGroup?: { readonly maxGroupSize?: number; readonly maxInFlight?: number };
   /** The console at /console: content visibility, the pipeline probe. */
   readonly console?: ConsoleOptions;
   /** NOTIFY_WEBHOOK_ALLOW_CIDRS, for the SSRF check of callback URLs at registration. Default: none. */
@@ -76,6 +83,9 @@ export interface AdminAppDeps {
   /** Checks behind /readyz, by name (e.g. `{ database, kafka }`). */
   readonly readiness: Readonly<Record<string, ReadinessCheck>>;
 }
+
+/** The group commit of single enqueues when `AppDeps.enqueueGroup` does not say (the defaults of NOTIFY_API_GROUP_COMMIT*). */
+const DEFAULT_ENQUEUE_GROUP = { maxGroupSize: 100, maxInFlight: 2 } as const;
 
 const HTTP_EXCEPTION_CODES: Record<number, ProblemCode> = {
   400: 'malformed_json',
@@ -115,7 +125,20 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     if (rateLimit) c.set('rateLimit', rateLimit);
     await next();
   });
-  app.route('/v1/notifications', notificationRoutes({ db: deps.db, clock, logger, retry: deps.config.retry }));
+  app.route(
+    '/v1/notifications',
+    notificationRoutes({
+      db: deps.db,
+      clock,
+      logger,
+      retry: deps.config.retry,
+      enqueueGroup: {
+        maxGroupSize: deps.enqueueGroup?.maxGroupSize ?? DEFAULT_ENQUEUE_GROUP.maxGroupSize,
+        maxInFlight: deps.enqueueGroup?.maxInFlight ?? DEFAULT_ENQUEUE_GROUP.maxInFlight,
+      },
+      onEnqueueGroup: (size, isolated) => metrics.observeEnqueueGroup(size, isolated),
+    }),
+  );
   const management = { db: deps.db, clock, logger, secrets: deps.secrets ?? { key: undefined, rotationGraceMs: 86_400_000 } };
   app.route('/v1/templates', templateRoutes(management));
   app.route('/v1/suppressions', suppressionRoutes(management));

@@ -8,6 +8,8 @@ export interface HttpMetrics {
   observeHttp(labels: { readonly method: string; readonly route: string; readonly status: number }, seconds: number): void;
   /** A request shed with 503 `overloaded` before any work, by reason (`event_loop_delay`, `in_flight`). */
   observeShed(reason: string): void;
+  /** One group of `POST /v1/notifications` requests written in one statement (group commit); `isolated`: its statement failed and its members were written one by one. */
+  observeEnqueueGroup(size: number, isolated: boolean): void;
   /** The text exposition format, for GET /metrics. */
   render(): Promise<string>;
   /** The content type of `render()`'s output. */
@@ -18,6 +20,7 @@ export interface HttpMetrics {
 export const noMetrics: HttpMetrics = {
   observeHttp() {},
   observeShed() {},
+  observeEnqueueGroup() {},
   render: async () => '',
   contentType: 'text/plain; version=0.0.4; charset=utf-8',
 };

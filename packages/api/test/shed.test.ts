@@ -6,7 +6,7 @@ import { createInterface } from 'node:readline';
 import pg from 'pg';
 import { Hono } from 'hono';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApp, generateApiKey, hashApiKey } from '@notify/api';
+import { createApp, generateApiKey, hashApiKey, noMetrics } from '@notify/api';
 import { fromKysely } from '@notify/outbox';
 import { createDb } from '@notify/runtime';
 import { createTestDatabase, type TestDatabase } from '../../../test/support/db.js';
@@ -71,7 +71,7 @@ describe('maxInFlight', () => {
       db: t.db,
       config: { retry: { maxAttempts: 3, defaultTtlMs: 3_600_000 } },
       maxInFlight: 2,
-      metrics: { observeHttp() {}, observeShed: (reason) => reasons.push(reason), render: async () => '', contentType: 'text/plain' },
+      metrics: { ...noMetrics, observeShed: (reason) => reasons.push(reason), render: async () => '', contentType: 'text/plain' },
     });
     const get = () => getUnknown(app);
     // Hold the key lookup: every request blocks in authentication until the lock goes.
@@ -227,7 +227,7 @@ describe('maxEventLoopDelayMs', () => {
       db: t.db,
       config: { retry: { maxAttempts: 3, defaultTtlMs: 3_600_000 } },
       maxEventLoopDelayMs: 100,
-      metrics: { observeHttp() {}, observeShed: (reason) => shed.push(reason), render: async () => '', contentType: 'text/plain' },
+      metrics: { ...noMetrics, observeShed: (reason) => shed.push(reason), render: async () => '', contentType: 'text/plain' },
     });
     const { server, url } = await serveApp(app);
     try {

@@ -42,6 +42,18 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ NOTIFY_OUTCOME_BATCH_SIZE: '0' })).toThrow(/NOTIFY_OUTCOME_BATCH_SIZE: expected a number from 1/);
     expect(() => loadConfig({ NOTIFY_OUTCOME_BATCH_DELAY_MS: 'soon' })).toThrow(/NOTIFY_OUTCOME_BATCH_DELAY_MS: expected a whole number/);
   });
+  it('reads the API group-commit settings, with defaults, and rejects out-of-range ones by name', () => {
+    expect(loadConfig({}).apiGroupCommit).toEqual({ maxGroupSize: 100, maxInFlight: 2 });
+    expect(loadConfig({ NOTIFY_API_GROUP_COMMIT: '1', NOTIFY_API_GROUP_COMMIT_IN_FLIGHT: '4' }).apiGroupCommit).toEqual({
+      maxGroupSize: 1,
+      maxInFlight: 4,
+    });
+    expect(() => loadConfig({ NOTIFY_API_GROUP_COMMIT: '0' })).toThrow(/NOTIFY_API_GROUP_COMMIT: expected a number from 1/);
+    expect(() => loadConfig({ NOTIFY_API_GROUP_COMMIT: '1001' })).toThrow(/NOTIFY_API_GROUP_COMMIT: expected a number from 1/);
+    expect(() => loadConfig({ NOTIFY_API_GROUP_COMMIT_IN_FLIGHT: '0' })).toThrow(
+      /NOTIFY_API_GROUP_COMMIT_IN_FLIGHT: expected a number from 1/,
+    );
+  });
   it('defaults the shutdown deadline to 15 s', () => {
     expect(loadConfig({}).shutdownTimeoutMs).toBe(15_000);
     expect(loadConfig({ NOTIFY_SHUTDOWN_TIMEOUT_MS: '2000' }).shutdownTimeoutMs).toBe(2000);

@@ -23,6 +23,11 @@ export interface Config extends ProvidersConfig {
   readonly apiKeyCacheMs: number;
   /** NOTIFY_API_MAX_IN_FLIGHT: /v1 requests one API process works on at once; more are shed with 503 `overloaded`. */
   readonly apiMaxInFlight: number;
+  /**
+   * NOTIFY_API_GROUP_COMMIT (requests per statement at most; 1: off) and NOTIFY_API_GROUP_COMMIT_IN_FLIGHT
+   * (groups written at once at most): group commit of POST /v1/notifications (docs/api.md).
+   */
+  readonly apiGroupCommit: { readonly maxGroupSize: number; readonly maxInFlight: number };
   /** NOTIFY_API_MAX_EVENT_LOOP_DELAY_MS: while the API process's event loop runs later than this, requests are shed with 503 `overloaded` (0: off). */
   readonly apiMaxEventLoopDelayMs: number;
   /** NOTIFY_API_MAX_EVENT_LOOP_UTILIZATION: percent; while the API's event loop is busier than this, requests are shed (0: off). */
@@ -216,6 +221,10 @@ export function loadConfig(env: Env): Config {
     apiRateLimits: { perKey: rateLimit(env, 'NOTIFY_API_RATE_LIMIT'), perTenant: rateLimit(env, 'NOTIFY_API_TENANT_RATE_LIMIT') },
     apiKeyCacheMs: int(env, 'NOTIFY_API_KEY_CACHE_MS', 5_000, 0, 300_000),
     apiMaxInFlight: int(env, 'NOTIFY_API_MAX_IN_FLIGHT', 64, 1, 100_000),
+    apiGroupCommit: {
+      maxGroupSize: int(env, 'NOTIFY_API_GROUP_COMMIT', 100, 1, 1_000),
+      maxInFlight: int(env, 'NOTIFY_API_GROUP_COMMIT_IN_FLIGHT', 2, 1, 100),
+    },
     apiMaxEventLoopDelayMs: int(env, 'NOTIFY_API_MAX_EVENT_LOOP_DELAY_MS', 250, 0, 60_000),
     apiMaxEventLoopUtilizationPct: int(env, 'NOTIFY_API_MAX_EVENT_LOOP_UTILIZATION', 0, 0, 100),
     dbPoolWaitMs: int(env, 'NOTIFY_DB_POOL_WAIT_MS', 5_000, 0, 600_000),

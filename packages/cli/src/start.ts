@@ -248,6 +248,7 @@ export async function startNotify(config: Config, roles: readonly Role[], deps: 
         apiKeyCacheMs: config.apiKeyCacheMs,
         webhookAllowCidrs: config.webhook.allowCidrs,
         maxInFlight: config.apiMaxInFlight,
+        enqueueGroup: config.apiGroupCommit,
         ...(config.apiMaxEventLoopDelayMs > 0 ? { maxEventLoopDelayMs: config.apiMaxEventLoopDelayMs } : {}),
         ...(config.apiMaxEventLoopDelayMs > 0 && config.apiMaxEventLoopUtilizationPct > 0
           ? { maxEventLoopUtilization: config.apiMaxEventLoopUtilizationPct / 100 }

@@ -15,6 +15,8 @@ describe('createMetrics (no database)', () => {
     m.observeDeadLetter('invalid_message');
     m.observeDead('sms', 'exhausted');
     m.observeHttp({ method: 'POST', route: '/v1/notifications', status: 202 }, 0.01);
+    m.observeEnqueueGroup(1, false);
+    m.observeEnqueueGroup(12, true);
     const text = await m.render();
     expect(text).toContain('notify_attempts_total{outcome="sent",channel="webhook"} 1');
     expect(text).toContain('notify_attempts_total{outcome="suppressed",channel="email"} 1');
@@ -29,6 +31,9 @@ describe('createMetrics (no database)', () => {
     expect(text).toContain('notify_dead_letters_total{reason="invalid_message"} 1');
     expect(text).toContain('notify_dead_total{channel="sms",reason="exhausted"} 1');
     expect(text).toContain('notify_http_requests_total{method="POST",route="/v1/notifications",status="202"} 1');
+    expect(text).toContain('notify_api_enqueue_group_size_bucket{le="16"} 2');
+    expect(text).toContain('notify_api_enqueue_group_size_bucket{le="8"} 1');
+    expect(text).toContain('notify_api_enqueue_groups_isolated_total 1');
     expect(text).not.toContain('notify_notifications{');
   });
   it('keeps separate registries per instance', async () => {

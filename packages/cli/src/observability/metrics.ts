@@ -13,6 +13,8 @@ import { endpointCountNotOk } from '../sql/endpoint-count-not-ok.js';
 export const PROVIDER_LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30];
 /** Buckets of the HTTP request duration histogram, in seconds. */
 export const HTTP_DURATION_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
+/** Buckets of `notify_api_enqueue_group_size` (requests per group; NOTIFY_API_GROUP_COMMIT is 100 by default). */
+const ENQUEUE_GROUP_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128];
 
 /** One delivery attempt as the metrics see it. */
 export interface AttemptObservation {
@@ -61,6 +63,8 @@ export interface Metrics {
   observeHttp(labels: { method: string; route: string; status: number }, seconds: number): void;
   /** A request the API shed with 503 `overloaded`, by reason (event_loop_delay, event_loop_utilization, in_flight). */
   observeShed(reason: string): void;
+  /** A group of POST /v1/notifications requests written in one statement; `isolated`: it failed and each was written on its own. */
+  observeEnqueueGroup(size: number, isolated: boolean): void;
   observeAttempt(attempt: AttemptObservation): void;
   /** Messages the relay published. */
   observePublished(count: number): void;
@@ -105,6 +109,17 @@ export function createMetrics(options: CreateMetricsOptions = {}): Metrics {
     name: 'notify_api_requests_shed_total',
     help: 'Requests the API answered 503 overloaded before any work, by reason (event_loop_delay, event_loop_utilization, in_flight)',
     labelNames: ['reason'] as const,
+    registers: [registry],
+  });
+  const enqueueGroupSize = new Histogram({
+    name: 'notify_api_enqueue_group_size',
+    help: 'POST /v1/notifications requests written together in one statement (group commit), per group',
+    buckets: ENQUEUE_GROUP_BUCKETS,
+    registers: [registry],
+  });
+  const enqueueGroupsIsolated = new Counter({
+    name: 'notify_api_enqueue_groups_isolated_total',
+    help: 'Groups of POST /v1/notifications whose statement failed, so that each request was written on its own',
     registers: [registry],
   });
   const httpDuration = new Histogram({
@@ -358,6 +373,10 @@ export function createMetrics(options: CreateMetricsOptions = {}): Metrics {
     },
     observeShed(reason) {
       shed.inc({ reason });
+    },
+    observeEnqueueGroup(size, isolated) {
+      enqueueGroupSize.observe(size);
+      if (isolated) enqueueGroupsIsolated.inc();
     },
     observeAttempt(a) {
       attempts.inc({ outcome: a.outcome, channel: a.channel });
