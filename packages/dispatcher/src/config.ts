@@ -69,7 +69,9 @@ export interface DispatcherConfig {
   /**
    * NOTIFY_OUTCOME_BATCH_DELAY_MS: how long the first outcome of a group waits for others before
    * the group is written (0: until the end of the event-loop turn). Default 5 ms. It adds at most
-   * this much to each delivery's duration, and so holds its in-flight permit that much longer.
+   * this much to each delivery's duration, and so holds its in-flight permit that much longer; the
+   * dispatcher's writer does not wait once every running delivery has its outcome queued
+   * (`OutcomeWriterOptions.inFlight`), so the delay only holds outcomes that company may still join.
    */
   readonly outcomeBatchDelayMs: number;
   /** Notifications read per query at most (the loader behind concurrently starting deliveries). Default 256. */

@@ -4,7 +4,7 @@ import { type Database } from '@notify/migrations';
 import type { Kafka } from 'kafkajs';
 import type { Kysely } from 'kysely';
 import type { DispatcherConfig } from './config.js';
-import { createDeliveryConsumer, deliveryLanes, type ConsumerStopReport } from './consumer.js';
+import { createDeliveryConsumer, deliveryLanes, type ConsumerStopReport, type DeliveryConsumer } from './consumer.js';
 import type { ContentPreparer } from './content/content.js';
 import { createDispatcherEvents, type OnDispatcherEvent } from './events.js';
 import { createDeliveryHandler, createNotificationLoader } from './handler.js';
@@ -67,10 +67,12 @@ export function createDispatcher(config: DispatcherConfig, deps: DispatcherDeps)
   const dlq = createKafkaDeadLetterSink(deps.kafka, config.topicPrefix);
   // Group commit of outcomes and batched reads: one transaction and one query per group of
   // concurrently finishing (starting) deliveries instead of one each (docs/retries.md, "Batching").
+  let consumers: DeliveryConsumer[] = [];
   const outcomes = createOutcomeWriter(fromKysely(deps.db), {
     maxBatch: config.outcomeBatchSize,
     maxDelayMs: config.outcomeBatchDelayMs,
     onFlush: (flush) => events.emit('outcomesFlushed', flush),
+    inFlight: () => consumers.reduce((n, c) => n + c.inFlight, 0),
   });
   const notifications = createNotificationLoader(deps.db, { maxBatch: config.readBatchSize, delayMs: config.readBatchDelayMs });
   const deliver = createDeliveryHandler({
@@ -88,7 +90,7 @@ export function createDispatcher(config: DispatcherConfig, deps: DispatcherDeps)
     ...(deps.random ? { random: deps.random } : {}),
   });
   const handler = compose(tracing(), deadLetter(dlq, { events, logger }))(deliver);
-  const consumers = deliveryLanes(config).map((lane) =>
+  consumers = deliveryLanes(config).map((lane) =>
     createDeliveryConsumer(config, { kafka: deps.kafka, handler, prefetch: deliver.prefetch, clock: deps.clock, logger, events }, lane),
   );
   const progress = createKafkaConsumerProgress(deps.kafka, config);

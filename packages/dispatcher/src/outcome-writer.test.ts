@@ -148,6 +148,39 @@ describe('createOutcomeWriter', () => {
     expect(await Promise.all([p, q])).toEqual([true, false]);
   });
 
+  it('with inFlight, waits out the delay while a running delivery may still join, and writes at once when none can', async () => {
+    vi.useFakeTimers();
+    const f = fakeDatabase();
+    let running = 2; // one delivery of a busy key records, the key's next one is already running
+    const writer = createOutcomeWriter(f.db, { maxBatch: 64, maxDelayMs: 20, inFlight: () => running });
+    const a = writer.record(outcome('ntf_a'));
+    await vi.advanceTimersByTimeAsync(10);
+    expect(f.statements).toHaveLength(0); // the running one may still join: wait
+    running = 3; // the next one starts when b's provider call returned, right after b records
+    const b = writer.record(outcome('ntf_b'));
+    await vi.advanceTimersByTimeAsync(5);
+    expect(f.statements).toHaveLength(0);
+    const c = writer.record(outcome('ntf_c')); // now every running delivery has its outcome queued
+    await Promise.resolve();
+    expect(f.statements).toEqual([['ntf_a', 'ntf_b', 'ntf_c']]); // 15 ms after the first, not 20
+    expect(await Promise.all([a, b, c])).toEqual([true, true, true]);
+  });
+
+  it('with inFlight, counts a delivery started right after record (the next one of its key) as running', async () => {
+    vi.useFakeTimers();
+    const f = fakeDatabase();
+    let running = 1;
+    const writer = createOutcomeWriter(f.db, { maxBatch: 64, maxDelayMs: 20, inFlight: () => running });
+    const a = writer.record(outcome('ntf_a'));
+    running = 2; // providerReturned, called after record in the same job, starts the next delivery
+    await Promise.resolve();
+    expect(f.statements).toHaveLength(0);
+    running = 1; // that one ends without an outcome (skipped): the delay bounds the wait
+    await vi.advanceTimersByTimeAsync(20);
+    expect(f.statements).toEqual([['ntf_a']]);
+    expect(await a).toBe(true);
+  });
+
   it('rejects bad options', () => {
     const f = fakeDatabase();
     expect(() => createOutcomeWriter(f.db, { maxBatch: 0, maxDelayMs: 5 })).toThrow(/maxBatch/);

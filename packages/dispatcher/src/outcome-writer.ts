@@ -14,6 +14,15 @@ export interface OutcomeWriterOptions {
   readonly maxDelayMs: number;
   /** Hears about every transaction the writer ran (metrics, tests). Must not throw. */
   readonly onFlush?: (flush: OutcomeFlush) => void;
+  /**
+   * Deliveries running now that may still record an outcome (the consumers' in-flight count).
+   * When given, a group does not wait out `maxDelayMs` once every running delivery has its
+   * outcome queued or being written: nothing else could join it, so it is written at the end of
+   * the current job. Without it, a drain whose every in-flight permit waits for its outcome idles
+   * for the rest of the delay. On one busy key the key's next delivery is already running while an
+   * outcome waits, so there the delay still cuts the groups (docs/retries.md, "Batching").
+   */
+  readonly inFlight?: () => number;
 }
 
 /** One group commit, as reported to `onFlush`. */
@@ -161,12 +170,31 @@ export function createOutcomeWriter(db: SqlExecutor, options: OutcomeWriterOptio
 
   const timer = createBatchTimer(flushNow, maxDelayMs);
 
+  const { inFlight } = options;
+  let checkQueued = false;
+  /**
+   * Writes the waiting outcomes now when no running delivery is left to join them. Run as a
+   * microtask after `record`, not inside it: the delivery that records is often the one whose
+   * return starts its key's next delivery (`HandlerHooks.providerReturned`, called right after
+   * `record`), and that one must count as running, or a busy key would never group.
+   */
+  const flushIfComplete = () => {
+    checkQueued = false;
+    if (pending.length > 0 && pending.length + writingCount >= inFlight!()) flushNow();
+  };
+
   return {
     record(params) {
       return new Promise<boolean>((resolve, reject) => {
         pending.push({ params, resolve, reject });
         if (pending.length >= maxBatch) flushNow();
-        else timer.schedule();
+        else {
+          timer.schedule();
+          if (inFlight && !checkQueued) {
+            checkQueued = true;
+            queueMicrotask(flushIfComplete);
+          }
+        }
       });
     },
     async flush() {

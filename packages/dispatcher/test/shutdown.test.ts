@@ -76,26 +76,36 @@ describe('graceful shutdown', () => {
   });
 
   it('writes outcomes still waiting for their group at once, acknowledges them, and the next dispatcher sends nothing twice', async () => {
-    // A group delay far longer than the test: only stop() can write these outcomes in time.
-    h = await startHarness({ partitions: 1, dispatcher: { maxInFlight: 4, outcomeBatchDelayMs: 60_000 } });
-    receiver = await startReceiver(async () => ({ status: 200 }));
+    // A group delay far longer than the test, and a fourth delivery held open by the receiver: the
+    // writer keeps the three answered outcomes for it to join (a running delivery may still record),
+    // so only stop() can write them in time.
+    h = await startHarness({ partitions: 1, dispatcher: { maxInFlight: 4, outcomeBatchDelayMs: 60_000, sendTimeoutMs: 20_000 } });
+    const hold = gate();
+    receiver = await startReceiver(async (req) => {
+      if (req.path.includes('/held/')) await hold.promise;
+      return { status: 200 };
+    });
     for (let i = 0; i < 3; i++) await h.enqueue({ tenant_id: 't1', channel: 'webhook', to: `${receiver.url}/g/${i}`, body: `g${i}` });
+    await h.enqueue({ tenant_id: 't1', channel: 'webhook', to: `${receiver.url}/held/0`, body: 'held' });
     const first = await h.startDispatcher({ webhook: createHttpTestProvider() });
     const r = receiver;
-    await waitFor(() => r.received.length === 3, { message: '3 provider calls made' });
-    expect(await countByState(h)).toEqual({ queued: 3 }); // answered, but their group is not written yet
+    await waitFor(() => r.received.length === 3 && r.open === 1, { message: '3 provider calls answered, 1 held' });
+    expect(await countByState(h)).toEqual({ queued: 4 }); // answered, but their group is not written yet
 
-    const report = await first.stop({ timeoutMs: 15_000 });
+    const stopping = first.stop({ timeoutMs: 15_000 });
+    // stop() writes the waiting group at once, while the held delivery still runs.
+    await waitFor(async () => (await countByState(h as Harness)).sent === 3, { timeoutMs: 5_000, message: 'the 3 written by stop()' });
+    hold.open();
+    const report = await stopping;
     expect(report).toEqual({ notStarted: 0, abortedInFlight: false });
-    expect(await countByState(h)).toEqual({ sent: 3 });
-    // Written by stop() in one or two groups (the third answer may still be on its way when stop begins).
-    expect(h.seen.outcomesFlushed.reduce((n, f) => n + f.recorded, 0)).toBe(3);
+    expect(await countByState(h)).toEqual({ sent: 4 });
+    expect(h.seen.outcomesFlushed.reduce((n, f) => n + f.recorded, 0)).toBe(4);
 
     // Their offsets were committed: a second dispatcher reads only the new one (a re-read would show as skipped).
     await h.enqueue({ tenant_id: 't1', channel: 'webhook', to: `${receiver.url}/g/3`, body: 'g3' });
     await h.startDispatcher({ webhook: createHttpTestProvider() }, { outcomeBatchDelayMs: 5 });
-    await waitFor(async () => (await countByState(h as Harness)).sent === 4, { timeoutMs: 20_000, message: 'the fourth sent' });
-    expect(r.received).toHaveLength(4);
+    await waitFor(async () => (await countByState(h as Harness)).sent === 5, { timeoutMs: 20_000, message: 'the fifth sent' });
+    expect(r.received).toHaveLength(5);
     expect(h.seen.skipped).toHaveLength(0);
   });
 });
