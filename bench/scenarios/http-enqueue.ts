@@ -16,6 +16,8 @@ interface Round {
   readonly p99: number;
   readonly non2xx: number;
   readonly errors: number;
+  /** 2xx responses of the round. */
+  readonly answered: number;
 }
 
 /** Per POST of one round: CPU of the API process and of the database's backends, and enqueue statements (group commit). */
@@ -45,6 +47,7 @@ async function hammer(url: string, headers: Record<string, string>, body: string
     p99: result.latency.p99,
     non2xx: result.non2xx,
     errors: result.errors,
+    answered: result['2xx'],
   };
 }
 
@@ -96,13 +99,16 @@ export const httpEnqueueScenario: Scenario = {
       const api: Round[] = [];
       const noop: Round[] = [];
       const costs: RoundCost[] = [];
+      const noopCpuMs: number[] = [];
       const parts = { service: server.pid, database: db.name, admin: statsPool };
       for (let r = 0; r < rounds; r++) {
         const order = r % 2 === 0 ? (['noop', 'api'] as const) : (['api', 'noop'] as const);
         for (const which of order) {
-          const before = which === 'api' ? { cpu: await cpuSnapshot(parts), groups: await groupStats(server) } : undefined;
+          const before = { cpu: await cpuSnapshot(parts), groups: await groupStats(server) };
           const round = await hammer(`${base}${which === 'api' ? '/v1/notifications' : '/bench/noop'}`, headers, body, seconds);
-          if (before) {
+          if (which === 'noop') {
+            noopCpuMs.push(cpuPerUnit(before.cpu, await cpuSnapshot(parts), round.answered, os.availableParallelism()).serviceMs);
+          } else {
             const groups = await groupStats(server);
             const cpu = cpuPerUnit(
               before.cpu,
@@ -156,6 +162,7 @@ export const httpEnqueueScenario: Scenario = {
           label: 'API process CPU per POST',
           value: median(costs.map((c) => c.apiCpuMs)),
           unit: 'ms',
+          baseline: { label: 'trivial route', value: median(noopCpuMs) },
         },
         {
           id: 'pg_cpu',
@@ -170,7 +177,11 @@ export const httpEnqueueScenario: Scenario = {
           unit: '',
         },
       ];
-      return { figures, peakRss: { 'API server process': peak }, details: { connections: CONNECTIONS, seconds, api, noop, costs } };
+      return {
+        figures,
+        peakRss: { 'API server process': peak },
+        details: { connections: CONNECTIONS, seconds, api, noop, costs, noopCpuMs },
+      };
     } finally {
       await server.stop();
       await statsPool.end();
