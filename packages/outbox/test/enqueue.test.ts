@@ -379,3 +379,25 @@ describe('the returned notification', () => {
     expect(notification).toEqual(await stored(notification.id));
   });
 });
+
+describe('delivery option invariants', () => {
+  it('refuse a priority or ordering outside their sets, written by any statement (domain constraints, 0193)', async () => {
+    const { notification } = await enqueue(t.db, intent());
+    for (const [column, value, name] of [
+      ['priority', 'urgent', 'notifications_priority_known'],
+      ['ordering', 'loose', 'notifications_ordering_known'],
+    ] as const) {
+      const err = await t.pool
+        .query(`UPDATE notifications SET ${column} = $2 WHERE id = $1`, [notification.id, value])
+        .catch((e: unknown) => e);
+      expect(err).toMatchObject({ code: '23514', constraint: name });
+    }
+    const err = await t.pool
+      .query(
+        'INSERT INTO notifications SELECT (json_populate_record(n, \'{"id":"ntf_x","priority":"low"}\')).* FROM notifications n WHERE id = $1',
+        [notification.id],
+      )
+      .catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: '23514', constraint: 'notifications_priority_known' });
+  });
+});
