@@ -74,6 +74,12 @@ export interface DispatcherConfig {
    * (`OutcomeWriterOptions.inFlight`), so the delay only holds outcomes that company may still join.
    */
   readonly outcomeBatchDelayMs: number;
+  /**
+   * How long in all a group of outcomes may wait while one of its outcomes' keys has its next
+   * delivery running (one busy key, pipelined): that key's next outcome is one provider call away.
+   * Default 20 ms; at least `outcomeBatchDelayMs` in effect (`OutcomeWriterOptions.busyKeyDelayMs`).
+   */
+  readonly outcomeBusyKeyDelayMs: number;
   /** Notifications read per query at most (the loader behind concurrently starting deliveries). Default 256. */
   readonly readBatchSize: number;
   /** How long the first read of a batch waits for others (0: until the end of the event-loop turn). Default 0. */
@@ -84,9 +90,13 @@ export interface DispatcherConfig {
 export const BATCHING_DEFAULTS = {
   outcomeBatchSize: 64,
   outcomeBatchDelayMs: 5,
+  outcomeBusyKeyDelayMs: 20,
   readBatchSize: 256,
   readBatchDelayMs: 0,
-} as const satisfies Pick<DispatcherConfig, 'outcomeBatchSize' | 'outcomeBatchDelayMs' | 'readBatchSize' | 'readBatchDelayMs'>;
+} as const satisfies Pick<
+  DispatcherConfig,
+  'outcomeBatchSize' | 'outcomeBatchDelayMs' | 'outcomeBusyKeyDelayMs' | 'readBatchSize' | 'readBatchDelayMs'
+>;
 
 /** Optional overrides for `dispatcherConfigFrom`. */
 export type DispatcherConfigOverrides = Partial<Omit<DispatcherConfig, 'tiers' | 'retry'>>;
@@ -127,6 +137,7 @@ export function dispatcherConfig(
   check('strictRecheckMs', config.strictRecheckMs, 1);
   check('outcomeBatchSize', config.outcomeBatchSize, 1);
   check('outcomeBatchDelayMs', config.outcomeBatchDelayMs, 0);
+  check('outcomeBusyKeyDelayMs', config.outcomeBusyKeyDelayMs, 0);
   check('readBatchSize', config.readBatchSize, 1);
   check('readBatchDelayMs', config.readBatchDelayMs, 0);
   return config;

@@ -71,6 +71,7 @@ export function createDispatcher(config: DispatcherConfig, deps: DispatcherDeps)
   const outcomes = createOutcomeWriter(fromKysely(deps.db), {
     maxBatch: config.outcomeBatchSize,
     maxDelayMs: config.outcomeBatchDelayMs,
+    busyKeyDelayMs: config.outcomeBusyKeyDelayMs,
     onFlush: (flush) => events.emit('outcomesFlushed', flush),
     inFlight: () => consumers.reduce((n, c) => n + c.inFlight, 0),
   });

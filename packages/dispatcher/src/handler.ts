@@ -402,13 +402,16 @@ export function createDeliveryHandler(deps: DeliveryHandlerDeps): DeliveryHandle
       tiers: config.tiers,
       random,
     });
-    const recording = outcomes.record({ notification, plan, startedAt, finishedAt });
+    // Whether the key's next delivery started when this provider call returned: then the next
+    // outcome of the key is one provider call away, and the writer may wait longer for it.
+    let keyBusy = false;
+    const recording = outcomes.record({ notification, plan, startedAt, finishedAt }, () => keyBusy);
     const settled = recording.then(
       () => {},
       () => {},
     );
     writing.set(notification.id, settled);
-    hooks?.providerReturned?.();
+    keyBusy = hooks?.providerReturned?.() === true;
     let recorded: boolean;
     try {
       recorded = await recording;

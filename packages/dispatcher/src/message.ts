@@ -63,8 +63,9 @@ export interface HandlerHooks {
    * The provider call of this delivery has returned (or it decided its outcome without one), and
    * only the outcome's write is left: the next message of the same key may start now. Called at
    * most once. The message is still unfinished (its offset is not committed) until the handler ends.
+   * Returns true when a next message of the key was waiting (and so starts now): the key is busy.
    */
-  readonly providerReturned?: () => void;
+  readonly providerReturned?: () => boolean | void;
 }
 
 /**

@@ -181,6 +181,24 @@ describe('createOutcomeWriter', () => {
     expect(await a).toBe(true);
   });
 
+  it('waits up to busyKeyDelayMs while the key of a waiting outcome has its next delivery running, else maxDelayMs', async () => {
+    vi.useFakeTimers();
+    const f = fakeDatabase();
+    const writer = createOutcomeWriter(f.db, { maxBatch: 64, maxDelayMs: 5, busyKeyDelayMs: 20 });
+    const quiet = writer.record(outcome('ntf_q'), () => false);
+    await vi.advanceTimersByTimeAsync(5);
+    expect(f.statements).toEqual([['ntf_q']]); // nothing behind its key: the short delay
+    const a = writer.record(outcome('ntf_a'), () => true); // its key's next delivery runs
+    await vi.advanceTimersByTimeAsync(10);
+    expect(f.statements).toHaveLength(1);
+    const b = writer.record(outcome('ntf_b'), () => true); // that next delivery's outcome joins
+    await vi.advanceTimersByTimeAsync(9);
+    expect(f.statements).toHaveLength(1);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(f.statements).toEqual([['ntf_q'], ['ntf_a', 'ntf_b']]); // 20 ms after a
+    expect(await Promise.all([quiet, a, b])).toEqual([true, true, true]);
+  });
+
   it('rejects bad options', () => {
     const f = fakeDatabase();
     expect(() => createOutcomeWriter(f.db, { maxBatch: 0, maxDelayMs: 5 })).toThrow(/maxBatch/);

@@ -23,6 +23,17 @@ export interface OutcomeWriterOptions {
    * outcome waits, so there the delay still cuts the groups (docs/retries.md, "Batching").
    */
   readonly inFlight?: () => number;
+  /**
+   * How long in all a group may wait while it holds an outcome whose key's next delivery is
+   * running (`record`'s `keyBusy`): that key's next outcome is one provider call away. Default
+   * `maxDelayMs` (no longer wait); a value below `maxDelayMs` counts as `maxDelayMs`. On one busy key the delay is what groups its consecutive
+   * outcomes (the `inFlight` rule never fires while the next delivery runs); measured with
+   * `pnpm bench --quick hot-key`: 5 ms made groups of two or three, 20 ms groups of five to eight
+   * and about a third less service CPU per notification. Outcomes of keys with nothing behind
+   * them keep `maxDelayMs`, so the commits that follow them (and wake the relay for their events
+   * and retries) are not held back.
+   */
+  readonly busyKeyDelayMs?: number;
 }
 
 /** One group commit, as reported to `onFlush`. */
@@ -45,9 +56,10 @@ export interface OutcomeWriter {
    * Queues one outcome for the next group and resolves once the group's transaction committed:
    * true when it was recorded, false when its guard did not match (nothing of it was written).
    * Rejects when it could not be written; then nothing of it was written, unless the connection
-   * broke while the COMMIT was under way (as with any single transaction).
+   * broke while the COMMIT was under way (as with any single transaction). `keyBusy`, asked when
+   * the group's delay is up, says whether the key's next delivery is running (`busyKeyDelayMs`).
    */
-  record(params: RecordOutcomeParams): Promise<boolean>;
+  record(params: RecordOutcomeParams, keyBusy?: () => boolean): Promise<boolean>;
   /** Writes everything queued now, and resolves once every outcome queued so far is settled. */
   flush(): Promise<void>;
   /** Outcomes queued and not yet sent to the database. */
@@ -58,6 +70,7 @@ export interface OutcomeWriter {
 
 interface Entry {
   readonly params: RecordOutcomeParams;
+  readonly keyBusy: (() => boolean) | undefined;
   readonly resolve: (recorded: boolean) => void;
   readonly reject: (error: unknown) => void;
 }
@@ -140,6 +153,7 @@ export function createOutcomeWriter(db: SqlExecutor, options: OutcomeWriterOptio
 
   const flushNow = () => {
     timer.cancel();
+    longer?.cancel();
     while (pending.length > 0) {
       const group: Entry[] = [];
       const ids = new Set<string>();
@@ -168,7 +182,14 @@ export function createOutcomeWriter(db: SqlExecutor, options: OutcomeWriterOptio
     if (pending.length > 0) timer.schedule();
   };
 
-  const timer = createBatchTimer(flushNow, maxDelayMs);
+  const busyKeyDelayMs = Math.max(options.busyKeyDelayMs ?? 0, maxDelayMs);
+  /** The rest of `busyKeyDelayMs`, started when `maxDelayMs` is up and a waiting outcome's key is busy. */
+  const longer = busyKeyDelayMs > maxDelayMs ? createBatchTimer(flushNow, busyKeyDelayMs - maxDelayMs) : undefined;
+  const delayUp = () => {
+    if (longer && pending.some((e) => e.keyBusy?.() === true)) longer.schedule();
+    else flushNow();
+  };
+  const timer = createBatchTimer(delayUp, maxDelayMs);
 
   const { inFlight } = options;
   let checkQueued = false;
@@ -184,9 +205,9 @@ export function createOutcomeWriter(db: SqlExecutor, options: OutcomeWriterOptio
   };
 
   return {
-    record(params) {
+    record(params, keyBusy) {
       return new Promise<boolean>((resolve, reject) => {
-        pending.push({ params, resolve, reject });
+        pending.push({ params, keyBusy, resolve, reject });
         if (pending.length >= maxBatch) flushNow();
         else {
           timer.schedule();

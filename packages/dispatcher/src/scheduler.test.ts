@@ -128,21 +128,27 @@ describe('KeyedScheduler', () => {
     const s = createKeyedScheduler({ maxInFlight: 4 });
     const log: string[] = [];
     const finish = gate();
+    const told: boolean[] = [];
+    const called = gate();
     s.push('a', async (release) => {
       log.push('a1 call');
-      release();
-      release(); // at most once
+      await called.promise; // the provider call; a2 and a3 are queued meanwhile
+      told.push(release());
+      told.push(release()); // at most once
       await finish.promise;
       log.push('a1 written');
     });
     s.push('a', async () => {
       log.push('a2 call');
     });
-    s.push('a', async () => {
+    s.push('a', async (release) => {
       log.push('a3 call');
+      told.push(release()); // nothing of its key behind it
     });
+    called.open();
     await s.whenSizeBelow(2);
     expect(log).toEqual(['a1 call', 'a2 call', 'a3 call']);
+    expect(told).toEqual([true, false, false]); // release() says whether the key's next task was waiting
     expect(s.running).toBe(1);
     finish.open();
     await s.whenDrained();

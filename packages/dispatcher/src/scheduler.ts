@@ -4,10 +4,11 @@ export type TaskResult = void | { readonly retryInMs: number };
 /**
  * A unit of work for one key. It should not throw; if it does, `onError` hears of it and the task
  * counts as done. It may call `release()` before it ends: the key's next task may then start
- * while this one finishes (it keeps its permit until it ends). A task that released its key and
+ * while this one finishes (it keeps its permit until it ends); `release()` returns whether a next
+ * task of the key was waiting (true only on the call that released). A task that released its key and
  * then asks for a retry runs again when the key is next free (its place in the key's order is gone).
  */
-export type Task = (release: () => void) => Promise<TaskResult>;
+export type Task = (release: () => boolean) => Promise<TaskResult>;
 
 /**
  * Runs tasks with two rules: tasks of the same key start one at a time, in the order pushed (each
@@ -81,11 +82,13 @@ export function createKeyedScheduler(options: { maxInFlight: number; onError?: (
     let result: TaskResult = undefined;
     let released = false;
     const release = () => {
-      if (released) return;
+      if (released) return false;
       released = true;
       queue.busy = false;
-      if (queue.tasks.length > 0) ready.push(key);
+      const next = queue.tasks.length > 0;
+      if (next) ready.push(key);
       pump();
+      return next;
     };
     void (async () => {
       try {
