@@ -85,8 +85,9 @@ describe('graceful shutdown', () => {
       if (req.path.includes('/held/')) await hold.promise;
       return { status: 200 };
     });
-    for (let i = 0; i < 3; i++) await h.enqueue({ tenant_id: 't1', channel: 'webhook', to: `${receiver.url}/g/${i}`, body: `g${i}` });
+    // The held one first: it is read (one partition) and started before any of the three can finish.
     await h.enqueue({ tenant_id: 't1', channel: 'webhook', to: `${receiver.url}/held/0`, body: 'held' });
+    for (let i = 0; i < 3; i++) await h.enqueue({ tenant_id: 't1', channel: 'webhook', to: `${receiver.url}/g/${i}`, body: `g${i}` });
     const first = await h.startDispatcher({ webhook: createHttpTestProvider() });
     const r = receiver;
     await waitFor(() => r.received.length === 3 && r.open === 1, { message: '3 provider calls answered, 1 held' });
