@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
 import { inject } from 'vitest';
 import { fromKysely } from '@notify/outbox';
@@ -301,6 +302,14 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
     if (receiver.anonymous > 0)
       (report.problems as string[]).push(`${receiver.anonymous} requests reached the receiver without a webhook-id`);
     return { report, timeline, crashed: [...crashed], logs: children.logs(), groupJoins, seed: s.seed };
+  } catch (error) {
+    // A scenario that throws (a deadline passed) returns no result, so its timeline and the stack's
+    // output would be lost with it: kept in .cache/chaos/<scenario>.failed.log to explain the stall.
+    const file = path.resolve('.cache', 'chaos', `${s.name.replace(/[^a-z0-9]+/gi, '-')}.failed.log`);
+    mkdirSync(path.dirname(file), { recursive: true });
+    writeFileSync(file, `${timeline.join('\n')}\n\n${children.logs()}`);
+    console.info(`[chaos] ${s.name} failed; its timeline and the stack's output: ${file}`);
+    throw error;
   } finally {
     closing = true;
     for (const { child } of running.values()) intentional.add(child);
