@@ -5,14 +5,12 @@
  * (lost = 0, duplicates counted, max lateness), and the peak RSS of the stack's processes and
  * of the brokers.
  */
-import fs from 'node:fs';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type KafkaCluster, startKafkaCluster, stopKafkaCluster } from '../../scripts/kafka.mjs';
 import { brokerDownScenario, clusterPids, leaderKillScenario, rollingRestartScenario } from '../support/chaos/cluster-scenarios.js';
 import { expectNothingLost } from '../support/chaos/report.js';
 import { mb, samplePeakRss } from '../support/chaos/rss.js';
-import { runScenario, type Scenario } from '../support/chaos/scenario.js';
+import { runScenario, type Scenario, writeChaosLog } from '../support/chaos/scenario.js';
 import { chaosSeed } from '../support/chaos/stack.js';
 
 const seed = chaosSeed();
@@ -35,9 +33,7 @@ describe('faults on a 3-broker cluster (RF 3, min.insync.replicas 2)', () => {
     try {
       const result = await runScenario(scenario);
       // The stack's own log lines (warn and up), to explain a stall after the run.
-      const file = path.resolve('.cache', 'chaos', `${scenario.name.replace(/[^a-z0-9]+/gi, '-')}.log`);
-      fs.mkdirSync(path.dirname(file), { recursive: true });
-      fs.writeFileSync(file, `${result.timeline.join('\n')}\n\n${result.logs}`);
+      writeChaosLog(scenario.name, `${result.timeline.join('\n')}\n\n${result.logs}`);
       return result;
     } finally {
       const peak = rss.stop();

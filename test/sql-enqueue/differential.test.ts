@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildDeliveryRequest, buildStatusEvent, type Channel } from '@notify/contract';
 import { enqueue, type NotificationIntent, type NotifyError, ValidationError } from '@notify/outbox';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
+import { ulidTime } from '../support/ulid.js';
 import { intentArbitrary, validIntentArbitrary } from './arbitraries.js';
 import { psql, psqlError } from './psql.js';
 
@@ -114,16 +115,6 @@ async function written(t: TestDatabase, id: string, expiresAtGiven: boolean) {
       published_at: o.published_at,
     })),
   };
-}
-
-const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
-function ulidTime(ms: number): string {
-  let s = '';
-  for (let i = 0; i < 10; i++) {
-    s = CROCKFORD[ms % 32] + s;
-    ms = Math.floor(ms / 32);
-  }
-  return s;
 }
 
 describe('enqueue from TypeScript (pg and Kysely) and notify_enqueue from psql', () => {

@@ -35,9 +35,9 @@ const intent = (over: Partial<NotificationIntent> = {}): NotificationIntent => (
   ...over,
 });
 
-function groupsOf(maxGroupSize = 100) {
+function groupsOf(maxGroupSize = 100, db: Parameters<typeof createEnqueueGroups>[0] = t.db) {
   const written: [size: number, isolated: boolean][] = [];
-  const groups = createEnqueueGroups(t.db, clock, {
+  const groups = createEnqueueGroups(db, clock, {
     maxGroupSize,
     maxInFlight: 1,
     retry,
@@ -137,13 +137,7 @@ describe('createEnqueueGroups', () => {
     try {
       await holder.query('BEGIN');
       await enqueue(holder, intent({ idempotency_key: 'held' }));
-      const written: [number, boolean][] = [];
-      const groups = createEnqueueGroups(db, clock, {
-        maxGroupSize: 100,
-        maxInFlight: 1,
-        retry,
-        onGroup: (n, isolated) => written.push([n, isolated]),
-      });
+      const { groups, written } = groupsOf(100, db);
       const [, ok1, held, ok2] = await Promise.all([
         settle(groups.enqueue(intent())),
         settle(groups.enqueue(intent({ body: 'a' }))),
@@ -180,13 +174,7 @@ describe('createEnqueueGroups', () => {
     try {
       await holder.query('BEGIN');
       const original = await enqueue(holder, intent({ idempotency_key: 'held-2' }));
-      const written: [number, boolean][] = [];
-      const groups = createEnqueueGroups(db, clock, {
-        maxGroupSize: 100,
-        maxInFlight: 1,
-        retry,
-        onGroup: (n, isolated) => written.push([n, isolated]),
-      });
+      const { groups, written } = groupsOf(100, db);
       const all = Promise.all([
         settle(groups.enqueue(intent())),
         settle(groups.enqueue(intent({ body: 'no key' }))),

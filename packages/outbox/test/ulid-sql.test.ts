@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../../../test/support/db.js';
+import { CROCKFORD, ulidTime } from '../../../test/support/ulid.js';
 
 // notify_ulid (migrations 0006, 0192) writes the ids PostgreSQL gives notifications: 10 Crockford
 // characters of the milliseconds, then 16 of 80 random bits. 0192 computes the time characters
@@ -11,16 +12,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await t?.close();
 });
-
-const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
-function ulidTime(ms: number): string {
-  let s = '';
-  for (let i = 0; i < 10; i++) {
-    s = CROCKFORD[ms % 32] + s;
-    ms = Math.floor(ms / 32);
-  }
-  return s;
-}
 
 // 0006's random part: bytes 1-6 and 10-16 of the UUID, base64, 64 characters onto 32.
 function ulidRandom(random: Buffer): string {

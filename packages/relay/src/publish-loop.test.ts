@@ -250,17 +250,23 @@ describe('publish loop: one round at a time (runOnce)', () => {
   });
 });
 
+/** Fake time in 10 ms steps up to `untilMs`: the step (ms since start) at which each claim was made. */
+async function claimTimes(batches: { readonly claims: number }, untilMs: number): Promise<number[]> {
+  const claimsAt: number[] = [];
+  for (let t = 0; t <= untilMs; t += 10) {
+    await vi.advanceTimersByTimeAsync(t === 0 ? 0 : 10);
+    while (claimsAt.length < batches.claims) claimsAt.push(t);
+  }
+  return claimsAt;
+}
+
 describe('publish loop: running (start/stop)', () => {
   it('re-polls held-back rows after 20 ms, doubling up to heldBackMaxMs', async () => {
     vi.useFakeTimers();
     const script = Array.from({ length: 20 }, () => ({ heldBack: true }));
     const { loop, batches } = setup(script);
     loop.start();
-    const claimsAt: number[] = [];
-    for (let t = 0; t <= 2_300; t += 10) {
-      await vi.advanceTimersByTimeAsync(t === 0 ? 0 : 10);
-      while (claimsAt.length < batches.claims) claimsAt.push(t);
-    }
+    const claimsAt = await claimTimes(batches, 2_300);
     // Waits 20, 40, 80, 160, 320, 640, then the 1 s cap.
     expect(claimsAt).toEqual([0, 20, 60, 140, 300, 620, 1_260, 2_260]);
     await loop.stop();
@@ -273,11 +279,7 @@ describe('publish loop: running (start/stop)', () => {
     const script = [{ heldBack: true }, { heldBack: true }, { heldBack: true }, { ids: [1], heldBack: true }, { heldBack: true }];
     const { loop, batches } = setup(script);
     loop.start();
-    const claimsAt: number[] = [];
-    for (let t = 0; t <= 400; t += 10) {
-      await vi.advanceTimersByTimeAsync(t === 0 ? 0 : 10);
-      while (claimsAt.length < batches.claims) claimsAt.push(t);
-    }
+    const claimsAt = await claimTimes(batches, 400);
     expect(claimsAt.slice(0, 6)).toEqual([0, 20, 60, 140, 160, 200]);
     await loop.stop();
   });

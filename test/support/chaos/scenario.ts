@@ -305,9 +305,7 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
   } catch (error) {
     // A scenario that throws (a deadline passed) returns no result, so its timeline and the stack's
     // output would be lost with it: kept in .cache/chaos/<scenario>.failed.log to explain the stall.
-    const file = path.resolve('.cache', 'chaos', `${s.name.replace(/[^a-z0-9]+/gi, '-')}.failed.log`);
-    mkdirSync(path.dirname(file), { recursive: true });
-    writeFileSync(file, `${timeline.join('\n')}\n\n${children.logs()}`);
+    const file = writeChaosLog(s.name, `${timeline.join('\n')}\n\n${children.logs()}`, '.failed');
     console.info(`[chaos] ${s.name} failed; its timeline and the stack's output: ${file}`);
     throw error;
   } finally {
@@ -320,6 +318,14 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
     await admin.disconnect().catch(() => {});
     await db.close();
   }
+}
+
+/** Writes a scenario's log to `.cache/chaos/<name, non-alphanumerics as '-'><suffix>.log`; returns the path. */
+export function writeChaosLog(name: string, text: string, suffix = ''): string {
+  const file = path.resolve('.cache', 'chaos', `${name.replace(/[^a-z0-9]+/gi, '-')}${suffix}.log`);
+  mkdirSync(path.dirname(file), { recursive: true });
+  writeFileSync(file, text);
+  return file;
 }
 
 /** The kernel's peak resident set size (VmHWM) of a live process, in MiB; 0 when it is gone. */
