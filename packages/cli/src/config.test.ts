@@ -70,6 +70,11 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ NOTIFY_RATE_LIMIT_SMS: '0/s' })).toThrow(/NOTIFY_RATE_LIMIT_SMS: the rate must be above 0/);
     expect(() => loadConfig({ NOTIFY_SMTP_POOL_SIZE: '0' })).toThrow(/NOTIFY_SMTP_POOL_SIZE/);
   });
+  it("reads the HTTP adapters' connections per origin (NOTIFY_HTTP_CONNECTIONS_PER_ORIGIN)", () => {
+    expect(loadConfig({}).http).toEqual({ connectionsPerOrigin: 64 });
+    expect(loadConfig({ NOTIFY_HTTP_CONNECTIONS_PER_ORIGIN: '8' }).http).toEqual({ connectionsPerOrigin: 8 });
+    expect(() => loadConfig({ NOTIFY_HTTP_CONNECTIONS_PER_ORIGIN: '0' })).toThrow(/NOTIFY_HTTP_CONNECTIONS_PER_ORIGIN/);
+  });
   it('parses seeded API keys', () => {
     expect(loadConfig({ NOTIFY_API_KEYS: 'acme:k1, globex:k:2' }).seedApiKeys).toEqual([
       { tenantId: 'acme', key: 'k1' },

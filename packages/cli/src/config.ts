@@ -261,6 +261,9 @@ export function loadConfig(env: Env): Config {
       signingSecret: str(env, 'NOTIFY_WEBHOOK_SECRET'),
       secretsKey: secretsKey(env),
     },
+    http: {
+      connectionsPerOrigin: int(env, 'NOTIFY_HTTP_CONNECTIONS_PER_ORIGIN', 64, 1, 10_000),
+    },
     smtp: {
       url: url(env, 'NOTIFY_SMTP_URL', ['smtp:', 'smtps:']),
       from: str(env, 'NOTIFY_SMTP_FROM') ?? 'notify@localhost',

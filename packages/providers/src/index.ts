@@ -22,7 +22,14 @@ export {
   type Resolver,
   type ResolvedAddress,
 } from './webhook/ssrf.js';
-export { httpPost, type HttpPostRequest, type HttpPostResponse } from './http-post.js';
+export {
+  createHttpAgent,
+  httpPost,
+  type HttpAgentOptions,
+  type HttpPostRequest,
+  type HttpPostResponse,
+  type HttpResponseHeaders,
+} from './http-post.js';
 export { webhookSecretKey, signWebhook, WEBHOOK_HEADERS, type WebhookSignInput } from './webhook/signature.js';
 export { createWebhookProvider, type WebhookProviderOptions, type WebhookProviderDeps, type WebhookPayload } from './webhook/webhook.js';
 export { createTenantSecretSource, type TenantSecretSourceOptions } from './webhook/tenant-secrets.js';

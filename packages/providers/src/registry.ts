@@ -41,6 +41,11 @@ export interface ProvidersConfig {
      */
     readonly fallbackUrl?: string | undefined;
   };
+  /** Receiver POSTs (webhook targets, SMS gateways): the undici pool of each HTTP adapter. */
+  readonly http?: {
+    /** Open connections per origin at most, per adapter (NOTIFY_HTTP_CONNECTIONS_PER_ORIGIN, default 64). */
+    readonly connectionsPerOrigin: number;
+  };
   /** Endpoint health: circuit breaker, auto-disable, shared rate limits (docs/endpoints.md). */
   readonly endpoints?: EndpointHealthConfig;
   /** Token-bucket limits per channel provider; undefined = unlimited. */
@@ -88,6 +93,7 @@ export function createProviders(config: ProvidersConfig, deps: ProviderRegistryD
       signingSecret: config.webhook.signingSecret,
       tenantSecret: createTenantSecretSource({ db: deps.db, clock: deps.clock, secretsKey: config.webhook.secretsKey }),
       ...(deps.resolver ? { resolver: deps.resolver } : {}),
+      ...(config.http ? { connectionsPerOrigin: config.http.connectionsPerOrigin } : {}),
     },
     { clock: deps.clock, logger: deps.logger },
   );
@@ -99,7 +105,13 @@ export function createProviders(config: ProvidersConfig, deps: ProviderRegistryD
   }
   if (config.sms.url !== undefined) {
     providers.sms = createSmsHttpProvider(
-      { baseUrl: config.sms.url, accountId: config.sms.accountId, authToken: config.sms.authToken, from: config.sms.from },
+      {
+        baseUrl: config.sms.url,
+        accountId: config.sms.accountId,
+        authToken: config.sms.authToken,
+        from: config.sms.from,
+        ...(config.http ? { connectionsPerOrigin: config.http.connectionsPerOrigin } : {}),
+      },
       { clock: deps.clock, logger: deps.logger },
     );
   }
@@ -135,7 +147,13 @@ export function createFallbackProviders(config: ProvidersConfig, deps: ProviderR
     u.username = '';
     u.password = '';
     fallbacks.sms = createSmsHttpProvider(
-      { baseUrl: u.toString().replace(/\/$/, ''), accountId, authToken, from: config.sms.from },
+      {
+        baseUrl: u.toString().replace(/\/$/, ''),
+        accountId,
+        authToken,
+        from: config.sms.from,
+        ...(config.http ? { connectionsPerOrigin: config.http.connectionsPerOrigin } : {}),
+      },
       { clock: deps.clock, logger: deps.logger },
     );
   }

@@ -1,8 +1,6 @@
-import http from 'node:http';
-import https from 'node:https';
 import type { Clock, Logger } from '@notify/runtime';
 import { classifyCode, classifyErrno, errorCode, parseRetryAfter } from '../classify.js';
-import { attemptSignal, httpPost } from '../http-post.js';
+import { attemptSignal, createHttpAgent, httpPost } from '../http-post.js';
 import type { Delivery, Provider, SendResult } from '../provider.js';
 import { originOf } from '../endpoints/endpoint.js';
 
@@ -24,6 +22,8 @@ export interface SmsHttpProviderOptions {
   readonly timeoutMs?: number;
   /** Response bytes read at most. Default 64 KiB. */
   readonly maxResponseBytes?: number;
+  /** Open connections to the gateway at most (NOTIFY_HTTP_CONNECTIONS_PER_ORIGIN). Default 64. */
+  readonly connectionsPerOrigin?: number;
 }
 
 /** Dependencies of `createSmsHttpProvider`. */
@@ -68,10 +68,7 @@ export function createSmsHttpProvider(options: SmsHttpProviderOptions, deps: Sms
       : undefined;
   const timeoutMs = options.timeoutMs ?? 30_000;
   const maxResponseBytes = options.maxResponseBytes ?? 64 * 1024;
-  const agents = {
-    http: new http.Agent({ keepAlive: true, maxSockets: 32 }),
-    https: new https.Agent({ keepAlive: true, maxSockets: 32 }),
-  };
+  const agent = createHttpAgent({ connectionsPerOrigin: options.connectionsPerOrigin ?? 64 });
   const log = deps.logger.child({ provider: 'sms-http' });
 
   async function send(delivery: Delivery, signal: AbortSignal): Promise<SendResult> {
@@ -86,7 +83,7 @@ export function createSmsHttpProvider(options: SmsHttpProviderOptions, deps: Sms
     if (authorization) headers.authorization = authorization;
     const attempt = attemptSignal(signal, timeoutMs);
     try {
-      const res = await httpPost({ url: endpoint, headers, body: form.toString(), signal: attempt.signal, agents, maxResponseBytes });
+      const res = await httpPost({ url: endpoint, headers, body: form.toString(), signal: attempt.signal, agent, maxResponseBytes });
       const status = String(res.status);
       const verdict = classifyCode('sms', res.status);
       log.debug({ notificationId: delivery.id, attempt: delivery.attempt, status }, 'sms gateway answered');
@@ -115,8 +112,7 @@ export function createSmsHttpProvider(options: SmsHttpProviderOptions, deps: Sms
     ...originOf(options.baseUrl),
     send,
     async close() {
-      agents.http.destroy();
-      agents.https.destroy();
+      await agent.destroy();
     },
   };
 }

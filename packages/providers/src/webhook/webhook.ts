@@ -1,8 +1,6 @@
-import http from 'node:http';
-import https from 'node:https';
 import type { Clock, Logger } from '@notify/runtime';
 import { classifyCode, classifyErrno, errorCode, parseRetryAfter } from '../classify.js';
-import { attemptSignal, httpPost } from '../http-post.js';
+import { attemptSignal, createHttpAgent, httpPost } from '../http-post.js';
 import type { Delivery, Provider, SendResult } from '../provider.js';
 import { type Resolver, TargetRefusedError, createTargetGuard } from './ssrf.js';
 import { WEBHOOK_HEADERS, signWebhook, webhookSecretKey } from './signature.js';
@@ -44,6 +42,8 @@ export interface WebhookProviderOptions {
   readonly resolver?: Resolver;
   /** `user-agent` header. */
   readonly userAgent?: string;
+  /** Open connections per target origin at most (NOTIFY_HTTP_CONNECTIONS_PER_ORIGIN). Default 64. */
+  readonly connectionsPerOrigin?: number;
 }
 
 /** Dependencies of `createWebhookProvider`. */
@@ -53,6 +53,7 @@ export interface WebhookProviderDeps {
 }
 
 const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024;
+const DEFAULT_CONNECTIONS_PER_ORIGIN = 64;
 
 function timeoutResult(): SendResult {
   return { kind: 'transient', error: 'timeout', providerStatus: 'timeout' };
@@ -67,7 +68,8 @@ function timeoutResult(): SendResult {
  * - Redirects are never followed: a 3xx is a permanent failure that names the status.
  * - 2xx sent; 408/425/429 and 5xx transient with `Retry-After` honoured; other 4xx permanent;
  *   timeouts, resets and DNS failures transient (CLASSIFICATION.webhook).
- * - Connections are kept alive per target (they were checked when opened).
+ * - Connections are kept alive per target origin, at most `connectionsPerOrigin` each (they were
+ *   checked when opened).
  */
 export function createWebhookProvider(options: WebhookProviderOptions, deps: WebhookProviderDeps): Provider {
   const guard = createTargetGuard({ allowCidrs: options.allowCidrs ?? [], ...(options.resolver ? { resolver: options.resolver } : {}) });
@@ -75,10 +77,11 @@ export function createWebhookProvider(options: WebhookProviderOptions, deps: Web
   const maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
   const timeoutMs = options.timeoutMs ?? 30_000;
   const userAgent = options.userAgent ?? 'notify-webhooks/1';
-  const agents = {
-    http: new http.Agent({ keepAlive: true, maxSockets: 64 }),
-    https: new https.Agent({ keepAlive: true, maxSockets: 64 }),
-  };
+  // Every new connection resolves its host through the guard's checked lookup.
+  const agent = createHttpAgent({
+    connectionsPerOrigin: options.connectionsPerOrigin ?? DEFAULT_CONNECTIONS_PER_ORIGIN,
+    lookup: guard.lookup,
+  });
   const log = deps.logger.child({ provider: 'webhook' });
 
   async function secretsFor(tenantId: string): Promise<readonly string[]> {
@@ -140,7 +143,7 @@ export function createWebhookProvider(options: WebhookProviderOptions, deps: Web
     }
     const attempt = attemptSignal(signal, timeoutMs);
     try {
-      const res = await httpPost({ url, headers, body, signal: attempt.signal, lookup: guard.lookup, agents, maxResponseBytes });
+      const res = await httpPost({ url, headers, body, signal: attempt.signal, agent, maxResponseBytes });
       const status = String(res.status);
       const verdict = classifyCode('webhook', res.status);
       log.debug({ notificationId: delivery.id, attempt: delivery.attempt, status }, 'webhook answered');
@@ -180,8 +183,7 @@ export function createWebhookProvider(options: WebhookProviderOptions, deps: Web
     channel: 'webhook',
     send,
     async close() {
-      agents.http.destroy();
-      agents.https.destroy();
+      await agent.destroy();
     },
   };
 }
