@@ -2,10 +2,13 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type NotificationIntent, enqueue, fromKysely } from '@notify/outbox';
 import { createMetrics } from '@notify/cli';
+import { notificationCountByState } from '../src/sql/notification-count-by-state.js';
 import { createTestDatabase, type TestDatabase } from '../../../test/support/db.js';
 
 // The notify_notifications gauge reads notification_state_counts (migration 0020), which triggers
-// keep in the writing transactions. Before it, the gauge counted the whole table every refresh.
+// keep in the writing transactions, for every state but queued, and counts queued rows from their
+// partial index in the same statement (migration 0220: an enqueue writes no counter). Before 0020,
+// the gauge counted the whole table every refresh.
 
 let t: TestDatabase;
 beforeAll(async () => {
@@ -30,6 +33,10 @@ async function counterTable(): Promise<Record<string, number>> {
     c: number;
   }>`SELECT state, channel, sum(count)::int AS c FROM notification_state_counts GROUP BY 1, 2`.execute(t.db);
   return Object.fromEntries(rows.filter((r) => r.c !== 0).map((r) => [`${r.state}/${r.channel}`, r.c]));
+}
+async function gaugeCounts(): Promise<Record<string, number>> {
+  const rows = await notificationCountByState(fromKysely(t.db));
+  return Object.fromEntries(rows.filter((r) => r.count !== 0).map((r) => [`${r.state}/${r.channel}`, r.count]));
 }
 
 describe('notification state counts', () => {
@@ -59,8 +66,10 @@ describe('notification state counts', () => {
     await sql`DELETE FROM notification_actions`.execute(t.db);
     await sql`DELETE FROM attempts`.execute(t.db);
     await sql`DELETE FROM notifications WHERE id IN (SELECT id FROM notifications WHERE state = 'sent' ORDER BY id LIMIT 3)`.execute(t.db);
-    expect(await counterTable()).toEqual(await fullCount());
-    expect(await counterTable()).toEqual({ 'queued/webhook': 25, 'sent/webhook': 7, 'queued/sms': 10, 'cancelled/sms': 2 });
+    expect(await gaugeCounts()).toEqual(await fullCount());
+    expect(await gaugeCounts()).toEqual({ 'queued/webhook': 25, 'sent/webhook': 7, 'queued/sms': 10, 'cancelled/sms': 2 });
+    // Queued rows are counted from notifications when the gauge reads, never in the counter table.
+    expect(await counterTable()).toEqual({ 'sent/webhook': 7, 'cancelled/sms': 2 });
 
     const text = await createMetrics({ db: t.db, processMetrics: false }).render();
     expect(text).toContain('notify_notifications{state="queued",channel="webhook"} 25');
@@ -68,23 +77,45 @@ describe('notification state counts', () => {
     expect(text).toContain('notify_notifications{state="dead",channel="email"} 0');
   });
 
-  it('the gauge does not count the notifications table', async () => {
-    // Rows written with the counting triggers disabled are invisible to the gauge: it reads the counter table only.
-    await sql`ALTER TABLE notifications DISABLE TRIGGER notification_state_counts_insert`.execute(t.db);
-    try {
-      await t.db
-        .transaction()
-        .execute((trx) =>
-          enqueue(
-            fromKysely(trx),
-            { tenant_id: 'acme', channel: 'webhook', to: 'https://hooks.example.com/x', body: 'x' },
-            { maxAttempts: 3, defaultTtlMs: 60_000 },
-          ),
-        );
-    } finally {
-      await sql`ALTER TABLE notifications ENABLE TRIGGER notification_state_counts_insert`.execute(t.db);
-    }
+  it('an enqueue writes no counter row; a row inserted in another state than queued is counted', async () => {
+    const before = await sql<{ n: number }>`SELECT count(*)::int AS n FROM notification_state_counts`.execute(t.db);
+    const xminBefore = await sql<{
+      x: string;
+    }>`SELECT string_agg(xmin::text, ',' ORDER BY state, channel, shard) AS x FROM notification_state_counts`.execute(t.db);
+    await t.db
+      .transaction()
+      .execute((trx) =>
+        enqueue(
+          fromKysely(trx),
+          { tenant_id: 'acme', channel: 'email', to: 'ada@example.com', body: 'x' },
+          { maxAttempts: 3, defaultTtlMs: 60_000 },
+        ),
+      );
+    const after = await sql<{ n: number }>`SELECT count(*)::int AS n FROM notification_state_counts`.execute(t.db);
+    const xminAfter = await sql<{
+      x: string;
+    }>`SELECT string_agg(xmin::text, ',' ORDER BY state, channel, shard) AS x FROM notification_state_counts`.execute(t.db);
+    expect(after.rows[0]?.n).toBe(before.rows[0]?.n);
+    expect(xminAfter.rows[0]?.x).toBe(xminBefore.rows[0]?.x); // no counter row was written either
+    expect((await gaugeCounts())['queued/email']).toBe(1);
+
+    // Fixtures and imports insert rows as they are: one statement, queued and terminal rows mixed.
+    await sql`INSERT INTO notifications (id, tenant_id, channel, recipient, body, state, dead_reason, attempts, max_attempts,
+                                         next_attempt_at, expires_at, created_at, updated_at, sent_at)
+              SELECT 'imported-' || i, 'acme', 'email', 'ada@example.com', 'x', st,
+                     CASE WHEN st = 'dead' THEN 'permanent' END, 1, 3, CASE WHEN st = 'queued' THEN now() END,
+                     now() + interval '1 day', now(), now(), CASE WHEN st = 'sent' THEN now() END
+                FROM generate_series(1, 9) AS i,
+                     LATERAL (SELECT (ARRAY['queued', 'sent', 'dead'])[1 + i % 3] AS st) s`.execute(t.db);
+    expect(await gaugeCounts()).toEqual(await fullCount());
+    expect(await gaugeCounts()).toMatchObject({ 'queued/email': 4, 'sent/email': 3, 'dead/email': 3 });
     const text = await createMetrics({ db: t.db, processMetrics: false }).render();
-    expect(text).toContain('notify_notifications{state="queued",channel="webhook"} 25');
+    expect(text).toContain('notify_notifications{state="queued",channel="email"} 4');
+    expect(text).toContain('notify_notifications{state="dead",channel="email"} 3');
+    // Each read folded the imported rows into the counter table; the answer stayed the same.
+    const imports = await sql<{ n: number }>`SELECT count(*)::int AS n FROM notification_state_count_imports`.execute(t.db);
+    expect(imports.rows[0]?.n).toBe(0);
+    expect(await counterTable()).toMatchObject({ 'sent/email': 3, 'dead/email': 3 });
+    expect(await gaugeCounts()).toEqual(await fullCount());
   });
 });
