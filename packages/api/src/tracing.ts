@@ -1,6 +1,6 @@
-import { randomBytes } from 'node:crypto';
 import { type SpanContext, SpanKind, SpanStatusCode, TraceFlags, context, isSpanContextValid, trace } from '@opentelemetry/api';
 import { formatTraceparent as formatTraceContext, parseTraceparent as parseTraceContext } from '@notify/runtime';
+import { pooledRandomBytes } from './random-pool.js';
 
 /** The tracer name of the API's spans. */
 export const TRACER_NAME = '@notify/api';
@@ -21,7 +21,7 @@ export function formatTraceparent(sc: SpanContext): string {
 }
 
 /** A new root `traceparent` (sampled), for a request that arrived without one. */
-export function newTraceparent(random: (n: number) => Buffer = randomBytes): string {
+export function newTraceparent(random: (n: number) => Buffer = pooledRandomBytes): string {
   return formatTraceparent({ traceId: random(16).toString('hex'), spanId: random(8).toString('hex'), traceFlags: TraceFlags.SAMPLED });
 }
 

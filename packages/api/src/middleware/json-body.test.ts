@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 import { Hono } from 'hono';
 import { describe, expect, it } from 'vitest';
 import type { AppEnv } from '../env.js';
@@ -62,5 +63,43 @@ describe('jsonBody', () => {
     const body = await res.json();
     expect(body).toMatchObject({ type: 'https://notify.dev/problems/malformed_json', status: 400, title: 'Malformed JSON' });
     expect(JSON.stringify(body)).not.toContain('secret');
+  });
+
+  describe('on @hono/node-server, read from the Node request (c.env.incoming)', () => {
+    const postNode = (chunks: readonly (string | Buffer)[], headers: Record<string, string>) =>
+      app().request(
+        '/',
+        { method: 'POST', headers },
+        {
+          incoming: Readable.from(
+            chunks.map((x) => Buffer.from(x)),
+            { objectMode: false },
+          ),
+        },
+      );
+
+    it('passes parsed JSON on, across chunks and with a multi-byte character split between them', async () => {
+      const euro = Buffer.from('"€"');
+      const res = await postNode([Buffer.from('\ufeff{"a":'), euro.subarray(0, 2), euro.subarray(2), '}'], {
+        'content-type': 'application/json',
+      });
+      expect(res.status).toBe(200);
+      expect(await res.json()).toEqual({ got: { a: '€' } });
+    });
+    it('413 when Content-Length says more than 64 KiB, before reading', async () => {
+      const res = await postNode(['{}'], { 'content-type': 'application/json', 'content-length': String(MAX_BODY_BYTES + 1) });
+      expect(res.status).toBe(413);
+      expect(await res.json()).toMatchObject({ code: 'payload_too_large' });
+    });
+    it('413 when a body without Content-Length grows past 64 KiB', async () => {
+      const res = await postNode(['{"x":"', 'a'.repeat(MAX_BODY_BYTES), '"}'], { 'content-type': 'application/json' });
+      expect(res.status).toBe(413);
+      expect(await res.json()).toMatchObject({ code: 'payload_too_large' });
+    });
+    it('400 for bytes that are not JSON', async () => {
+      const res = await postNode(['{"a":'], { 'content-type': 'application/json' });
+      expect(res.status).toBe(400);
+      expect(await res.json()).toMatchObject({ code: 'malformed_json' });
+    });
   });
 });

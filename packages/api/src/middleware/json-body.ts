@@ -1,3 +1,4 @@
+import type { Readable } from 'node:stream';
 import type { MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import type { AppEnv } from '../env.js';
@@ -15,12 +16,17 @@ const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i;
  * Content-Length says more or the streamed body grows past the limit (a chunked body is counted
  * while it is read, never buffered beyond the limit), 400 when the bytes are not JSON.
  * Sets `json` to the parsed value.
+ *
+ * On @hono/node-server (`c.env.incoming`, the Node request) the bytes are read from the Node
+ * stream itself: `c.req.text()` there first builds a WHATWG Request (an AbortController, a web
+ * stream over the socket, undici's body extraction), 5–6 % of the API process's busy time under
+ * POST /v1/notifications load (BENCHMARKS.md, session 8 profile).
  */
 export function jsonBody(maxBytes: number = MAX_BODY_BYTES): MiddlewareHandler<AppEnv> {
   const limit = bodyLimit({
     maxSize: maxBytes,
     onError: () => {
-      throw new ProblemError('payload_too_large', `the request body is larger than ${maxBytes} bytes`);
+      throw tooLarge(maxBytes);
     },
   });
   return async (c, next) => {
@@ -30,17 +36,82 @@ export function jsonBody(maxBytes: number = MAX_BODY_BYTES): MiddlewareHandler<A
         headers: { 'accept-post': 'application/json' },
       });
     }
-    return limit(c, async () => {
-      const text = await c.req.text();
-      let value: unknown;
+    const parse = (text: string) => {
       try {
-        value = JSON.parse(text);
+        c.set('json', JSON.parse(text) as unknown);
       } catch {
         // V8's message quotes the body; the caller has it already and logs must not carry it.
         throw new ProblemError('malformed_json', 'the request body is not valid JSON');
       }
-      c.set('json', value);
+    };
+    const incoming = (c.env as { incoming?: unknown } | undefined)?.incoming;
+    if (isReadable(incoming)) {
+      const length = Number(c.req.header('content-length'));
+      if (length > maxBytes) throw tooLarge(maxBytes);
+      parse(await readText(incoming, maxBytes));
+      return next();
+    }
+    return limit(c, async () => {
+      parse(await c.req.text());
       await next();
     });
   };
+}
+
+function tooLarge(maxBytes: number): ProblemError {
+  return new ProblemError('payload_too_large', `the request body is larger than ${maxBytes} bytes`);
+}
+
+function isReadable(value: unknown): value is Readable {
+  // Read already (by anything): left to c.req.text(), which reports it.
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as Readable).on === 'function' &&
+    (value as Readable).readableEnded === false
+  );
+}
+
+/** The body as UTF-8 text (a BOM dropped, as `Request.text()` does); a 413 once more than `maxBytes` arrived, the rest then discarded. */
+function readText(incoming: Readable, maxBytes: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    if (incoming.destroyed) {
+      reject(new Error('the request was closed before its body ended'));
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const done = () => {
+      incoming.off('data', onData);
+      incoming.off('end', onEnd);
+      incoming.off('error', onError);
+      incoming.off('close', onClose);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > maxBytes) {
+        done();
+        incoming.resume(); // the rest is read and dropped, never buffered
+        reject(tooLarge(maxBytes));
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = () => {
+      done();
+      resolve(new TextDecoder().decode(Buffer.concat(chunks, size)));
+    };
+    const onError = (err: Error) => {
+      done();
+      reject(err);
+    };
+    const onClose = () => {
+      done();
+      reject(new Error('the request was closed before its body ended'));
+    };
+    incoming.on('data', onData);
+    incoming.on('end', onEnd);
+    incoming.on('error', onError);
+    incoming.on('close', onClose);
+  });
 }

@@ -1,10 +1,10 @@
-import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { MiddlewareHandler } from 'hono';
 import { routePath } from 'hono/route';
 import type { Logger } from '@notify/runtime';
 import type { AppEnv } from '../env.js';
 import type { HttpMetrics } from '../metrics.js';
+import { pooledRandomBytes } from '../random-pool.js';
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
 
@@ -17,7 +17,7 @@ const REQUEST_ID = /^[\w.:-]{1,128}$/;
 export function requestContext(deps: { readonly logger: Logger; readonly metrics: HttpMetrics }): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const incoming = c.req.header('x-request-id');
-    const reqId = incoming && REQUEST_ID.test(incoming) ? incoming : `req_${randomBytes(9).toString('base64url')}`;
+    const reqId = incoming && REQUEST_ID.test(incoming) ? incoming : `req_${pooledRandomBytes(9).toString('base64url')}`;
     c.set('reqId', reqId);
     const started = performance.now();
     await next();
