@@ -29,6 +29,7 @@ describe('loadConfig', () => {
     ['NOTIFY_API_MAX_IN_FLIGHT', '0', /NOTIFY_API_MAX_IN_FLIGHT: expected a number from 1/],
     ['NOTIFY_API_MAX_EVENT_LOOP_UTILIZATION', '101', /NOTIFY_API_MAX_EVENT_LOOP_UTILIZATION: expected a number from 0/],
     ['NOTIFY_DB_POOL_WAIT_MS', '-1', /NOTIFY_DB_POOL_WAIT_MS: expected a number from 0/],
+    ['NOTIFY_MAX_UNFINISHED', '31', /NOTIFY_MAX_UNFINISHED: must be at least NOTIFY_MAX_IN_FLIGHT \(32\)/],
   ])('%s=%s is rejected with a message naming it', (name, value, message) => {
     expect(() => loadConfig({ [name]: value })).toThrow(message);
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);

@@ -45,6 +45,8 @@ export interface Config extends ProvidersConfig {
   readonly dispatcher: {
     readonly sendTimeoutMs: number;
     readonly maxInFlight: number;
+    /** NOTIFY_MAX_UNFINISHED: deliveries started and not finished (in a provider call or waiting for their outcome's commit); unset: 4 × maxInFlight. */
+    readonly maxUnfinished: number | undefined;
     /** A queued notification overdue by more than this is re-published by the repair sweep. */
     readonly repairAfterMs: number;
     /** NOTIFY_OUTCOME_BATCH_SIZE: delivery outcomes written per transaction at most (group commit). */
@@ -201,6 +203,11 @@ export function loadConfig(env: Env): Config {
   if (maxDelayMs < baseDelayMs) {
     throw new ConfigError('NOTIFY_MAX_DELAY_MS', `must be at least NOTIFY_BASE_DELAY_MS (${baseDelayMs})`);
   }
+  const maxInFlight = int(env, 'NOTIFY_MAX_IN_FLIGHT', 32, 1, 10_000);
+  const maxUnfinished = str(env, 'NOTIFY_MAX_UNFINISHED') === undefined ? undefined : int(env, 'NOTIFY_MAX_UNFINISHED', 1, 1, 100_000);
+  if (maxUnfinished !== undefined && maxUnfinished < maxInFlight) {
+    throw new ConfigError('NOTIFY_MAX_UNFINISHED', `must be at least NOTIFY_MAX_IN_FLIGHT (${maxInFlight})`);
+  }
   const kafkaBrokers = list(env, 'KAFKA_BROKERS', DEFAULT_KAFKA_BROKERS);
   for (const b of kafkaBrokers) {
     if (!/^[^\s:]+:\d{1,5}$/.test(b)) throw new ConfigError('KAFKA_BROKERS', `expected host:port[,host:port], got "${b}"`);
@@ -242,7 +249,8 @@ export function loadConfig(env: Env): Config {
     },
     dispatcher: {
       sendTimeoutMs: int(env, 'NOTIFY_SEND_TIMEOUT_MS', 2_000, 1, 600_000),
-      maxInFlight: int(env, 'NOTIFY_MAX_IN_FLIGHT', 32, 1, 10_000),
+      maxInFlight,
+      maxUnfinished,
       repairAfterMs: int(env, 'NOTIFY_REPAIR_AFTER_MS', 60_000, 1_000, 86_400_000),
       outcomeBatchSize: int(env, 'NOTIFY_OUTCOME_BATCH_SIZE', 64, 1, 1_000),
       outcomeBatchDelayMs: int(env, 'NOTIFY_OUTCOME_BATCH_DELAY_MS', 5, 0, 1_000),

@@ -16,6 +16,7 @@ describe('dispatcherConfigFrom', () => {
       topicPrefix: 'acme',
       groupId: 'acme.dispatcher',
       maxInFlight: 3,
+      maxUnfinished: 12,
       sendTimeoutMs: 1500,
       repairAfterMs: 60_000,
       repairIntervalMs: 30_000,
@@ -23,6 +24,7 @@ describe('dispatcherConfigFrom', () => {
       shutdownTimeoutMs: 10_000,
     });
     expect(c.retry).toMatchObject({ maxAttempts: 8, baseDelayMs: 1000, maxDelayMs: 3_600_000, jitter: 0.2 });
+    expect(dispatcherConfigFrom(loadConfig({ NOTIFY_MAX_IN_FLIGHT: '3', NOTIFY_MAX_UNFINISHED: '3' }))).toMatchObject({ maxUnfinished: 3 });
     expect(c.tiers[0]?.name).toBe('1s');
     expect(c.tiers.at(-1)?.name).toBe('1h');
   });

@@ -21,6 +21,7 @@ export function dispatcherConfigFrom(config: Config, overrides: DispatcherConfig
     retry: config.retry,
     sendTimeoutMs: config.dispatcher.sendTimeoutMs,
     maxInFlight: config.dispatcher.maxInFlight,
+    ...(config.dispatcher.maxUnfinished === undefined ? {} : { maxUnfinished: config.dispatcher.maxUnfinished }),
     repairAfterMs: config.dispatcher.repairAfterMs,
     outcomeBatchSize: config.dispatcher.outcomeBatchSize,
     outcomeBatchDelayMs: config.dispatcher.outcomeBatchDelayMs,

@@ -14,8 +14,22 @@ export interface DispatcherConfig {
   readonly tiers: readonly DelayTier[];
   /** NOTIFY_SEND_TIMEOUT_MS: one provider call is aborted after this. */
   readonly sendTimeoutMs: number;
-  /** NOTIFY_MAX_IN_FLIGHT: deliveries (and so provider calls) running at once, across all partitions of the normal lane. */
+  /**
+   * NOTIFY_MAX_IN_FLIGHT: deliveries before or in their provider call at once, across all
+   * partitions of the normal lane (so it bounds concurrent provider calls). A delivery gives its
+   * permit back when its provider call returns (or when it ends without one); its outcome then
+   * commits without a permit, within `maxUnfinished`.
+   */
   readonly maxInFlight: number;
+  /**
+   * NOTIFY_MAX_UNFINISHED: deliveries started and not finished in the normal lane at most: in
+   * their provider call, or after it waiting for their outcome's commit. While this many are
+   * unfinished no new delivery starts, which bounds the outcomes queued for the writer. At least
+   * `maxInFlight`; equal to it, a delivery in effect keeps its permit until its outcome committed
+   * (the behaviour before permits were given back at the provider's return). Default
+   * 4 × maxInFlight. The high-priority lane gets the same multiple of `priorityMaxInFlight`.
+   */
+  readonly maxUnfinished: number;
   /**
    * Deliveries of the high-priority lane (`requests.high`) running at once, on top of
    * `maxInFlight`. Default max(1, ⌈maxInFlight / 4⌉).
@@ -69,9 +83,10 @@ export interface DispatcherConfig {
   /**
    * NOTIFY_OUTCOME_BATCH_DELAY_MS: how long the first outcome of a group waits for others before
    * the group is written (0: until the end of the event-loop turn). Default 5 ms. It adds at most
-   * this much to each delivery's duration, and so holds its in-flight permit that much longer; the
-   * dispatcher's writer does not wait once every running delivery has its outcome queued
-   * (`OutcomeWriterOptions.inFlight`), so the delay only holds outcomes that company may still join.
+   * this much to each delivery's duration (after its provider call, so it holds a place in
+   * `maxUnfinished`, not a permit); the dispatcher's writer does not wait once no running
+   * delivery is left to record an outcome (`OutcomeWriterOptions.yetToRecord`), so the delay only
+   * holds outcomes that company may still join.
    */
   readonly outcomeBatchDelayMs: number;
   /**
@@ -113,6 +128,7 @@ export function dispatcherConfig(
   check('repairAfterMs', fields.repairAfterMs, 1);
   const config: DispatcherConfig = {
     groupId: `${fields.topicPrefix}.dispatcher`,
+    maxUnfinished: 4 * fields.maxInFlight,
     maxBuffered: Math.max(1000, 10 * fields.maxInFlight),
     priorityMaxInFlight: Math.max(1, Math.ceil(fields.maxInFlight / 4)),
     repairIntervalMs: Math.max(10, Math.min(30_000, Math.floor(fields.repairAfterMs / 2))),
@@ -129,6 +145,7 @@ export function dispatcherConfig(
     ...fields,
     tiers: delayTiers(fields.retry),
   };
+  check('maxUnfinished', config.maxUnfinished, config.maxInFlight);
   check('maxBuffered', config.maxBuffered, config.maxInFlight);
   check('priorityMaxInFlight', config.priorityMaxInFlight, 1);
   check('scheduleIntervalMs', config.scheduleIntervalMs, 10);

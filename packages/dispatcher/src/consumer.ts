@@ -43,7 +43,10 @@ export interface DeliveryLane {
   /** Topic suffixes (the prefix is added). */
   readonly topics: readonly string[];
   readonly groupId: string;
+  /** Deliveries before or in their provider call at once (`KeyedSchedulerOptions.maxInFlight`). */
   readonly maxInFlight: number;
+  /** Deliveries started and not finished at once (`KeyedSchedulerOptions.maxRunning`). */
+  readonly maxUnfinished: number;
   readonly maxBuffered: number;
 }
 
@@ -55,6 +58,7 @@ export function deliveryLanes(config: DispatcherConfig): DeliveryLane[] {
       topics: [TOPICS.requests, ...config.tiers.map((t) => t.topic)],
       groupId: config.groupId,
       maxInFlight: config.maxInFlight,
+      maxUnfinished: config.maxUnfinished,
       maxBuffered: config.maxBuffered,
     },
     {
@@ -62,6 +66,8 @@ export function deliveryLanes(config: DispatcherConfig): DeliveryLane[] {
       topics: [TOPICS.requestsHigh],
       groupId: `${config.groupId}.high`,
       maxInFlight: config.priorityMaxInFlight,
+      // The same room for finishing deliveries as the normal lane, in proportion to its permits.
+      maxUnfinished: Math.ceil((config.priorityMaxInFlight * config.maxUnfinished) / config.maxInFlight),
       maxBuffered: Math.max(100, 10 * config.priorityMaxInFlight),
     },
   ];
@@ -70,10 +76,16 @@ export function deliveryLanes(config: DispatcherConfig): DeliveryLane[] {
 /** The Kafka side of the dispatcher: a consumer group on one lane's topics (by default `<prefix>.requests` and every delay topic). */
 export interface DeliveryConsumer {
   start(): Promise<void>;
-  /** Stops fetching, lets running deliveries finish within `timeoutMs`, commits what finished, leaves the group. */
+  /**
+   * Stops fetching, lets running deliveries finish within `timeoutMs` (those past their provider
+   * call too: their outcomes commit), then aborts the provider calls still running, commits what
+   * finished, leaves the group.
+   */
   stop(timeoutMs: number): Promise<ConsumerStopReport>;
-  /** Deliveries running now. */
+  /** Deliveries started and not finished: before or in their provider call, or after it waiting for their outcome's commit. */
   readonly inFlight: number;
+  /** Deliveries before or in their provider call (each holds one of the lane's `maxInFlight` permits); they may still record an outcome. */
+  readonly calling: number;
 }
 
 /** The longest a paused partition waits before it is re-read and re-checked (guards against clock jumps). */
@@ -109,7 +121,9 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref()
  *   No handler sleeps, so heartbeats and rebalances carry on.
  * - **Ordering and concurrency.** Due messages go to a `KeyedScheduler`: same Kafka key (tenant/
  *   channel/recipient) one at a time in order; different keys concurrently up to `maxInFlight`
- *   overall, however many partitions there are. `eachBatch` returns at once (it only enqueues),
+ *   provider calls overall, however many partitions there are. A delivery gives its permit back
+ *   and frees its key when its provider call returns; until its outcome is committed it still
+ *   counts against `maxUnfinished`. `eachBatch` returns at once (it only enqueues),
  *   so one slow key never holds up a partition; it waits only when `maxBuffered` messages are open.
  * - **Offsets.** `eachBatchAutoResolve` and `autoCommit` are off. Per partition, the committed
  *   offset is the lowest unfinished one (`PartitionOffsets`), so a crash re-reads exactly what
@@ -134,6 +148,7 @@ export function createDeliveryConsumer(
   });
   const scheduler = createKeyedScheduler({
     maxInFlight: lane.maxInFlight,
+    maxRunning: lane.maxUnfinished,
     onError: (error) => events.emit('consumerError', { phase: 'handler', error }),
   });
   const offsets = new Map<string, PartitionOffsets>();
@@ -204,8 +219,8 @@ export function createDeliveryConsumer(
       // The partition moved to another consumer while this waited: the new owner re-reads it.
       if (tracker.revoked) return undefined;
       try {
-        // The key's next message may start once this one's provider call returned; this one's
-        // offset stays unfinished until its outcome is written (PartitionOffsets).
+        // The key's next message may start, and this one's permit goes back, once its provider
+        // call returned; this one's offset stays unfinished until its outcome is written (PartitionOffsets).
         const result = await deps.handler(message, shutdown.signal, { providerReturned: release });
         if (result.kind === 'not-due') return { retryInMs: Math.max(1, result.dueAt.getTime() - clock.now().getTime()) };
         if (result.kind === 'abandoned') return undefined; // offset stays open: the message is read again
@@ -281,6 +296,9 @@ export function createDeliveryConsumer(
   return {
     get inFlight() {
       return scheduler.running;
+    },
+    get calling() {
+      return scheduler.holdingPermits;
     },
     async start() {
       await consumer.connect();

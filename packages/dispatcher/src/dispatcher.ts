@@ -40,7 +40,8 @@ export interface Dispatcher {
   start(): Promise<void>;
   /**
    * Graceful shutdown (wire it to SIGTERM): stops fetching, lets running deliveries finish within
-   * `timeoutMs` (default `shutdownTimeoutMs`), aborts the rest (they stay queued), commits what
+   * `timeoutMs` (default `shutdownTimeoutMs`; those past their provider call wait for their
+   * outcome's commit), aborts the provider calls still running (they stay queued), commits what
    * finished, leaves the group. Messages read but not started are read again by the next owner.
    * Does not close the providers, the database or the Kafka client: their owner does.
    */
@@ -51,7 +52,11 @@ export interface Dispatcher {
   repairNow(): Promise<number>;
   /** Runs one schedule pass now (it also runs every `scheduleIntervalMs`); returns how many scheduled notifications it released. */
   releaseScheduledNow(): Promise<number>;
-  /** Deliveries running now. */
+  /**
+   * Deliveries started and not finished, both lanes: before or in their provider call (at most
+   * `maxInFlight` + `priorityMaxInFlight`), or after it waiting for their outcome's commit (all
+   * of them at most the lanes' `maxUnfinished`).
+   */
   readonly inFlight: number;
 }
 
@@ -73,7 +78,7 @@ export function createDispatcher(config: DispatcherConfig, deps: DispatcherDeps)
     maxDelayMs: config.outcomeBatchDelayMs,
     busyKeyDelayMs: config.outcomeBusyKeyDelayMs,
     onFlush: (flush) => events.emit('outcomesFlushed', flush),
-    inFlight: () => consumers.reduce((n, c) => n + c.inFlight, 0),
+    yetToRecord: () => consumers.reduce((n, c) => n + c.calling, 0),
   });
   const notifications = createNotificationLoader(deps.db, { maxBatch: config.readBatchSize, delayMs: config.readBatchDelayMs });
   const deliver = createDeliveryHandler({
@@ -114,7 +119,12 @@ export function createDispatcher(config: DispatcherConfig, deps: DispatcherDeps)
       repair.start();
       schedule.start();
       logger.info(
-        { groupId: config.groupId, maxInFlight: config.maxInFlight, tiers: config.tiers.map((t) => t.name) },
+        {
+          groupId: config.groupId,
+          maxInFlight: config.maxInFlight,
+          maxUnfinished: config.maxUnfinished,
+          tiers: config.tiers.map((t) => t.name),
+        },
         'dispatcher started',
       );
     },

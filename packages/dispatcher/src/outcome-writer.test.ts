@@ -148,34 +148,35 @@ describe('createOutcomeWriter', () => {
     expect(await Promise.all([p, q])).toEqual([true, false]);
   });
 
-  it('with inFlight, waits out the delay while a running delivery may still join, and writes at once when none can', async () => {
+  it('with yetToRecord, waits out the delay while a running delivery may still join, and writes at once when none can', async () => {
     vi.useFakeTimers();
     const f = fakeDatabase();
-    let running = 2; // one delivery of a busy key records, the key's next one is already running
-    const writer = createOutcomeWriter(f.db, { maxBatch: 64, maxDelayMs: 20, inFlight: () => running });
+    let calling = 2; // a (recording now) and the next delivery of its busy key, in its provider call
+    const writer = createOutcomeWriter(f.db, { maxBatch: 64, maxDelayMs: 20, yetToRecord: () => calling });
     const a = writer.record(outcome('ntf_a'));
+    calling = 1; // a returns its permit right after record (providerReturned)
     await vi.advanceTimersByTimeAsync(10);
-    expect(f.statements).toHaveLength(0); // the running one may still join: wait
-    running = 3; // the next one starts when b's provider call returned, right after b records
-    const b = writer.record(outcome('ntf_b'));
+    expect(f.statements).toHaveLength(0); // the one in its provider call may still join: wait
+    const b = writer.record(outcome('ntf_b')); // it records; its key's next one starts as it returns
     await vi.advanceTimersByTimeAsync(5);
     expect(f.statements).toHaveLength(0);
-    const c = writer.record(outcome('ntf_c')); // now every running delivery has its outcome queued
+    const c = writer.record(outcome('ntf_c')); // that one records: it still counts until it returns
+    calling = 0; // ... and nothing else is in a provider call
     await Promise.resolve();
     expect(f.statements).toEqual([['ntf_a', 'ntf_b', 'ntf_c']]); // 15 ms after the first, not 20
     expect(await Promise.all([a, b, c])).toEqual([true, true, true]);
   });
 
-  it('with inFlight, counts a delivery started right after record (the next one of its key) as running', async () => {
+  it('with yetToRecord, counts a delivery started right after record (the next one of its key) as yet to record', async () => {
     vi.useFakeTimers();
     const f = fakeDatabase();
-    let running = 1;
-    const writer = createOutcomeWriter(f.db, { maxBatch: 64, maxDelayMs: 20, inFlight: () => running });
+    let calling = 1; // a, recording now
+    const writer = createOutcomeWriter(f.db, { maxBatch: 64, maxDelayMs: 20, yetToRecord: () => calling });
     const a = writer.record(outcome('ntf_a'));
-    running = 2; // providerReturned, called after record in the same job, starts the next delivery
+    // providerReturned, in the same job: a returns its permit and its key's next delivery takes one (still 1)
     await Promise.resolve();
     expect(f.statements).toHaveLength(0);
-    running = 1; // that one ends without an outcome (skipped): the delay bounds the wait
+    calling = 0; // that one ends without an outcome (skipped): the delay bounds the wait
     await vi.advanceTimersByTimeAsync(20);
     expect(f.statements).toEqual([['ntf_a']]);
     expect(await a).toBe(true);

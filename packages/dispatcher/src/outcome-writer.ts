@@ -15,14 +15,16 @@ export interface OutcomeWriterOptions {
   /** Hears about every transaction the writer ran (metrics, tests). Must not throw. */
   readonly onFlush?: (flush: OutcomeFlush) => void;
   /**
-   * Deliveries running now that may still record an outcome (the consumers' in-flight count).
-   * When given, a group does not wait out `maxDelayMs` once every running delivery has its
-   * outcome queued or being written: nothing else could join it, so it is written at the end of
-   * the current job. Without it, a drain whose every in-flight permit waits for its outcome idles
-   * for the rest of the delay. On one busy key the key's next delivery is already running while an
-   * outcome waits, so there the delay still cuts the groups (docs/retries.md, "Batching").
+   * Deliveries running now that have not handed their outcome to `record` yet and may still: the
+   * consumers' deliveries before or in their provider call (`DeliveryConsumer.calling`). Those
+   * past it have recorded (their outcome is queued or being written) and are not counted: they
+   * cannot add to a group. When given, a group does not wait out `maxDelayMs` once this is 0:
+   * nothing else could join it, so it is written at the end of the current job. Without it, a
+   * drain whose running deliveries all wait for their outcomes idles for the rest of the delay.
+   * On one busy key the key's next delivery is already running while an outcome waits, so there
+   * the delay still cuts the groups (docs/retries.md, "Batching").
    */
-  readonly inFlight?: () => number;
+  readonly yetToRecord?: () => number;
   /**
    * How long in all a group may wait while it holds an outcome whose key's next delivery is
    * running (`record`'s `keyBusy`): that key's next outcome is one provider call away. Default
@@ -191,7 +193,7 @@ export function createOutcomeWriter(db: SqlExecutor, options: OutcomeWriterOptio
   };
   const timer = createBatchTimer(delayUp, maxDelayMs);
 
-  const { inFlight } = options;
+  const { yetToRecord } = options;
   let checkQueued = false;
   /**
    * Writes the waiting outcomes now when no running delivery is left to join them. Run as a
@@ -201,7 +203,7 @@ export function createOutcomeWriter(db: SqlExecutor, options: OutcomeWriterOptio
    */
   const flushIfComplete = () => {
     checkQueued = false;
-    if (pending.length > 0 && pending.length + writingCount >= inFlight!()) flushNow();
+    if (pending.length > 0 && yetToRecord!() <= 0) flushNow();
   };
 
   return {
@@ -211,7 +213,7 @@ export function createOutcomeWriter(db: SqlExecutor, options: OutcomeWriterOptio
         if (pending.length >= maxBatch) flushNow();
         else {
           timer.schedule();
-          if (inFlight && !checkQueued) {
+          if (yetToRecord && !checkQueued) {
             checkQueued = true;
             queueMicrotask(flushIfComplete);
           }

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { createKeyedScheduler } from './scheduler.js';
 
 /** A promise with its resolve function, to hold tasks open until the test lets go. */
@@ -93,35 +93,162 @@ describe('KeyedScheduler', () => {
     expect(errors).toHaveLength(1);
   });
 
-  it('keeps per-key order and the bound for any interleaving (property)', async () => {
+  it('keeps per-key order and both bounds for any interleaving, with or without release (property)', async () => {
     await fc.assert(
       fc.asyncProperty(
-        fc.array(fc.tuple(fc.integer({ min: 0, max: 4 }), fc.integer({ min: 0, max: 3 })), { minLength: 1, maxLength: 40 }),
+        fc.array(fc.tuple(fc.integer({ min: 0, max: 4 }), fc.integer({ min: 0, max: 3 }), fc.integer({ min: 0, max: 4 })), {
+          minLength: 1,
+          maxLength: 40,
+        }),
         fc.integer({ min: 1, max: 4 }),
-        async (jobs, maxInFlight) => {
-          const s = createKeyedScheduler({ maxInFlight });
-          const seen = new Map<number, number[]>();
-          const active = new Set<number>();
-          let now = 0;
-          let max = 0;
-          jobs.forEach(([key, ticks], seq) =>
-            s.push(String(key), async () => {
-              expect(active.has(key)).toBe(false);
-              active.add(key);
-              now++;
-              max = Math.max(max, now);
-              for (let t = 0; t < ticks; t++) await Promise.resolve();
-              seen.set(key, [...(seen.get(key) ?? []), seq]);
-              active.delete(key);
-              now--;
+        fc.integer({ min: 0, max: 4 }),
+        async (jobs, maxInFlight, extra) => {
+          const maxRunning = maxInFlight + extra;
+          const errors: unknown[] = [];
+          const s = createKeyedScheduler({ maxInFlight, maxRunning, onError: (e) => errors.push(e) });
+          const started = new Map<number, number[]>();
+          /** Keys whose current task has neither released nor ended. */
+          const holdingKey = new Set<number>();
+          let holding = 0;
+          let running = 0;
+          let maxHolding = 0;
+          let maxRunningSeen = 0;
+          jobs.forEach(([key, ticks, releaseAt], seq) =>
+            s.push(String(key), async (release) => {
+              expect(holdingKey.has(key)).toBe(false); // the key's previous task released or ended
+              holdingKey.add(key);
+              started.set(key, [...(started.get(key) ?? []), seq]);
+              holding++;
+              running++;
+              maxHolding = Math.max(maxHolding, holding);
+              maxRunningSeen = Math.max(maxRunningSeen, running);
+              expect(s.holdingPermits).toBeLessThanOrEqual(maxInFlight);
+              expect(s.running).toBeLessThanOrEqual(maxRunning);
+              let released = false;
+              for (let t = 0; t <= ticks; t++) {
+                if (t === releaseAt) {
+                  holdingKey.delete(key);
+                  holding--;
+                  released = true;
+                  release();
+                }
+                await Promise.resolve();
+              }
+              if (!released) {
+                holdingKey.delete(key);
+                holding--;
+              }
+              running--;
             }),
           );
           await s.whenDrained();
-          expect(max).toBeLessThanOrEqual(maxInFlight);
-          for (const order of seen.values()) expect(order).toEqual([...order].sort((a, b) => a - b));
+          expect(errors).toEqual([]);
+          expect(maxHolding).toBeLessThanOrEqual(maxInFlight);
+          expect(maxRunningSeen).toBeLessThanOrEqual(maxRunning);
+          expect(s.running).toBe(0);
+          expect(s.holdingPermits).toBe(0);
+          for (const order of started.values()) expect(order).toEqual([...order].sort((a, b) => a - b));
         },
       ),
     );
+  });
+
+  it('a task that released gives its permit back: tasks of other keys start while it finishes, up to maxRunning', async () => {
+    const s = createKeyedScheduler({ maxInFlight: 2, maxRunning: 4 });
+    const commits = Array.from({ length: 6 }, gate);
+    const started: number[] = [];
+    commits.forEach((commit, i) =>
+      s.push(`k${i}`, async (release) => {
+        started.push(i);
+        release(); // the provider call returned; the outcome's commit is left
+        await commit.promise;
+      }),
+    );
+    // Two permits, yet four started: each gave its permit back while its outcome commits.
+    expect(started).toEqual([0, 1, 2, 3]);
+    expect(s.running).toBe(4);
+    expect(s.holdingPermits).toBe(0);
+    expect(s.size).toBe(6);
+    commits[2]!.open();
+    await s.whenSizeBelow(6);
+    expect(started).toEqual([0, 1, 2, 3, 4]); // one ended, one more started: the bound holds
+    expect(s.running).toBe(4);
+    for (const commit of commits) commit.open();
+    await s.whenDrained();
+    expect(started).toEqual([0, 1, 2, 3, 4, 5]);
+  });
+
+  it('bounds tasks holding a permit by maxInFlight however much room maxRunning has', async () => {
+    const s = createKeyedScheduler({ maxInFlight: 2, maxRunning: 8 });
+    const calls = Array.from({ length: 5 }, gate);
+    const commit = gate();
+    const started: number[] = [];
+    calls.forEach((call, i) =>
+      s.push(`k${i}`, async (release) => {
+        started.push(i);
+        await call.promise;
+        release();
+        await commit.promise;
+      }),
+    );
+    expect(started).toEqual([0, 1]);
+    calls[0]!.open();
+    await vi.waitFor(() => expect(started).toEqual([0, 1, 2])); // the permit refilled; 0 still finishing
+    expect(s.holdingPermits).toBe(2);
+    expect(s.running).toBe(3);
+    for (const call of calls) call.open();
+    await vi.waitFor(() => expect(s.holdingPermits).toBe(0));
+    expect(s.running).toBe(5);
+    commit.open();
+    await s.whenDrained();
+  });
+
+  it('with maxRunning = maxInFlight (the default), a task that released keeps its place until it ends', async () => {
+    const s = createKeyedScheduler({ maxInFlight: 2 });
+    const commits = Array.from({ length: 3 }, gate);
+    const started: number[] = [];
+    commits.forEach((commit, i) =>
+      s.push(`k${i}`, async (release) => {
+        started.push(i);
+        release();
+        await commit.promise;
+      }),
+    );
+    expect(started).toEqual([0, 1]);
+    expect(s.holdingPermits).toBe(0);
+    commits[0]!.open();
+    await s.whenSizeBelow(3);
+    expect(started).toEqual([0, 1, 2]);
+    for (const commit of commits) commit.open();
+    await s.whenDrained();
+  });
+
+  it('whenIdle and close() wait for tasks that released and are still finishing', async () => {
+    const s = createKeyedScheduler({ maxInFlight: 1, maxRunning: 2 });
+    const commit = gate();
+    let ended = false;
+    s.push('a', async (release) => {
+      release();
+      await commit.promise;
+      ended = true;
+    });
+    expect(s.holdingPermits).toBe(0);
+    expect(s.close()).toBe(0);
+    let idle = false;
+    void s.whenIdle().then(() => (idle = true));
+    await new Promise((r) => setImmediate(r));
+    expect(idle).toBe(false);
+    expect(s.running).toBe(1);
+    expect(s.size).toBe(1);
+    commit.open();
+    await s.whenIdle();
+    expect(ended).toBe(true);
+    expect(s.size).toBe(0);
+  });
+
+  it('rejects maxRunning below maxInFlight', () => {
+    expect(() => createKeyedScheduler({ maxInFlight: 4, maxRunning: 3 })).toThrow(/maxRunning/);
+    expect(() => createKeyedScheduler({ maxInFlight: 4, maxRunning: 4.5 })).toThrow(/maxRunning/);
   });
 
   it("release() lets the key's next task start while the first finishes; its permit is held until it ends", async () => {

@@ -3,29 +3,47 @@ export type TaskResult = void | { readonly retryInMs: number };
 
 /**
  * A unit of work for one key. It should not throw; if it does, `onError` hears of it and the task
- * counts as done. It may call `release()` before it ends: the key's next task may then start
- * while this one finishes (it keeps its permit until it ends); `release()` returns whether a next
- * task of the key was waiting (true only on the call that released). A task that released its key and
- * then asks for a retry runs again when the key is next free (its place in the key's order is gone).
+ * counts as done. It may call `release()` before it ends: the key's next task may then start, and
+ * this task gives its permit back, while it finishes (it still counts against `maxRunning` until
+ * it ends); `release()` returns whether a next task of the key was waiting (true only on the call
+ * that released). A task that released its key and then asks for a retry runs again when the key
+ * is next free (its place in the key's order is gone).
  */
 export type Task = (release: () => boolean) => Promise<TaskResult>;
+
+/** Options of `createKeyedScheduler`. */
+export interface KeyedSchedulerOptions {
+  /** Permits: tasks started and neither released nor ended, at most. */
+  readonly maxInFlight: number;
+  /**
+   * Tasks started and not ended (holding a permit, or released and finishing), at most; no task
+   * starts while this many run. At least `maxInFlight`. Default `maxInFlight`: a task that
+   * released then keeps its place until it ends, as if it kept its permit.
+   */
+  readonly maxRunning?: number;
+  /** Hears about tasks that threw. */
+  readonly onError?: (err: unknown) => void;
+}
 
 /**
  * Runs tasks with two rules: tasks of the same key start one at a time, in the order pushed (each
  * after the previous one ended or released the key); tasks of different keys run concurrently, at
- * most `maxInFlight` at once overall (not per partition).
+ * most `maxInFlight` holding a permit at once and `maxRunning` started and not ended, overall
+ * (not per partition).
  * Keys take turns (round robin), so one busy key cannot starve the others.
  */
 export interface KeyedScheduler {
   /** Queues a task behind the key's earlier tasks. Ignored after `close()`. */
   push(key: string, task: Task): void;
-  /** Tasks running now (each holds one of the `maxInFlight` permits). */
+  /** Tasks started and not ended: holding a permit, or released and finishing (at most `maxRunning`). */
   readonly running: number;
+  /** Tasks holding a permit: started and neither released nor ended (at most `maxInFlight`). */
+  readonly holdingPermits: number;
   /** Tasks pushed and not finished: running, waiting behind their key or for a permit, or waiting to retry. */
   readonly size: number;
   /** Resolves once `size` is below `limit`. */
   whenSizeBelow(limit: number): Promise<void>;
-  /** Resolves once no task is running (after `close()`: once the running ones finished). */
+  /** Resolves once no task is running, finishing ones included (after `close()`: once the running ones ended). */
   whenIdle(): Promise<void>;
   /** Resolves once every pushed task finished. */
   whenDrained(): Promise<void>;
@@ -39,15 +57,20 @@ interface KeyQueue {
   busy: boolean;
 }
 
-/** Creates a `KeyedScheduler`. `onError` hears about tasks that threw. */
-export function createKeyedScheduler(options: { maxInFlight: number; onError?: (err: unknown) => void }): KeyedScheduler {
+/** Creates a `KeyedScheduler`. */
+export function createKeyedScheduler(options: KeyedSchedulerOptions): KeyedScheduler {
   const { maxInFlight } = options;
   if (!Number.isInteger(maxInFlight) || maxInFlight < 1) throw new RangeError(`maxInFlight must be a whole number ≥ 1, got ${maxInFlight}`);
+  const maxRunning = options.maxRunning ?? maxInFlight;
+  if (!Number.isInteger(maxRunning) || maxRunning < maxInFlight) {
+    throw new RangeError(`maxRunning must be a whole number ≥ maxInFlight (${maxInFlight}), got ${maxRunning}`);
+  }
   const queues = new Map<string, KeyQueue>();
   /** Keys whose next task may start, in turn order. A key is here at most once. */
   const ready: string[] = [];
   const retryTimers = new Set<NodeJS.Timeout>();
   let running = 0;
+  let holding = 0;
   let size = 0;
   let closed = false;
   let waiters: { check: () => boolean; resolve: () => void }[] = [];
@@ -78,12 +101,14 @@ export function createKeyedScheduler(options: { maxInFlight: number; onError?: (
 
   const start = (key: string, queue: KeyQueue, task: Task) => {
     running++;
+    holding++;
     queue.busy = true;
     let result: TaskResult = undefined;
     let released = false;
     const release = () => {
       if (released) return false;
       released = true;
+      holding--;
       queue.busy = false;
       const next = queue.tasks.length > 0;
       if (next) ready.push(key);
@@ -97,6 +122,7 @@ export function createKeyedScheduler(options: { maxInFlight: number; onError?: (
         options.onError?.(err);
       }
       running--;
+      if (!released) holding--;
       if (result && !closed) {
         // Not released: keep the key blocked (order), give the permit back (others may run meanwhile).
         const timer = setTimeout(
@@ -126,7 +152,7 @@ export function createKeyedScheduler(options: { maxInFlight: number; onError?: (
   };
 
   const pump = () => {
-    while (!closed && running < maxInFlight && ready.length > 0) {
+    while (!closed && holding < maxInFlight && running < maxRunning && ready.length > 0) {
       const key = ready.shift() as string;
       const queue = queues.get(key);
       if (!queue || queue.busy) continue;
@@ -155,6 +181,9 @@ export function createKeyedScheduler(options: { maxInFlight: number; onError?: (
     },
     get running() {
       return running;
+    },
+    get holdingPermits() {
+      return holding;
     },
     get size() {
       return size;
