@@ -61,6 +61,11 @@ export interface ClaimOptions {
    * message as the claim. The flag counts as set even if the claim fails (it may have committed).
    */
   readonly sleep?: boolean | undefined;
+  /**
+   * First clear this instance's `sleeping` flag (woken: the trigger may stop ringing), committed
+   * on its own before the read. Not with `sleep`.
+   */
+  readonly awake?: boolean | undefined;
 }
 
 /** Where the publish loop gets its batches (a port, so the loop's control flow is unit-tested without a database). */
@@ -167,7 +172,7 @@ export function createBatchSource(
   };
 
   return {
-    async claim({ previous, onSent, limit = config.batchSize, sleep = false } = {}) {
+    async claim({ previous, onSent, limit = config.batchSize, sleep = false, awake = false } = {}) {
       const startedAt = performance.now();
       const after = previous?.rows[previous.rows.length - 1];
       const claimText = relayClaimText({
@@ -180,9 +185,10 @@ export function createBatchSource(
         ...(previous ? { only: previous.slots } : {}),
         ...(after ? { after } : {}),
       });
-      // The flag commits on its own first (its COMMIT ends the implicit transaction the message
+      // A flag write commits on its own first (its COMMIT ends the implicit transaction the message
       // starts in); READ COMMITTED explicitly: the read must see a takeover committed before the locks.
-      const text = `${sleep ? `${relayInstanceSleepingText({ instanceId, sleeping: true })}; COMMIT; ` : ''}BEGIN ISOLATION LEVEL READ COMMITTED; ${claimText}`;
+      const flag = sleep || awake ? `${relayInstanceSleepingText({ instanceId, sleeping: sleep })}; COMMIT; ` : '';
+      const text = `${flag}BEGIN ISOLATION LEVEL READ COMMITTED; ${claimText}`;
       const client = await deps.pool.connect();
       let claimed;
       try {

@@ -65,9 +65,10 @@ function scriptedSource(script: Scripted[]): BatchSource & { log: string[]; clai
     log,
     flags,
     claims: 0,
-    async claim({ previous, onSent, limit, sleep }: ClaimOptions = {}): Promise<ClaimedBatch> {
+    async claim({ previous, onSent, limit, sleep, awake }: ClaimOptions = {}): Promise<ClaimedBatch> {
       source.claims++;
       if (sleep) flags.push(true);
+      if (awake) flags.push(false);
       const s = script.shift() ?? {};
       const name = s.ids?.length ? `[${s.ids.join(',')}]` : '[]';
       log.push(
@@ -286,15 +287,17 @@ describe('publish loop: running (start/stop)', () => {
     expect(batches.claims).toBe(2);
     loop.wake();
     await vi.advanceTimersByTimeAsync(0);
-    expect(batches.claims).toBe(3);
+    // Woken: a claim that clears the flag, then (nothing found) the look that raises it again.
+    expect(batches.claims).toBe(4);
+    expect(batches.flags).toEqual([true, false, true]);
     await vi.advanceTimersByTimeAsync(1_000);
-    expect(batches.claims).toBe(4); // the poll interval
+    expect(batches.claims).toBe(5); // the poll interval
     await loop.stop();
   });
 
-  it('the sleeping flag rides on the look that raises it and on the next mark, and is not written while busy', async () => {
+  it('the sleeping flag rides on the look that raises it and on the claim after a wake-up (or the next mark)', async () => {
     vi.useFakeTimers();
-    const { loop, batches, log } = setup([{ ids: [1, 2] }, { ids: [3] }, {}, { ids: [4] }]);
+    const { loop, batches, log } = setup([{ ids: [1, 2] }, { ids: [3] }, {}, { ids: [4] }, { ids: [5] }, {}]);
     loop.start();
     await vi.advanceTimersByTimeAsync(0);
     // [1,2] (full), [3] read ahead: no flag; then the look that raises it finds nothing.
@@ -302,10 +305,15 @@ describe('publish loop: running (start/stop)', () => {
     expect(batches.flags).toEqual([true]);
     loop.wake();
     await vi.advanceTimersByTimeAsync(0);
-    // [4] is marked with the flag cleared; the look after it raises the flag again.
-    expect(log).toContain('committed [4]');
-    expect(batches.flags).toEqual([true, false, true]);
-    expect(batches.claims).toBe(5);
+    // The claim after the wake-up clears it ([4]); the look after [4] raises it again and finds [5],
+    // whose mark clears it; the look after that raises it once more.
+    expect(log).toContain('committed [5]');
+    expect(batches.flags).toEqual([true, false, true, false, true]);
+    expect(batches.claims).toBe(6);
+    // A poll that times out leaves the flag up.
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(batches.claims).toBe(7);
+    expect(batches.flags).toEqual([true, false, true, false, true]);
     await loop.stop();
   });
 

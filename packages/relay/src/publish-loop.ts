@@ -62,7 +62,8 @@ export interface PublishLoop {
   /**
    * Runs rounds until `stop`, waiting between them (backoff after a failure; poll interval,
    * held-back re-poll or a wake-up when idle). Before it waits for a wake-up, one more look raises
-   * the `sleeping` flag first (see `ClaimOptions.sleep`); the mark of the next batch clears it.
+   * the `sleeping` flag first (see `ClaimOptions.sleep`); the claim after a wake-up clears it
+   * (`ClaimOptions.awake`), or else the mark of the next batch.
    */
   start(): void;
   /** Ends the current wait, finishes the round in progress and the pending commit, rolls back a read-ahead. Resolves when done. Idempotent. */
@@ -90,10 +91,11 @@ export function createPublishLoop(config: PublishLoopConfig, deps: PublishLoopDe
   let ahead: Promise<ClaimedBatch> | null = null;
   let committing: Promise<void> | null = null; // mark + commit of the previous batch
   // This instance's `sleeping` flag in relay_instances, as last written (or possibly written).
-  // Both writes ride on the claim transaction's messages: set with the next claim, cleared with
-  // the mark of the first batch that has rows.
+  // Both writes ride on the claim transaction's messages: set with the look before a wait,
+  // cleared with the claim after a wake-up (or else with the next mark).
   let sleeping = false;
   let sleepNext = false; // the next claim sets the flag first
+  let wokenNext = false; // the next claim clears it first
   // After Kafka refused a batch for good (REFUSED_FOR_GOOD), this many rows are claimed and
   // published one at a time, so the refused row is found and set aside and the rest go out.
   let isolating = 0;
@@ -158,7 +160,10 @@ export function createPublishLoop(config: PublishLoopConfig, deps: PublishLoopDe
       heldBackDelay = Math.min(heldBackDelay * 2, config.heldBackMaxMs);
     } else {
       heldBackDelay = config.heldBackRetryMs;
-      await signal.wait(config.pollIntervalMs);
+      // Woken (a NOTIFY, most often): rows are likely, so stop the ringing with the next claim
+      // rather than after its publish: every transaction that rings meanwhile queues for
+      // PostgreSQL's notify lock at commit. A poll that times out leaves the flag up.
+      if (await signal.wait(config.pollIntervalMs)) wokenNext = sleeping;
     }
   };
 
@@ -175,10 +180,13 @@ export function createPublishLoop(config: PublishLoopConfig, deps: PublishLoopDe
       if (ahead) current = await ahead;
       else {
         const sleep = sleepNext;
-        sleepNext = false;
-        // The flag may have committed even if the claim fails: count it as set, so the next mark clears it.
+        const awake = wokenNext && !sleep;
+        sleepNext = wokenNext = false;
+        // The flag may have been raised even if the claim fails: count it as raised, so the next
+        // mark clears it; a clearing counts only once the claim succeeded.
         if (sleep) sleeping = true;
-        current = await deps.batches.claim({ ...(isolating > 0 ? { limit: 1 } : {}), sleep });
+        current = await deps.batches.claim({ ...(isolating > 0 ? { limit: 1 } : {}), sleep, awake });
+        if (awake) sleeping = false;
       }
     } catch (error) {
       ahead = null;
