@@ -1,10 +1,11 @@
+import type { SqlExecutor } from '@notify/outbox';
 import { silentLogger } from '@notify/runtime';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { BatchSource, ClaimOptions, ClaimedBatch, RefusedRow } from './batch-source.js';
+import type { BatchSource, ClaimedBatch, RefusedRow } from './batch-source.js';
 import { type RelayEventMap, createRelayEvents } from './events.js';
 import { type PublishLoopConfig, createPublishLoop } from './publish-loop.js';
 import { PublishError, type Publisher } from './publisher.js';
-import type { ClaimedRow } from './sql/relay-claim.js';
+import type { ClaimedRow } from './sql/outbox-claim-batch.js';
 import { createMemoryPublisher } from './testing/index.js';
 
 // The loop's control flow (pipelining, commit order, backoff, idle waits, stop) against an
@@ -54,21 +55,14 @@ const withEvent = (r: ClaimedRow, value = `{"type":"notification.queued","n":${r
   event_value: value,
 });
 
-/**
- * Batches from a script (then empty ones); `log` records what happened, in order; `flags` the
- * `sleeping` flag writes that ride on claims (true) and commits (false).
- */
-function scriptedSource(script: Scripted[]): BatchSource & { log: string[]; claims: number; flags: boolean[] } {
+/** Batches from a script (then empty ones); `log` records what happened, in order. */
+function scriptedSource(script: Scripted[]): BatchSource & { log: string[]; claims: number } {
   const log: string[] = [];
-  const flags: boolean[] = [];
   const source = {
     log,
-    flags,
     claims: 0,
-    async claim({ previous, onSent, limit, sleep, awake }: ClaimOptions = {}): Promise<ClaimedBatch> {
+    async claim(previous?: ClaimedBatch, onSent?: () => void, limit?: number): Promise<ClaimedBatch> {
       source.claims++;
-      if (sleep) flags.push(true);
-      if (awake) flags.push(false);
       const s = script.shift() ?? {};
       const name = s.ids?.length ? `[${s.ids.join(',')}]` : '[]';
       log.push(
@@ -86,8 +80,7 @@ function scriptedSource(script: Scripted[]): BatchSource & { log: string[]; clai
         rows,
         heldBack: s.heldBack ?? false,
         startedAt: 0,
-        async commit(_publishMs: number, refused: readonly RefusedRow[] = [], options: { readonly awake?: boolean } = {}) {
-          if (options.awake) flags.push(false);
+        async commit(_publishMs: number, refused: readonly RefusedRow[] = []) {
           log.push(`commit ${name}` + (refused.length ? ` refusing [${refused.map((r) => `${r.row.id}: ${r.reason}`).join(', ')}]` : ''));
           if (s.commitDelayMs) await new Promise((r) => setTimeout(r, s.commitDelayMs));
           if (s.commitError) {
@@ -116,22 +109,37 @@ function loggingPublisher(log: string[], inner: Publisher = createMemoryPublishe
   };
 }
 
+/** Records the `sleeping` flag writes. */
+function flagDb(): SqlExecutor & { flags: boolean[] } {
+  const flags: boolean[] = [];
+  return {
+    flags,
+    async query<R>(text: string, values: readonly unknown[]) {
+      expect(text).toMatch(/UPDATE relay_instances SET sleeping/);
+      flags.push(values[1] as boolean);
+      return { rows: [] as R[] };
+    },
+  };
+}
+
 function setup(script: Scripted[], options: { held?: readonly number[]; publisher?: Publisher; config?: Partial<PublishLoopConfig> } = {}) {
   const batches = scriptedSource(script);
   const events = createRelayEvents(silentLogger);
   const errors: RelayEventMap['publishError'][] = [];
   events.on('publishError', (e) => void errors.push(e));
+  const db = flagDb();
   const loop = createPublishLoop(
     { ...CONFIG, ...options.config },
     {
       batches,
       publisher: loggingPublisher(batches.log, options.publisher),
+      db,
       heldSlots: () => options.held ?? [0, 1],
       events,
       logger: silentLogger,
     },
   );
-  return { loop, log: batches.log, batches, errors };
+  return { loop, log: batches.log, batches, errors, db };
 }
 
 afterEach(() => void vi.useRealTimers());
@@ -278,42 +286,18 @@ describe('publish loop: running (start/stop)', () => {
 
   it('idle: flags itself sleeping, looks once more, then sleeps a poll interval unless woken', async () => {
     vi.useFakeTimers();
-    const { loop, batches } = setup([]);
+    const { loop, batches, db } = setup([]);
     loop.start();
     await vi.advanceTimersByTimeAsync(0);
-    expect(batches.claims).toBe(2); // the look that raises the flag first
-    expect(batches.flags).toEqual([true]);
+    expect(batches.claims).toBe(2); // the look after raising the flag
+    expect(db.flags).toEqual([true]);
     await vi.advanceTimersByTimeAsync(999);
     expect(batches.claims).toBe(2);
     loop.wake();
     await vi.advanceTimersByTimeAsync(0);
-    // Woken: a claim that clears the flag, then (nothing found) the look that raises it again.
-    expect(batches.claims).toBe(4);
-    expect(batches.flags).toEqual([true, false, true]);
-    await vi.advanceTimersByTimeAsync(1_000);
-    expect(batches.claims).toBe(5); // the poll interval
-    await loop.stop();
-  });
-
-  it('the sleeping flag rides on the look that raises it and on the claim after a wake-up (or the next mark)', async () => {
-    vi.useFakeTimers();
-    const { loop, batches, log } = setup([{ ids: [1, 2] }, { ids: [3] }, {}, { ids: [4] }, { ids: [5] }, {}]);
-    loop.start();
-    await vi.advanceTimersByTimeAsync(0);
-    // [1,2] (full), [3] read ahead: no flag; then the look that raises it finds nothing.
     expect(batches.claims).toBe(3);
-    expect(batches.flags).toEqual([true]);
-    loop.wake();
-    await vi.advanceTimersByTimeAsync(0);
-    // The claim after the wake-up clears it ([4]); the look after [4] raises it again and finds [5],
-    // whose mark clears it; the look after that raises it once more.
-    expect(log).toContain('committed [5]');
-    expect(batches.flags).toEqual([true, false, true, false, true]);
-    expect(batches.claims).toBe(6);
-    // A poll that times out leaves the flag up.
     await vi.advanceTimersByTimeAsync(1_000);
-    expect(batches.claims).toBe(7);
-    expect(batches.flags).toEqual([true, false, true, false, true]);
+    expect(batches.claims).toBe(4); // the poll interval
     await loop.stop();
   });
 

@@ -1,4 +1,5 @@
 import { performance } from 'node:perf_hooks';
+import { type SqlExecutor } from '@notify/outbox';
 import { TOPICS, topicName } from '@notify/contract';
 import { type Logger, backoffDelayMs, errorSummary, withTimeout } from '@notify/runtime';
 import type { BatchSource, ClaimedBatch, RefusedRow } from './batch-source.js';
@@ -7,7 +8,8 @@ import type { ResolvedRelayConfig } from './config.js';
 import type { BatchStage, RelayEvents } from './events.js';
 import { PublishError, type PublishMessage, type Publisher } from './publisher.js';
 import { queuedEventHeaders } from './queued-event.js';
-import type { ClaimedRow } from './sql/relay-claim.js';
+import type { ClaimedRow } from './sql/outbox-claim-batch.js';
+import { relayInstanceSleeping } from './sql/relay-instance-sleeping.js';
 import { WakeSignal } from './wake-signal.js';
 
 /** The part of the relay's configuration the publish loop reads. */
@@ -29,6 +31,8 @@ export interface PublishLoopDeps {
   /** Claim transactions (`createBatchSource`). */
   readonly batches: BatchSource;
   readonly publisher: Publisher;
+  /** For this instance's `sleeping` flag in `relay_instances` (`relayInstanceSleeping`). */
+  readonly db: SqlExecutor;
   /** The slots this instance holds now (the lease service's `slots`). */
   readonly heldSlots: () => readonly number[];
   readonly events: RelayEvents;
@@ -59,12 +63,7 @@ export interface PublishLoop {
    * mark + commit. No waiting: backoff and idle waits are the caller's. Not while started.
    */
   runOnce(): Promise<PublishRound>;
-  /**
-   * Runs rounds until `stop`, waiting between them (backoff after a failure; poll interval,
-   * held-back re-poll or a wake-up when idle). Before it waits for a wake-up, one more look raises
-   * the `sleeping` flag first (see `ClaimOptions.sleep`); the claim after a wake-up clears it
-   * (`ClaimOptions.awake`), or else the mark of the next batch.
-   */
+  /** Runs rounds until `stop`, waiting between them (backoff after a failure; poll interval, held-back re-poll or a wake-up when idle). */
   start(): void;
   /** Ends the current wait, finishes the round in progress and the pending commit, rolls back a read-ahead. Resolves when done. Idempotent. */
   stop(): Promise<void>;
@@ -90,12 +89,7 @@ export function createPublishLoop(config: PublishLoopConfig, deps: PublishLoopDe
   let heldBackDelay = config.heldBackRetryMs;
   let ahead: Promise<ClaimedBatch> | null = null;
   let committing: Promise<void> | null = null; // mark + commit of the previous batch
-  // This instance's `sleeping` flag in relay_instances, as last written (or possibly written).
-  // Both writes ride on the claim transaction's messages: set with the look before a wait,
-  // cleared with the claim after a wake-up (or else with the next mark).
   let sleeping = false;
-  let sleepNext = false; // the next claim sets the flag first
-  let wokenNext = false; // the next claim clears it first
   // After Kafka refused a batch for good (REFUSED_FOR_GOOD), this many rows are claimed and
   // published one at a time, so the refused row is found and set aside and the rest go out.
   let isolating = 0;
@@ -147,12 +141,24 @@ export function createPublishLoop(config: PublishLoopConfig, deps: PublishLoopDe
     }
   };
 
+  /** Flags this instance as sleeping (the trigger then rings) or busy; only transitions touch the database. */
+  const setSleeping = async (value: boolean) => {
+    if (sleeping === value) return;
+    try {
+      await relayInstanceSleeping(deps.db, { instanceId: config.instanceId, sleeping: value });
+      sleeping = value;
+    } catch (error) {
+      // Not fatal: without the flag the relay is woken by its poll interval instead.
+      events.emit('error', { error, stage: 'wakeup' });
+    }
+  };
+
   const idle = async (heldBack: boolean) => {
     if (!heldBack && !sleeping) {
       // Ring first, then look once more before sleeping: a row committed before the flag
-      // became visible did not ring, and the next claim (which sets the flag first) catches it.
-      sleepNext = true;
-      return;
+      // became visible did not ring, and the next claim catches it.
+      await setSleeping(true);
+      if (sleeping) return;
     }
     if (heldBack) {
       // Rows wait behind an older open transaction that may never notify: re-poll soon.
@@ -160,10 +166,7 @@ export function createPublishLoop(config: PublishLoopConfig, deps: PublishLoopDe
       heldBackDelay = Math.min(heldBackDelay * 2, config.heldBackMaxMs);
     } else {
       heldBackDelay = config.heldBackRetryMs;
-      // Woken (a NOTIFY, most often): rows are likely, so stop the ringing with the next claim
-      // rather than after its publish: every transaction that rings meanwhile queues for
-      // PostgreSQL's notify lock at commit. A poll that times out leaves the flag up.
-      if (await signal.wait(config.pollIntervalMs)) wokenNext = sleeping;
+      await signal.wait(config.pollIntervalMs);
     }
   };
 
@@ -177,22 +180,13 @@ export function createPublishLoop(config: PublishLoopConfig, deps: PublishLoopDe
     }
     let current: ClaimedBatch;
     try {
-      if (ahead) current = await ahead;
-      else {
-        const sleep = sleepNext;
-        const awake = wokenNext && !sleep;
-        sleepNext = wokenNext = false;
-        // The flag may have been raised even if the claim fails: count it as raised, so the next
-        // mark clears it; a clearing counts only once the claim succeeded.
-        if (sleep) sleeping = true;
-        current = await deps.batches.claim({ ...(isolating > 0 ? { limit: 1 } : {}), sleep, awake });
-        if (awake) sleeping = false;
-      }
+      current = await (ahead ?? (isolating > 0 ? deps.batches.claim(undefined, undefined, 1) : deps.batches.claim()));
     } catch (error) {
       ahead = null;
       return (await settle()) ?? failed('claim', error);
     }
     ahead = null;
+    if (current.rows.length > 0) await setSleeping(false);
     if (current.rows.length === 0) {
       const markFailed = await settle();
       if (markFailed) return markFailed;
@@ -209,7 +203,7 @@ export function createPublishLoop(config: PublishLoopConfig, deps: PublishLoopDe
       // measured), and the server runs the read meanwhile instead of after.
       let sent!: () => void;
       const onSent = new Promise<void>((r) => (sent = r));
-      ahead = deps.batches.claim({ previous: current, onSent: sent });
+      ahead = deps.batches.claim(current, sent);
       ahead.catch(() => {}); // handled when awaited
       await Promise.race([
         onSent,
@@ -270,10 +264,7 @@ export function createPublishLoop(config: PublishLoopConfig, deps: PublishLoopDe
       return markFailed;
     }
     failures = 0;
-    const awake = sleeping;
-    committing = current.commit(publishMs, refused, { awake }).then(() => {
-      if (awake) sleeping = false;
-    });
+    committing = current.commit(publishMs, refused);
     committing.catch(() => {}); // handled by settle()
     const published: PublishRound = { kind: 'published', count: current.rows.length, full, heldBack: current.heldBack };
     // Full: likely more, no sleep (and the next round may be reading already). Stopping: `stop` settles the commit.

@@ -1,6 +1,5 @@
 import { performance } from 'node:perf_hooks';
 import type { Kafka } from 'kafkajs';
-import pg from 'pg';
 import type { Kysely } from 'kysely';
 import type { Database } from '@notify/migrations';
 import { fromKysely } from '@notify/outbox';
@@ -26,13 +25,9 @@ export interface RelayHooks {
 }
 
 interface RelayDepsBase {
-  /** Leases and purges run on this pool (one connection at a time). */
+  /** Claims, leases and purges run on this pool: up to three claim transactions (one being marked, one being published, one read ahead) plus one for leases or purge. */
   readonly db: Kysely<Database>;
-  /**
-   * For the dedicated LISTEN connection, and the relay's own pool of up to three claim
-   * transactions (one being marked, one being published, one read ahead): raw `pg` clients, so
-   * one message can carry several statements (BEGIN with the claim, the mark with COMMIT).
-   */
+  /** For the dedicated LISTEN connection. */
   readonly connectionString: string;
   readonly clock?: Clock;
   readonly logger?: Logger;
@@ -90,10 +85,10 @@ export function createRelay(config: RelayConfig, deps: RelayDeps): Relay {
 
   const leases = createLeaseService(cfg, { db, clock, logger, events, slotCount: () => slotCount, onAcquired: () => loop.wake() });
   const purge = createPurgeService(cfg, { db, clock, logger, events, heldSlots: leases.slots });
-  const claimPool = createClaimPool(deps.connectionString);
   const loop = createPublishLoop(cfg, {
-    batches: createBatchSource(cfg, { pool: claimPool, clock, events, slotCount: () => slotCount }),
+    batches: createBatchSource(cfg, { db: deps.db, clock, events, slotCount: () => slotCount }),
     publisher,
+    db,
     heldSlots: leases.slots,
     events,
     logger,
@@ -129,8 +124,6 @@ export function createRelay(config: RelayConfig, deps: RelayDeps): Relay {
     await purgeStopped;
     await leases.releaseAll();
     await wakeup.stop();
-    // A claim transaction still open (the loop did not drain) ends with its connection.
-    await settlesWithin(claimPool.end(), Math.max(left(), 1_000));
     if (ownsPublisher) await settlesWithin(publisher.close(), Math.max(left(), 1_000));
     state = 'stopped';
     logger.info({ drained }, 'relay stopped');
@@ -177,19 +170,4 @@ export function createRelay(config: RelayConfig, deps: RelayDeps): Relay {
     on: (event, listener) => events.on(event, listener),
     slots: leases.slots,
   };
-}
-
-/**
- * The claim transactions' pool. Like runtime's `createDb`, it listens for client errors: a client
- * that loses its connection (server restart, pg_terminate_backend, the idle-in-transaction
- * timeout) while checked out or idle would otherwise crash the process; with the listeners the
- * statement in progress fails, the batch is retried, and the pool replaces the client.
- */
-function createClaimPool(connectionString: string): pg.Pool {
-  const pool = new pg.Pool({ connectionString, max: 3, application_name: 'notify-relay-claim' });
-  pool.on('error', () => {});
-  pool.on('connect', (client) => {
-    client.on('error', () => {});
-  });
-  return pool;
 }

@@ -3,10 +3,8 @@ import { type TestDatabase, createTestDatabase } from '../../../test/support/db.
 import { type TestKafka, createTestKafka } from '../../../test/support/kafka.js';
 import { waitFor } from '../../../test/support/wait.js';
 import { type Publisher, type Relay, type RelayConfig, createKafkaPublisher, createRelay } from '../src/index.js';
+import { SLOT_LOCK_NAMESPACE } from '../src/sql/relay-slot-lock.js';
 import { decode, insertMessages, keyOrderViolations, outboxCounts, testMessage } from './support.js';
-
-/** The relay's advisory lock namespace ("RELY": relay-lease-acquire.ts, migration 0210). */
-const SLOT_LOCK_NAMESPACE = 0x52454c59;
 
 let tdb: TestDatabase;
 let tk: TestKafka;

@@ -1,6 +1,6 @@
-import { bigintArrayLiteral, timeLiteral } from './literals.js';
+import type { SqlExecutor } from '@notify/outbox';
 
-/** Parameters of `outboxMarkPublishedText`. */
+/** Parameters of `outboxMarkPublished`. */
 export interface OutboxMarkPublishedParams {
   /** Outbox ids (bigints as strings). */
   readonly ids: readonly string[];
@@ -8,11 +8,11 @@ export interface OutboxMarkPublishedParams {
 }
 
 /**
- * Marks rows published at `now`, as one statement with its values inlined (`literals.ts`), for
- * the claim transaction to send in the same message as its COMMIT. Runs after the broker
- * acknowledged the rows; the commit makes it stick. This is the transaction's first write, so it
- * gets an xid only now, for the moment until the commit.
+ * Marks rows published at `now`. Runs in the claim transaction after the broker acknowledged
+ * them; the commit that follows makes it stick. This is the transaction's first write, so it
+ * gets an xid only now, for the few milliseconds until the commit.
  */
-export function outboxMarkPublishedText(params: OutboxMarkPublishedParams): string {
-  return `UPDATE outbox SET published_at = ${timeLiteral(params.now)} WHERE id = ANY (${bigintArrayLiteral(params.ids)}) AND published_at IS NULL`;
+export async function outboxMarkPublished(db: SqlExecutor, params: OutboxMarkPublishedParams): Promise<void> {
+  if (params.ids.length === 0) return;
+  await db.query(`UPDATE outbox SET published_at = $1 WHERE id = ANY($2::bigint[]) AND published_at IS NULL`, [params.now, params.ids]);
 }

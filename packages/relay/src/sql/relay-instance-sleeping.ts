@@ -1,6 +1,6 @@
-import { textLiteral } from './literals.js';
+import type { SqlExecutor } from '@notify/outbox';
 
-/** Parameters of `relayInstanceSleepingText`. */
+/** Parameters of `relayInstanceSleeping`. */
 export interface RelayInstanceSleepingParams {
   readonly instanceId: string;
   /** True: this instance is about to wait for a NOTIFY; false: it is publishing. */
@@ -8,13 +8,11 @@ export interface RelayInstanceSleepingParams {
 }
 
 /**
- * Tells the outbox trigger whether this instance waits for a wake-up, as one statement with its
- * values inlined (`literals.ts`): the claim transaction sends it in the same message as its own
- * statements (before its BEGIN, committed on its own: true; with the mark: false). The trigger
- * rings (`pg_notify`) only while some relay sleeps, because a notifying transaction takes
+ * Tells the outbox trigger whether this instance waits for a wake-up. The trigger rings
+ * (`pg_notify`) only while some relay sleeps, because a notifying transaction takes
  * PostgreSQL's global notify lock through its commit, which serialises the commits of every
  * enqueue (migration 0002 has the numbers).
  */
-export function relayInstanceSleepingText(params: RelayInstanceSleepingParams): string {
-  return `UPDATE relay_instances SET sleeping = ${params.sleeping} WHERE instance_id = ${textLiteral(params.instanceId)}`;
+export async function relayInstanceSleeping(db: SqlExecutor, params: RelayInstanceSleepingParams): Promise<void> {
+  await db.query('UPDATE relay_instances SET sleeping = $2 WHERE instance_id = $1', [params.instanceId, params.sleeping]);
 }

@@ -1,10 +1,5 @@
 import type { SqlExecutor } from '@notify/outbox';
-
-/**
- * The first key of the relay's advisory locks (ASCII "RELY"); the second is the slot. Per
- * database. `relay_claim` (migration 0210) takes the shared ones with this number written out.
- */
-const SLOT_LOCK_NAMESPACE = 0x52454c59;
+import { SLOT_LOCK_NAMESPACE } from './relay-slot-lock.js';
 
 /** Parameters of `relayLeaseAcquire`. */
 export interface RelayLeaseAcquireParams {
@@ -19,7 +14,7 @@ export interface RelayLeaseAcquireParams {
  * Takes up to `count` slots that are free or whose lease has expired, and returns them.
  *
  * A slot is taken only with its exclusive advisory lock: a previous owner whose claim
- * transaction is still open holds the shared lock (`relay_claim`), so the slot is skipped
+ * transaction is still open holds the shared lock (`relaySlotLock`), so the slot is skipped
  * until that batch has committed or rolled back. A new owner never publishes a slot while the
  * old owner's batch is in flight. FOR UPDATE on the lease row re-checks "free or expired" on the
  * newest row version, so a renewal that committed after this statement's snapshot wins.

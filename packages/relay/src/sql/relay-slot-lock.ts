@@ -1,0 +1,53 @@
+import type { SqlExecutor } from '@notify/outbox';
+
+/** The first key of the relay's advisory locks (ASCII "RELY"); the second is the slot. Per database. */
+export const SLOT_LOCK_NAMESPACE = 0x52454c59;
+
+/** Parameters of `relaySlotLock`. */
+export interface RelaySlotLockParams {
+  readonly instanceId: string;
+  readonly now: Date;
+  /** `idle_in_transaction_session_timeout` for this transaction (see below). */
+  readonly idleTimeoutMs: number;
+  /** Lock only these of its slots (a pipelined read continues the previous batch's slots only). */
+  readonly only?: readonly number[];
+}
+
+/**
+ * First statement of a claim transaction: takes a shared transaction-level advisory lock on
+ * every slot this instance leases (unexpired), and returns the slots it locked.
+ *
+ * This is the fence that keeps per-key order across instances. Taking a slot over needs the
+ * exclusive lock (`relayLeaseAcquire`), so while a batch of the slot is in flight (this
+ * transaction is open) nobody can take it, even if the lease expires or is released meanwhile.
+ * Advisory locks, unlike row locks, give the transaction no xid: an open claim transaction
+ * does not hold back other sessions' snapshot xmin, so a relay stuck in a slow publish does not
+ * stall every other relay (see docs/relay.md, "why not FOR UPDATE").
+ *
+ * The owner check here reads this statement's snapshot, which may predate a takeover that
+ * committed just before the lock was granted; `outboxClaimBatch` re-checks ownership in a later
+ * statement (a fresh snapshot), and only the slots that pass both are claimed.
+ *
+ * Also sets `idle_in_transaction_session_timeout` for the transaction: it waits on Kafka
+ * holding these locks, and if this process hangs the server ends the session and frees them.
+ *
+ * And turns sorts off for the transaction's later plans (`enable_sort`, transaction-local): the
+ * claim (`outboxClaimBatch`) must walk outbox_unpublished_txid_idx in (txid, id) order and stop
+ * at its limit. The planner guesses its slot filter keeps about 5 % of the unpublished rows, so
+ * with fewer than about 20 times the limit unpublished (a backlog of 10,000 with batches of
+ * 1,000) it chose to read the whole table (published rows too) and sort every unpublished row
+ * instead: 250–500 ms for the first claim of a 10,000-row backlog against 13–22 ms in index
+ * order (EXPLAIN ANALYZE, load average 9). The other statements of the transaction sort nothing.
+ */
+export async function relaySlotLock(db: SqlExecutor, params: RelaySlotLockParams): Promise<number[]> {
+  const { rows } = await db.query<{ slot: number }>(
+    `SELECT slot, set_config('idle_in_transaction_session_timeout', $4, true) AS timeout,
+            set_config('enable_sort', 'off', true) AS sort
+       FROM relay_leases
+      WHERE CASE WHEN owner = $1 AND expires_at > $2 AND ($5::int[] IS NULL OR slot = ANY($5::int[]))
+                 THEN pg_try_advisory_xact_lock_shared($3, slot) ELSE false END
+      ORDER BY slot`,
+    [params.instanceId, params.now, SLOT_LOCK_NAMESPACE, `${Math.max(1, Math.round(params.idleTimeoutMs))}ms`, params.only ?? null],
+  );
+  return rows.map((r) => r.slot);
+}
