@@ -1,5 +1,12 @@
 import type { RetryConfig } from '@notify/dispatcher';
-import { DEFAULT_FAILURE_RATIO, parseRateLimit, type EndpointHealthConfig, type ProvidersConfig, type RateLimit } from '@notify/providers';
+import {
+  DEFAULT_CONNECTIONS_PER_ORIGIN,
+  DEFAULT_FAILURE_RATIO,
+  parseRateLimit,
+  type EndpointHealthConfig,
+  type ProvidersConfig,
+  type RateLimit,
+} from '@notify/providers';
 import { ConfigError, parseSecretsKey } from '@notify/runtime';
 
 /**
@@ -96,6 +103,11 @@ function int(env: Env, name: string, fallback: number, min: number, max: number)
   const n = Number(raw);
   if (n < min || n > max) throw new ConfigError(name, `expected a number from ${min} to ${max}, got ${n}`);
   return n;
+}
+
+/** Like `int`, but undefined when the variable is unset (the library then picks its default). */
+function optionalInt(env: Env, name: string, min: number, max: number): number | undefined {
+  return str(env, name) === undefined ? undefined : int(env, name, min, min, max);
 }
 
 function fraction(env: Env, name: string, fallback: number): number {
@@ -204,7 +216,7 @@ export function loadConfig(env: Env): Config {
     throw new ConfigError('NOTIFY_MAX_DELAY_MS', `must be at least NOTIFY_BASE_DELAY_MS (${baseDelayMs})`);
   }
   const maxInFlight = int(env, 'NOTIFY_MAX_IN_FLIGHT', 32, 1, 10_000);
-  const maxUnfinished = str(env, 'NOTIFY_MAX_UNFINISHED') === undefined ? undefined : int(env, 'NOTIFY_MAX_UNFINISHED', 1, 1, 100_000);
+  const maxUnfinished = optionalInt(env, 'NOTIFY_MAX_UNFINISHED', 1, 100_000);
   if (maxUnfinished !== undefined && maxUnfinished < maxInFlight) {
     throw new ConfigError('NOTIFY_MAX_UNFINISHED', `must be at least NOTIFY_MAX_IN_FLIGHT (${maxInFlight})`);
   }
@@ -239,7 +251,7 @@ export function loadConfig(env: Env): Config {
     events: events as Config['events'],
     topicPrefix,
     topicPartitions: int(env, 'NOTIFY_TOPIC_PARTITIONS', 6, 1, 1_000),
-    topicReplication: str(env, 'NOTIFY_TOPIC_REPLICATION') === undefined ? undefined : int(env, 'NOTIFY_TOPIC_REPLICATION', 1, 1, 100),
+    topicReplication: optionalInt(env, 'NOTIFY_TOPIC_REPLICATION', 1, 100),
     retry: {
       maxAttempts: int(env, 'NOTIFY_MAX_ATTEMPTS', 8, 1, 100),
       baseDelayMs,
@@ -270,7 +282,7 @@ export function loadConfig(env: Env): Config {
       secretsKey: secretsKey(env),
     },
     http: {
-      connectionsPerOrigin: int(env, 'NOTIFY_HTTP_CONNECTIONS_PER_ORIGIN', 64, 1, 10_000),
+      connectionsPerOrigin: int(env, 'NOTIFY_HTTP_CONNECTIONS_PER_ORIGIN', DEFAULT_CONNECTIONS_PER_ORIGIN, 1, 10_000),
     },
     smtp: {
       url: url(env, 'NOTIFY_SMTP_URL', ['smtp:', 'smtps:']),

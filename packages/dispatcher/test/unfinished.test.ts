@@ -90,11 +90,22 @@ describe('permits go back when the provider call returns', () => {
     await producer.disconnect();
 
     const events = createDispatcherEvents(silentLogger);
-    const first = heldOutcomes();
-    const a = createDeliveryConsumer(config, { kafka: k.kafka, handler: first.handler, clock: systemClock, logger: silentLogger, events });
-    first.attach(a);
-    consumers.push(a);
-    await a.start();
+    /** A consumer of the group whose handler holds every outcome commit (`heldOutcomes`), started. */
+    const startHeld = async () => {
+      const held = heldOutcomes();
+      const consumer = createDeliveryConsumer(config, {
+        kafka: k.kafka,
+        handler: held.handler,
+        clock: systemClock,
+        logger: silentLogger,
+        events,
+      });
+      held.attach(consumer);
+      consumers.push(consumer);
+      await consumer.start();
+      return [held, consumer] as const;
+    };
+    const [first, a] = await startHeld();
 
     // Two permits, four running: each gave its permit back when its call returned.
     await waitFor(() => first.started.length === 4, { timeoutMs: 30_000, message: '4 deliveries started' });
@@ -129,11 +140,7 @@ describe('permits go back when the provider call returns', () => {
     const [committed] = await k.admin.fetchOffsets({ groupId: config.groupId, topics: [k.topic(TOPICS.requests)] });
     expect(committed?.partitions.find((p) => p.partition === 0)?.offset).toBe('2');
 
-    const second = heldOutcomes();
-    const b = createDeliveryConsumer(config, { kafka: k.kafka, handler: second.handler, clock: systemClock, logger: silentLogger, events });
-    second.attach(b);
-    consumers.push(b);
-    await b.start();
+    const [second] = await startHeld();
     await waitFor(() => second.started.length === 4, { timeoutMs: 30_000, message: 'the next consumer re-reads from m2' });
     expect(second.started).toEqual(['m2', 'm3', 'm4', 'm5']);
     await waitFor(

@@ -23,6 +23,9 @@ export function attemptSignal(parent: AbortSignal, ms: number): { readonly signa
   };
 }
 
+/** Open connections per origin of an HTTP adapter's pool when its options name none (NOTIFY_HTTP_CONNECTIONS_PER_ORIGIN's default). */
+export const DEFAULT_CONNECTIONS_PER_ORIGIN = 64;
+
 /** Options of `createHttpAgent`. */
 export interface HttpAgentOptions {
   /**

@@ -23,6 +23,7 @@ export {
   type ResolvedAddress,
 } from './webhook/ssrf.js';
 export {
+  DEFAULT_CONNECTIONS_PER_ORIGIN,
   createHttpAgent,
   httpPost,
   type HttpAgentOptions,

@@ -64,6 +64,11 @@ export interface ProviderRegistryDeps {
   readonly resolver?: Resolver;
 }
 
+/** The pool size of an HTTP adapter (webhook, SMS), when the configuration names one. */
+function httpPoolOptions(config: ProvidersConfig): { connectionsPerOrigin?: number } {
+  return config.http ? { connectionsPerOrigin: config.http.connectionsPerOrigin } : {};
+}
+
 /**
  * Builds the provider of every enabled channel from the configuration:
  * - webhook: always (NOTIFY_WEBHOOK_ALLOW_CIDRS, NOTIFY_WEBHOOK_SECRET, per-tenant secrets);
@@ -93,7 +98,7 @@ export function createProviders(config: ProvidersConfig, deps: ProviderRegistryD
       signingSecret: config.webhook.signingSecret,
       tenantSecret: createTenantSecretSource({ db: deps.db, clock: deps.clock, secretsKey: config.webhook.secretsKey }),
       ...(deps.resolver ? { resolver: deps.resolver } : {}),
-      ...(config.http ? { connectionsPerOrigin: config.http.connectionsPerOrigin } : {}),
+      ...httpPoolOptions(config),
     },
     { clock: deps.clock, logger: deps.logger },
   );
@@ -110,7 +115,7 @@ export function createProviders(config: ProvidersConfig, deps: ProviderRegistryD
         accountId: config.sms.accountId,
         authToken: config.sms.authToken,
         from: config.sms.from,
-        ...(config.http ? { connectionsPerOrigin: config.http.connectionsPerOrigin } : {}),
+        ...httpPoolOptions(config),
       },
       { clock: deps.clock, logger: deps.logger },
     );
@@ -152,7 +157,7 @@ export function createFallbackProviders(config: ProvidersConfig, deps: ProviderR
         accountId,
         authToken,
         from: config.sms.from,
-        ...(config.http ? { connectionsPerOrigin: config.http.connectionsPerOrigin } : {}),
+        ...httpPoolOptions(config),
       },
       { clock: deps.clock, logger: deps.logger },
     );

@@ -58,6 +58,9 @@ export function jsonBody(maxBytes: number = MAX_BODY_BYTES): MiddlewareHandler<A
   };
 }
 
+/** Stateless between calls (no `stream` option), so one serves every request. */
+const UTF8 = new TextDecoder();
+
 function tooLarge(maxBytes: number): ProblemError {
   return new ProblemError('payload_too_large', `the request body is larger than ${maxBytes} bytes`);
 }
@@ -99,7 +102,7 @@ function readText(incoming: Readable, maxBytes: number): Promise<string> {
     };
     const onEnd = () => {
       done();
-      resolve(new TextDecoder().decode(Buffer.concat(chunks, size)));
+      resolve(UTF8.decode(Buffer.concat(chunks, size)));
     };
     const onError = (err: Error) => {
       done();

@@ -1,6 +1,6 @@
 import type { Clock, Logger } from '@notify/runtime';
 import { classifyCode, classifyErrno, errorCode, parseRetryAfter } from '../classify.js';
-import { attemptSignal, createHttpAgent, httpPost } from '../http-post.js';
+import { DEFAULT_CONNECTIONS_PER_ORIGIN, attemptSignal, createHttpAgent, httpPost } from '../http-post.js';
 import type { Delivery, Provider, SendResult } from '../provider.js';
 import { originOf } from '../endpoints/endpoint.js';
 
@@ -68,7 +68,7 @@ export function createSmsHttpProvider(options: SmsHttpProviderOptions, deps: Sms
       : undefined;
   const timeoutMs = options.timeoutMs ?? 30_000;
   const maxResponseBytes = options.maxResponseBytes ?? 64 * 1024;
-  const agent = createHttpAgent({ connectionsPerOrigin: options.connectionsPerOrigin ?? 64 });
+  const agent = createHttpAgent({ connectionsPerOrigin: options.connectionsPerOrigin ?? DEFAULT_CONNECTIONS_PER_ORIGIN });
   const log = deps.logger.child({ provider: 'sms-http' });
 
   async function send(delivery: Delivery, signal: AbortSignal): Promise<SendResult> {

@@ -1,6 +1,6 @@
 import type { Clock, Logger } from '@notify/runtime';
 import { classifyCode, classifyErrno, errorCode, parseRetryAfter } from '../classify.js';
-import { attemptSignal, createHttpAgent, httpPost } from '../http-post.js';
+import { DEFAULT_CONNECTIONS_PER_ORIGIN, attemptSignal, createHttpAgent, httpPost } from '../http-post.js';
 import type { Delivery, Provider, SendResult } from '../provider.js';
 import { type Resolver, TargetRefusedError, createTargetGuard } from './ssrf.js';
 import { WEBHOOK_HEADERS, signWebhook, webhookSecretKey } from './signature.js';
@@ -53,7 +53,6 @@ export interface WebhookProviderDeps {
 }
 
 const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024;
-const DEFAULT_CONNECTIONS_PER_ORIGIN = 64;
 
 function timeoutResult(): SendResult {
   return { kind: 'transient', error: 'timeout', providerStatus: 'timeout' };
