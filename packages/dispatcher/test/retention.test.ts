@@ -25,7 +25,7 @@ async function seed(prefix: string, count: number, state: 'sent' | 'dead' | 'can
   await tdb.pool.query(
     `INSERT INTO notifications (id, tenant_id, channel, recipient, body, state, dead_reason, attempts, max_attempts,
                                 next_attempt_at, expires_at, created_at, updated_at, sent_at)
-     SELECT $1 || i, 't1', 'email', 'user' || i || '@example.com', 'hello', $2,
+     SELECT $1 || i, 't1', 'email', 'user' || i || '@example.com', 'hello', $2::text,
             CASE WHEN $2 = 'dead' THEN 'permanent' END, 1, 3,
             CASE WHEN $2 = 'queued' THEN at END, at + interval '1 day', at, at, CASE WHEN $2 = 'sent' THEN at END
        FROM generate_series(1, $3::int) AS i, (SELECT $4::timestamptz - make_interval(days => $5::int) AS at) t`,
