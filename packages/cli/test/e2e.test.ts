@@ -37,7 +37,8 @@ beforeAll(async () => {
     NOTIFY_MAX_DELAY_MS: '400',
     NOTIFY_JITTER: '0',
     NOTIFY_RELAY_POLL_MS: '100',
-    LOG_LEVEL: 'info',
+    // debug: a sent delivery's line (which carries the trace id checked below) is a debug line.
+    LOG_LEVEL: 'debug',
   });
 }, 120_000);
 

@@ -63,15 +63,15 @@ export function buildDeliveryRequest(
     attempt,
     due_at: dueAt.toISOString(),
   };
+  // Added to the base headers in place (the same key order as a spread, which Node 20 makes slow).
+  const headers = baseHeaders(subject, message.type);
+  headers[HEADERS.attempt] = String(attempt);
+  headers[HEADERS.dueAt] = message.due_at;
   return {
     topic,
     key: messageKey(subject.tenant_id, subject.channel, subject.recipient),
     value: serializeDeliveryRequest(message),
-    headers: {
-      ...baseHeaders(subject, message.type),
-      [HEADERS.attempt]: String(attempt),
-      [HEADERS.dueAt]: message.due_at,
-    },
+    headers,
   };
 }
 

@@ -307,14 +307,15 @@ export function createDeliveryHandler(deps: DeliveryHandlerDeps): DeliveryHandle
     }
 
     // The delivery's log fields, merged into each line rather than bound in a child logger: pino
-    // serialises a child's bindings when it is made, and a delivery writes one line.
-    const ids = {
+    // serialises a child's bindings when it is made, and a delivery writes at most one line (none
+    // at the default level when it is sent), so they are built only for a line.
+    const ids = () => ({
       notificationId: notification.id,
       tenantId: notification.tenant_id,
       channel: notification.channel,
       attempt,
       traceId: deliveryTraceId(message.headers),
-    };
+    });
     const startedAt = clock.now();
     events.emit('dispatched', {
       topic: message.topic,
@@ -370,7 +371,7 @@ export function createDeliveryHandler(deps: DeliveryHandlerDeps): DeliveryHandle
             const call = await callProvider(candidate.provider, prepared.delivery, { timeoutMs: config.sendTimeoutMs, shutdown: signal });
             if (call.kind === 'abandoned') {
               deps.logger.info(
-                { ...ids, durationMs: performance.now() - t0 },
+                { ...ids(), durationMs: performance.now() - t0 },
                 'delivery abandoned by shutdown; the notification stays queued',
               );
               return { kind: 'abandoned', notificationId: notification.id };
@@ -384,7 +385,7 @@ export function createDeliveryHandler(deps: DeliveryHandlerDeps): DeliveryHandle
           if (answer) result = answer;
           else if (later) {
             // Nothing was sent and no attempt is spent: the circuit is open or the limit spent.
-            deps.logger.info({ ...ids, reason: later.reason, until: later.until.toISOString() }, 'attempt deferred by endpoint health');
+            deps.logger.info({ ...ids(), reason: later.reason, until: later.until.toISOString() }, 'attempt deferred by endpoint health');
             return deferAttempt(notification, attempt, later.until, { reason: later.reason });
           } else result = { kind: 'endpoint_disabled', error: disabled ?? 'endpoint_disabled' };
         }
@@ -396,7 +397,7 @@ export function createDeliveryHandler(deps: DeliveryHandlerDeps): DeliveryHandle
       notification,
       attempt,
       result,
-      ...(answeredBy ? { provider: answeredBy } : {}),
+      provider: answeredBy,
       now: finishedAt,
       retry: config.retry,
       tiers: config.tiers,
@@ -419,7 +420,7 @@ export function createDeliveryHandler(deps: DeliveryHandlerDeps): DeliveryHandle
       if (writing.get(notification.id) === settled) writing.delete(notification.id);
     }
     if (!recorded) {
-      deps.logger.info({ ...ids, outcome: plan.attemptOutcome }, 'attempt already recorded by another delivery; outcome discarded');
+      deps.logger.info({ ...ids(), outcome: plan.attemptOutcome }, 'attempt already recorded by another delivery; outcome discarded');
       return skipped('raced');
     }
 
@@ -447,17 +448,23 @@ export function createDeliveryHandler(deps: DeliveryHandlerDeps): DeliveryHandle
         topic: plan.retryTopic,
       });
     }
-    const fields = {
-      ...ids,
-      outcome: plan.attemptOutcome,
-      state: plan.to,
-      deadReason: plan.deadReason ?? undefined,
-      providerStatus: plan.providerStatus ?? undefined,
-      nextAttemptAt: plan.nextAttemptAt?.toISOString(),
-      durationMs: Math.round(durationMs),
-    };
-    if (plan.to === 'dead') deps.logger.warn(fields, 'notification dead');
-    else deps.logger.info(fields, plan.to === 'sent' ? 'notification sent' : 'attempt failed; retry scheduled');
+    // A sent attempt logs at debug (the attempt row, the `sent` event and the metrics record it; a
+    // line per delivery was 4.9 % of the service's CPU in a backlog drain), a retry at info, a dead end at warn.
+    const level = plan.to === 'dead' ? 'warn' : plan.to === 'sent' ? 'debug' : 'info';
+    if (deps.logger.isLevelEnabled?.(level) ?? true) {
+      const fields = {
+        ...ids(),
+        outcome: plan.attemptOutcome,
+        state: plan.to,
+        deadReason: plan.deadReason ?? undefined,
+        providerStatus: plan.providerStatus ?? undefined,
+        nextAttemptAt: plan.nextAttemptAt?.toISOString(),
+        durationMs: Math.round(durationMs),
+      };
+      if (level === 'warn') deps.logger.warn(fields, 'notification dead');
+      else if (level === 'debug') deps.logger.debug(fields, 'notification sent');
+      else deps.logger.info(fields, 'attempt failed; retry scheduled');
+    }
     return { kind: 'recorded', notificationId: notification.id, plan };
   };
 

@@ -9,6 +9,11 @@ export interface Logger {
   info(obj: object, msg?: string): void;
   debug(obj: object, msg?: string): void;
   child(bindings: Record<string, unknown>): Logger;
+  /**
+   * Whether a line at `level` would be written (pino's). Optional: a hot path asks it before it
+   * builds the fields of a line it may not write; absent, it builds them.
+   */
+  isLevelEnabled?(level: 'error' | 'warn' | 'info' | 'debug'): boolean;
 }
 
 /** A logger that drops everything. */
@@ -20,4 +25,5 @@ export const silentLogger: Logger = {
   child() {
     return silentLogger;
   },
+  isLevelEnabled: () => false,
 };

@@ -39,6 +39,23 @@ function oneLine(text: string): string {
   return text.replace(/[\r\n]+/g, ' ').trim();
 }
 
+/** What a provider is handed, all fields in one order (no spread: a drain profile showed the spread's copy). */
+function deliveryOf(notification: Notification, attempt: number, subject: string | null, body: string, html: string | null): Delivery {
+  return {
+    id: notification.id,
+    tenantId: notification.tenant_id,
+    channel: notification.channel,
+    to: notification.recipient,
+    data: notification.data,
+    metadata: notification.metadata ?? {},
+    attempt,
+    createdAt: new Date(notification.created_at),
+    subject,
+    body,
+    html,
+  };
+}
+
 /**
  * The content port's implementation (see content.ts):
  * 1. opt-outs: a `suppressions` row for (tenant, channel, recipient, '*' or the category) →
@@ -101,19 +118,8 @@ export function createContentPreparer(deps: ContentPreparerDeps): ContentPrepare
         return { kind: 'suppressed', reason: `the recipient opted out of ${scope}${optOut.reason ? ` (${optOut.reason})` : ''}` };
       }
 
-      const base = {
-        id: notification.id,
-        tenantId: notification.tenant_id,
-        channel: notification.channel,
-        to: notification.recipient,
-        data: notification.data,
-        metadata: notification.metadata ?? {},
-        attempt,
-        createdAt: new Date(notification.created_at),
-      };
       if (notification.template === null) {
-        const delivery: Delivery = { ...base, subject: notification.subject, body: notification.body ?? '', html: null };
-        return { kind: 'ready', delivery };
+        return { kind: 'ready', delivery: deliveryOf(notification, attempt, notification.subject, notification.body ?? '', null) };
       }
 
       const name = notification.template;
@@ -137,8 +143,7 @@ export function createContentPreparer(deps: ContentPreparerDeps): ContentPrepare
       const body = render('body', template.body, 'text');
       const html = notification.channel === 'email' ? render('html_body', template.htmlBody, 'html') : null;
       if (problems.length > 0) return { kind: 'permanent', error: `${which} cannot be rendered: ${problems.join('; ')}` };
-      const delivery: Delivery = { ...base, subject: subject === null ? null : oneLine(subject), body: body ?? '', html };
-      return { kind: 'ready', delivery };
+      return { kind: 'ready', delivery: deliveryOf(notification, attempt, subject === null ? null : oneLine(subject), body ?? '', html) };
     },
   };
 }

@@ -13,7 +13,8 @@ export function extractTraceContext(headers: Readonly<Record<string, string>>): 
   if (trace.getSpanContext(extracted)) return extracted;
   const tc = parseTraceparent(headers[HEADERS.traceparent]);
   if (!tc) return ROOT_CONTEXT;
-  return trace.setSpanContext(ROOT_CONTEXT, { ...tc, traceFlags: tc.traceFlags, isRemote: true });
+  // Fields named, not spread: a spread followed by more fields is slow on Node 20 (µs per object).
+  return trace.setSpanContext(ROOT_CONTEXT, { traceId: tc.traceId, spanId: tc.spanId, traceFlags: tc.traceFlags, isRemote: true });
 }
 
 /**
