@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import type { ControlledTransaction, Kysely } from 'kysely';
 import type { Database } from '@notify/migrations';
-import { buildStatusEvent, HEADERS, type Channel } from '@notify/contract';
+import { buildStatusEvent, HEADERS, TOPICS, type Channel } from '@notify/contract';
 import { fromKysely, outboxInsert, type SqlExecutor } from '@notify/outbox';
 import type { Clock } from '@notify/runtime';
 import type { ResolvedRelayConfig } from './config.js';
@@ -71,7 +71,7 @@ const IDLE_MARGIN_MS = 10_000;
 
 /** Claim transactions on PostgreSQL: `relaySlotLock`, `outboxClaimBatch`, `outboxHeldBack`; later `outboxMarkPublished` and COMMIT. */
 export function createBatchSource(
-  config: Pick<ResolvedRelayConfig, 'instanceId' | 'batchSize' | 'publishTimeoutMs' | 'orderWaitMs'>,
+  config: Pick<ResolvedRelayConfig, 'instanceId' | 'batchSize' | 'publishTimeoutMs' | 'orderWaitMs' | 'retentionMs'>,
   deps: BatchSourceDeps,
 ): BatchSource {
   const { instanceId } = config;
@@ -87,7 +87,7 @@ export function createBatchSource(
       let dead: Map<string, string> = new Map();
       try {
         const now = deps.clock.now();
-        await outboxMarkPublished(fromKysely(trx), { ids: rows.map((r) => r.id), now });
+        await outboxMarkPublished(fromKysely(trx), { ...settledRows(rows, config.retentionMs), now });
         if (refused.length > 0) dead = await setAside(fromKysely(trx), refused, now);
         await trx.commit().execute();
       } catch (error) {
@@ -171,6 +171,24 @@ export function createBatchSource(
 
 /** Topics (suffixes) whose messages ask for a delivery attempt: a refused one means the attempt can never happen. */
 const isDeliveryRequest = (topic: string) => topic === 'requests' || topic.startsWith('retry.');
+
+/** Topics (suffixes) whose published rows nothing reads: the repair sweep skips them too (`outboxLatestRequests`). */
+const UNREAD_ONCE_PUBLISHED: ReadonlySet<string> = new Set([TOPICS.events, TOPICS.dlq]);
+
+/**
+ * Which published rows are kept (marked, purged after `retentionMs`) and which are deleted at
+ * once. The one reader of published rows is the dispatcher's repair sweep (`outboxLatestRequests`):
+ * it reads a notification's newest published delivery request to tell consumer lag from a lost
+ * message. So status events and dead letters are deleted on publish, and the other rows (delivery
+ * requests) are kept for the retention; with `retentionMs` 0 every row is deleted. docs/relay.md,
+ * "Retention".
+ */
+function settledRows(rows: readonly ClaimedRow[], retentionMs: number): { kept: string[]; deleted: string[] } {
+  const kept: string[] = [];
+  const deleted: string[] = [];
+  for (const r of rows) (retentionMs === 0 || UNREAD_ONCE_PUBLISHED.has(r.topic) ? deleted : kept).push(r.id);
+  return { kept, deleted };
+}
 
 /** The set-aside of `ClaimedBatch.commit`: returns the notifications it made dead, id → channel. */
 async function setAside(tx: SqlExecutor, refused: readonly RefusedRow[], now: Date): Promise<Map<string, string>> {

@@ -13,7 +13,10 @@ export interface RelayConfig {
   readonly batchSize: number;
   /** Polling fallback when no notification arrives. */
   readonly pollIntervalMs: number;
-  /** Published rows are kept this long, then purged. */
+  /**
+   * Published delivery requests are kept this long (the repair sweep reads them), then purged;
+   * rows on `events` and `dlq` are deleted when published. 0: every row is deleted when published.
+   */
   readonly retentionMs: number;
   /** Unique per running relay; default `relay-<host>-<pid>-<random>`. */
   readonly instanceId?: string;

@@ -8,6 +8,7 @@ import { insertMessages, outboxCounts, testMessage } from './support.js';
 
 // Retention: published rows older than retentionMs are purged in bounded batches; younger
 // published rows and unpublished rows stay. Time is a ManualClock (published_at comes from it).
+// Only delivery requests are kept: other rows are deleted when published, every row with retention 0.
 
 const RETENTION_MS = 60_000;
 
@@ -17,7 +18,7 @@ let tk: TestKafka;
 beforeAll(async () => {
   tdb = await createTestDatabase();
   tk = await createTestKafka();
-  await tk.createTopics(['requests'], 1);
+  await tk.createTopics(['requests', 'events', 'retry.t1'], 1);
 });
 
 afterAll(async () => {
@@ -75,6 +76,42 @@ describe('retention purge', () => {
       expect(left.rows).toEqual([{ key: 'tenant/email/new', n: 30 }]);
     } finally {
       await relay.stop();
+    }
+  });
+
+  it('keeps published delivery requests and deletes other rows when they are published; with retention 0, every row', async () => {
+    for (const retentionMs of [RETENTION_MS, 0]) {
+      await tdb.pool.query('DELETE FROM outbox');
+      const relay = createRelay(
+        { topicPrefix: tk.prefix, batchSize: 100, pollIntervalMs: 50, retentionMs, instanceId: `settle-${retentionMs}` },
+        { db: tdb.db, connectionString: tdb.url, kafka: tk.kafka },
+      );
+      await relay.start();
+      try {
+        // One batch with both kinds (the UPDATE with its DELETE), then one of events only.
+        await insertMessages(tdb.pool, [
+          testMessage('tenant/email/a', 0),
+          testMessage('tenant/email/a', 1, 'events'),
+          testMessage('tenant/email/b', 0, 'retry.t1'),
+          testMessage('tenant/email/b', 1, 'events'),
+        ]);
+        await waitFor(async () => (await outboxCounts(tdb.pool)).unpublished === 0, { message: 'first batch published' });
+        await insertMessages(tdb.pool, [testMessage('tenant/email/c', 0, 'events')]);
+        await waitFor(async () => (await outboxCounts(tdb.pool)).unpublished === 0, { message: 'second batch published' });
+        const left = await tdb.pool.query<{ topic: string; published: boolean }>(
+          'SELECT topic, published_at IS NOT NULL AS published FROM outbox ORDER BY id',
+        );
+        expect(left.rows).toEqual(
+          retentionMs > 0
+            ? [
+                { topic: 'requests', published: true },
+                { topic: 'retry.t1', published: true },
+              ]
+            : [],
+        );
+      } finally {
+        await relay.stop();
+      }
     }
   });
 });
