@@ -139,7 +139,7 @@ export async function latencyAtRate(
     if (arrived === undefined) undelivered++;
     latencies.push((arrived ?? gaveUpAt) - at);
   }
-  return { rate, offered, latencyMs: latencySummary(latencies), undelivered, ids: [...committed.keys()] };
+  return { rate, offered, latencyMs: latencySummary(latencies), undelivered, ids: [...committed.keys()], committed };
 }
 
 async function runNotify(ctx: BenchContext, receiver: Receiver, w: E2eWorkload, round: number): Promise<PipelineResult> {
@@ -180,10 +180,11 @@ async function runNotify(ctx: BenchContext, receiver: Receiver, w: E2eWorkload, 
         try {
           for (const rate of w.rates) {
             ctx.log(`end-to-end/notify: ${rate}/s for ${w.latencyWindowMs} ms`);
-            const { ids, ...point } = await latencyAtRate(receiver, rate, w.latencyWindowMs, (n) =>
+            const { ids, committed, ...point } = await latencyAtRate(receiver, rate, w.latencyWindowMs, (n) =>
               enqueuer.enqueueOne(webhookIntent(receiver.url, n)),
             );
             latency.push({ ...point, stages: await stageBreakdown(pool, receiver.firstDelivered, ids) });
+            if (process.env.BENCH_TRACE_DIR) await dumpRows(pool, process.env.BENCH_TRACE_DIR, rate, committed, receiver.firstDelivered);
           }
         } finally {
           await enqueuer.close();
@@ -198,6 +199,40 @@ async function runNotify(ctx: BenchContext, receiver: Receiver, w: E2eWorkload, 
     await pool.end();
     await db.drop();
   }
+}
+
+/**
+ * Tracing aid (BENCH_TRACE_DIR set): one JSON line per notification of a latency window with its
+ * outbox row, txid, created_at, the bench's commit instant, published_at, attempt start and arrival
+ * (wall-clock milliseconds), for joining with the relay's trace (NOTIFY_RELAY_TRACE).
+ */
+async function dumpRows(
+  pool: pg.Pool,
+  dir: string,
+  rate: number,
+  committed: ReadonlyMap<string, number>,
+  arrivals: ReadonlyMap<string, number>,
+): Promise<void> {
+  const { rows } = await pool.query<{ id: string; oid: string; txid: string; c: number; p: number | null; s: number | null }>(
+    `SELECT n.id, o.id::text AS oid, o.txid::text AS txid, extract(epoch FROM n.created_at) * 1000 AS c,
+            extract(epoch FROM o.published_at) * 1000 AS p, extract(epoch FROM a.started_at) * 1000 AS s
+       FROM notifications n
+       JOIN outbox o ON o.topic = 'requests' AND o.headers->>'notification-id' = n.id
+       LEFT JOIN attempts a ON a.notification_id = n.id AND a.attempt = 1
+      WHERE n.id = ANY($1::text[])`,
+    [[...committed.keys()]],
+  );
+  const { writeFileSync } = await import('node:fs');
+  const lines = rows.map((r) => {
+    const at = committed.get(r.id);
+    const arrived = arrivals.get(r.id);
+    return JSON.stringify({
+      ...r,
+      commit: at === undefined ? null : performance.timeOrigin + at,
+      arrive: arrived === undefined ? null : performance.timeOrigin + arrived,
+    });
+  });
+  writeFileSync(`${dir}/rows-${rate}.jsonl`, lines.join('\n') + '\n');
 }
 
 /** The pg-boss settings the scenario runs (the best of a sweep on this machine; see BENCHMARKS.md). */

@@ -11,6 +11,7 @@ import { queuedEventHeaders } from './queued-event.js';
 import type { ClaimedRow } from './sql/outbox-claim-batch.js';
 import { relayInstanceSleeping } from './sql/relay-instance-sleeping.js';
 import { WakeSignal } from './wake-signal.js';
+import { HOLDERS_SQL, trace, tracing } from './trace.js';
 
 /** The part of the relay's configuration the publish loop reads. */
 export type PublishLoopConfig = Pick<
@@ -147,6 +148,7 @@ export function createPublishLoop(config: PublishLoopConfig, deps: PublishLoopDe
     try {
       await relayInstanceSleeping(deps.db, { instanceId: config.instanceId, sleeping: value });
       sleeping = value;
+      if (tracing) trace({ e: 'sleeping', v: value });
     } catch (error) {
       // Not fatal: without the flag the relay is woken by its poll interval instead.
       events.emit('error', { error, stage: 'wakeup' });
@@ -162,15 +164,22 @@ export function createPublishLoop(config: PublishLoopConfig, deps: PublishLoopDe
     }
     if (heldBack) {
       // Rows wait behind an older open transaction that may never notify: re-poll soon.
-      await signal.wait(heldBackDelay);
+      if (tracing) trace({ e: 'wait', ms: heldBackDelay, heldBack: true, sleeping });
+      const woken = await signal.wait(heldBackDelay);
+      if (tracing) trace({ e: 'woke', woken });
       heldBackDelay = Math.min(heldBackDelay * 2, config.heldBackMaxMs);
     } else {
       heldBackDelay = config.heldBackRetryMs;
-      await signal.wait(config.pollIntervalMs);
+      if (tracing) trace({ e: 'wait', ms: config.pollIntervalMs, heldBack: false, sleeping });
+      const woken = await signal.wait(config.pollIntervalMs);
+      if (tracing) trace({ e: 'woke', woken });
     }
   };
 
+  let roundNo = 0;
   const round = async (): Promise<PublishRound> => {
+    const r = ++roundNo;
+    if (tracing) trace({ e: 'round', r, ahead: ahead !== null });
     if (!ahead) {
       // A fresh claim reads from the first unpublished row: the previous batch must be
       // committed (marked) first, or it would be read and published again.
@@ -186,6 +195,22 @@ export function createPublishLoop(config: PublishLoopConfig, deps: PublishLoopDe
       return (await settle()) ?? failed('claim', error);
     }
     ahead = null;
+    if (tracing) {
+      trace({
+        e: 'claim',
+        r,
+        start: performance.timeOrigin + current.startedAt,
+        n: current.rows.length,
+        heldBack: current.heldBack,
+        ids: current.rows.map((row) => row.id),
+      });
+      if (current.heldBack) {
+        deps.db.query(HOLDERS_SQL, []).then(
+          (res) => trace({ e: 'holders', r, ...(res.rows[0] as object) }),
+          () => {},
+        );
+      }
+    }
     if (current.rows.length > 0) await setSleeping(false);
     if (current.rows.length === 0) {
       const markFailed = await settle();
@@ -238,6 +263,7 @@ export function createPublishLoop(config: PublishLoopConfig, deps: PublishLoopDe
         );
       }
       publishMs = performance.now() - t0;
+      if (tracing) trace({ e: 'pub', r, n: messages.length, ms: publishMs });
       if (deps.afterPublish) await deps.afterPublish(sent);
     } catch (error) {
       const refusal = refusedForGood(error);
@@ -266,6 +292,11 @@ export function createPublishLoop(config: PublishLoopConfig, deps: PublishLoopDe
     failures = 0;
     committing = current.commit(publishMs, refused);
     committing.catch(() => {}); // handled by settle()
+    if (tracing)
+      committing.then(
+        () => trace({ e: 'commit', r }),
+        () => {},
+      );
     const published: PublishRound = { kind: 'published', count: current.rows.length, full, heldBack: current.heldBack };
     // Full: likely more, no sleep (and the next round may be reading already). Stopping: `stop` settles the commit.
     if (full || stopped) return published;
@@ -309,6 +340,9 @@ export function createPublishLoop(config: PublishLoopConfig, deps: PublishLoopDe
       signal.interrupt();
       return (done ??= drain());
     },
-    wake: () => signal.wake(),
+    wake: () => {
+      if (tracing) trace({ e: 'wake' });
+      signal.wake();
+    },
   };
 }
