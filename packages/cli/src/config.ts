@@ -66,7 +66,7 @@ export interface Config extends ProvidersConfig {
   readonly relay: {
     readonly batchSize: number;
     readonly pollIntervalMs: number;
-    /** Published outbox rows are kept this long, then purged. */
+    /** NOTIFY_OUTBOX_RETENTION_MS: published delivery requests are kept this long, then purged; events and dlq rows are deleted when published (0: every row is). */
     readonly retentionMs: number;
     /** NOTIFY_KAFKA_MAX_MESSAGE_BYTES: a larger outbox row is set aside (outbox_refused), not published. */
     readonly maxMessageBytes: number;

@@ -170,7 +170,8 @@ export function createBatchSource(
 }
 
 /** Topics (suffixes) whose messages ask for a delivery attempt: a refused one means the attempt can never happen. */
-const isDeliveryRequest = (topic: string) => topic === 'requests' || topic.startsWith('retry.');
+const isDeliveryRequest = (topic: string) =>
+  topic === TOPICS.requests || topic === TOPICS.requestsHigh || topic.startsWith(TOPICS.retry(''));
 
 /** Topics (suffixes) whose published rows nothing reads: the repair sweep skips them too (`outboxLatestRequests`). */
 const UNREAD_ONCE_PUBLISHED: ReadonlySet<string> = new Set([TOPICS.events, TOPICS.dlq]);

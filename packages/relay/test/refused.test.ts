@@ -37,19 +37,19 @@ afterAll(async () => {
   await tdb?.close();
 });
 
-async function enqueueWithPadding(n: number, padBytes: number): Promise<string> {
+async function enqueueWithPadding(n: number, padBytes: number, priority: 'normal' | 'high' = 'normal'): Promise<string> {
   return tdb.db.transaction().execute(async (trx) => {
     const {
       notification: { id },
     } = await enqueue(
       fromKysely(trx),
-      { tenant_id: 'acme', channel: 'webhook', to: 'https://hooks.example.com/same-key', body: `n${n}` },
+      { tenant_id: 'acme', channel: 'webhook', to: 'https://hooks.example.com/same-key', body: `n${n}`, priority },
       { maxAttempts: 3, defaultTtlMs: 3_600_000 },
     );
     if (padBytes > 0) {
       // Only a domain service writing its own outbox rows could make one this large; the API caps content at 64 KiB.
       await sql`UPDATE outbox SET headers = headers || ${JSON.stringify({ 'x-pad': 'x'.repeat(padBytes) })}::jsonb
-                 WHERE topic = 'requests' AND headers ->> ${HEADERS.notificationId} = ${id}`.execute(trx);
+                 WHERE topic LIKE 'requests%' AND headers ->> ${HEADERS.notificationId} = ${id}`.execute(trx);
     }
     return id;
   });
@@ -118,5 +118,25 @@ describe('an outbox row Kafka refuses for good', () => {
     expect(refusedEvents.map((e) => e.payload.deadChannel)).toEqual(['webhook', 'webhook']);
     // The broker's refusal failed one batch; the relay then went row by row and found the row.
     expect(errors.map((e) => e.payload.stage)).toEqual(['publish']);
+  });
+
+  it('ends a high-priority notification dead too when its request (requests.high) is refused', async () => {
+    // Runs after the first case, on the same relay: a refused first request of priority high is a
+    // delivery request like one on `requests`, so its notification cannot stay queued for ever.
+    const tooLargeHigh = await enqueueWithPadding(5, 1_100_000, 'high');
+    await waitFor(async () => (await outboxCounts(tdb.pool)).unpublished === 0, {
+      timeoutMs: 30_000,
+      message: 'the high-priority row set aside',
+    });
+    const row = await tdb.db
+      .selectFrom('notifications')
+      .select(['state', 'dead_reason'])
+      .where('id', '=', tooLargeHigh)
+      .executeTakeFirstOrThrow();
+    expect([row.state, row.dead_reason]).toEqual(['dead', 'publish_failed']);
+    const { rows: refused } = await sql<{
+      topic: string;
+    }>`SELECT topic FROM outbox_refused WHERE notification_id = ${tooLargeHigh}`.execute(tdb.db);
+    expect(refused.map((r) => r.topic)).toEqual(['requests.high']);
   });
 });
