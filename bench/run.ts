@@ -53,7 +53,7 @@ async function machine(serverUrl: string, floorRssBytes: number, serviceEnv: Rec
   const settings: Record<string, string> = {};
   try {
     postgres = (await client.query<{ server_version: string }>('SHOW server_version')).rows[0]!.server_version;
-    for (const name of ['synchronous_commit', 'fsync', 'shared_buffers', 'max_connections', 'wal_level']) {
+    for (const name of ['synchronous_commit', 'fsync', 'shared_buffers', 'max_connections', 'wal_level', 'autovacuum']) {
       settings[name] = (await client.query<Record<string, string>>(`SHOW ${name}`)).rows[0]![name]!;
     }
   } finally {
