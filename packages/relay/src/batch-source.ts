@@ -91,10 +91,7 @@ export function createBatchSource(
         if (refused.length > 0) dead = await setAside(fromKysely(trx), refused, now);
         await trx.commit().execute();
       } catch (error) {
-        await trx
-          .rollback()
-          .execute()
-          .catch(() => {});
+        await rollBackQuietly(trx);
         throw error;
       }
       for (const { row, reason } of refused) {
@@ -116,10 +113,7 @@ export function createBatchSource(
       });
     },
     async rollback() {
-      await trx
-        ?.rollback()
-        .execute()
-        .catch(() => {});
+      if (trx) await rollBackQuietly(trx);
     },
   });
 
@@ -159,15 +153,19 @@ export function createBatchSource(
         }
         return batch(trx, { slots, rows, heldBack, startedAt });
       } catch (error) {
-        await trx
-          .rollback()
-          .execute()
-          .catch(() => {});
+        await rollBackQuietly(trx);
         throw error;
       }
     },
   };
 }
+
+/** Rolls a claim transaction back, ignoring errors: the caller already has the error that matters, or none. */
+const rollBackQuietly = (trx: ControlledTransaction<Database>): Promise<void> =>
+  trx
+    .rollback()
+    .execute()
+    .catch(() => {});
 
 /** Topics (suffixes) whose messages ask for a delivery attempt: a refused one means the attempt can never happen. */
 const isDeliveryRequest = (topic: string) =>
