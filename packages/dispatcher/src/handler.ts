@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { buildDeliveryRequest } from '@notify/contract';
-import { fromKysely, isTerminal, outboxInsert, type Channel, type Notification } from '@notify/outbox';
+import { fromKysely, isTerminal, outboxInsert, type Channel } from '@notify/outbox';
 import { type Clock, type Logger } from '@notify/runtime';
 import { type Database } from '@notify/migrations';
 import type { Kysely } from 'kysely';
@@ -25,7 +25,7 @@ import { createOutcomeWriter, type OutcomeWriter } from './outcome-writer.js';
 import { tierFor } from './retry/delay-topics.js';
 import { notificationDefer } from './sql/notification-defer.js';
 import { notificationFindQueuedPredecessor } from './sql/notification-find-queued-predecessor.js';
-import { notificationGetMany } from './sql/notification-get-many.js';
+import { deliveryOptOut, notificationGetMany, type DeliveryNotification, type DeliveryRow } from './sql/notification-get-many.js';
 
 /** What the delivery handler needs. */
 export interface DeliveryHandlerDeps {
@@ -49,15 +49,18 @@ export interface DeliveryHandlerDeps {
    * own so that `stop()` can wait for the last group.
    */
   readonly outcomes?: OutcomeWriter;
-  /** Loads notifications by id. Default: a micro-batching loader (`readBatchSize`, `readBatchDelayMs`). */
-  readonly notifications?: BatchLoader<string, Notification | undefined>;
+  /** Loads notifications (and their opt-outs) by id. Default: a micro-batching loader (`readBatchSize`, `readBatchDelayMs`). */
+  readonly notifications?: BatchLoader<string, DeliveryRow | undefined>;
 }
 
-/** The loader the delivery handler reads notifications with: concurrent reads share one `WHERE id = ANY($1)` query. */
+/**
+ * The loader the delivery handler reads notifications with: concurrent reads share one
+ * `WHERE id = ANY($1)` query, which also reads each one's opt-out (`notificationGetMany`).
+ */
 export function createNotificationLoader(
   db: Kysely<Database>,
   options: { readonly maxBatch: number; readonly delayMs: number },
-): BatchLoader<string, Notification | undefined> {
+): BatchLoader<string, DeliveryRow | undefined> {
   const exec = fromKysely(db);
   return createBatchLoader({ loadMany: (ids) => notificationGetMany(exec, { ids }), maxBatch: options.maxBatch, delayMs: options.delayMs });
 }
@@ -77,7 +80,7 @@ interface Prefetched {
   readonly message: InboundMessage;
   readonly attempt: number;
   readonly at: number;
-  readonly value: Promise<{ readonly notification: Notification | undefined; readonly prepared?: Prepared } | undefined>;
+  readonly value: Promise<{ readonly notification: DeliveryRow | undefined; readonly prepared?: Prepared } | undefined>;
 }
 
 /** The delivery handler, and the read-ahead the consumer asks for. */
@@ -136,7 +139,7 @@ export function createDeliveryHandler(deps: DeliveryHandlerDeps): DeliveryHandle
    * not attempted. Its next attempt moves to just after the predecessor's, and a new message for
    * the same attempt goes to the delay topic that fits, in one transaction (no attempt spent).
    */
-  const deferBehindPredecessor = async (notification: Notification, attempt: number): Promise<HandleResult | undefined> => {
+  const deferBehindPredecessor = async (notification: DeliveryNotification, attempt: number): Promise<HandleResult | undefined> => {
     const predecessor = await notificationFindQueuedPredecessor(db, {
       tenantId: notification.tenant_id,
       channel: notification.channel,
@@ -158,7 +161,7 @@ export function createDeliveryHandler(deps: DeliveryHandlerDeps): DeliveryHandle
    * stay in due order (something due days ahead is looked at again every max delay).
    */
   const deferAttempt = async (
-    notification: Notification,
+    notification: DeliveryNotification,
     attempt: number,
     until: Date,
     why: { readonly predecessorId?: string; readonly reason?: 'circuit_open' | 'rate_limited' },
@@ -195,7 +198,7 @@ export function createDeliveryHandler(deps: DeliveryHandlerDeps): DeliveryHandle
   const prefetched = new Map<string, Prefetched>();
 
   /** Whether `notification` looks like it will be attempted as `attempt` (the handler checks again on its turn). */
-  const looksDeliverable = (notification: Notification, request: { tenant_id: string; channel: string }, attempt: number) =>
+  const looksDeliverable = (notification: DeliveryNotification, request: { tenant_id: string; channel: string }, attempt: number) =>
     notification.tenant_id === request.tenant_id &&
     notification.channel === request.channel &&
     !isTerminal(notification.state) &&
@@ -217,7 +220,7 @@ export function createDeliveryHandler(deps: DeliveryHandlerDeps): DeliveryHandle
       .then(async (notification) => {
         if (!notification || !looksDeliverable(notification, request, attempt)) return { notification };
         try {
-          return { notification, prepared: await deps.content.prepare(notification, attempt) };
+          return { notification, prepared: await deps.content.prepare(notification, attempt, deliveryOptOut(notification)) };
         } catch {
           return { notification }; // prepared again on the delivery's turn, which reports the failure
         }
@@ -263,7 +266,7 @@ export function createDeliveryHandler(deps: DeliveryHandlerDeps): DeliveryHandle
     // No other delivery of this notification ran here since a prefetch was sent (one that starts
     // takes the entry), so a prefetched read is as good as a read now, minus its age.
     const ahead = await takePrefetched(message, request.id, request.attempt);
-    let found: Notification | undefined = ahead?.notification;
+    let found: DeliveryRow | undefined = ahead?.notification;
     if (!found) {
       const earlier = writing.get(request.id);
       if (earlier) await earlier;
@@ -332,7 +335,7 @@ export function createDeliveryHandler(deps: DeliveryHandlerDeps): DeliveryHandle
     } else {
       let prepared: Prepared | { kind: 'failed'; error: string };
       try {
-        prepared = ahead?.prepared ?? (await deps.content.prepare(notification, attempt));
+        prepared = ahead?.prepared ?? (await deps.content.prepare(notification, attempt, deliveryOptOut(notification)));
       } catch (err) {
         prepared = { kind: 'failed', error: `content preparation failed: ${errorMessage(err)}` };
       }

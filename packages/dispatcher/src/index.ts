@@ -39,6 +39,7 @@ export {
   type OnDispatcherEvent,
 } from './events.js';
 export { createDeliveryHandler, createNotificationLoader, type DeliveryHandlerDeps } from './handler.js';
+export type { DeliveryNotification, DeliveryRow } from './sql/notification-get-many.js';
 export { createOutcomeWriter, type OutcomeWriter, type OutcomeWriterOptions, type OutcomeFlush } from './outcome-writer.js';
 export { createBatchLoader, type BatchLoader, type BatchLoaderOptions } from './batch-loader.js';
 export {

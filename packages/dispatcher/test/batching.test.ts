@@ -23,6 +23,7 @@ import {
   recordOutcome,
   recordOutcomes,
   suppressionInsert,
+  suppressionMatch,
   type DispatcherEventMap,
   type HandleResult,
   type InboundMessage,
@@ -31,6 +32,7 @@ import {
 } from '../src/index.js';
 import { createScriptedProvider, plainContent } from '../src/testing/index.js';
 import { buildDeliveryRequest } from '@notify/contract';
+import { deliveryOptOut } from '../src/sql/notification-get-many.js';
 
 const retry = { maxAttempts: 3, baseDelayMs: 1000, maxDelayMs: 30_000, jitter: 0, defaultTtlMs: 3_600_000 };
 const config = dispatcherConfig({ topicPrefix: 'b', retry, sendTimeoutMs: 2000, maxInFlight: 8, repairAfterMs: 60_000 });
@@ -59,12 +61,12 @@ afterAll(async () => {
 
 const clock = new ManualClock('2026-05-01T12:00:00Z');
 let seq = 0;
-async function add(extra: { category?: string; to?: string } = {}): Promise<Notification> {
+async function add(extra: { category?: string; to?: string; channel?: 'webhook' | 'email' } = {}): Promise<Notification> {
   const { notification } = await enqueue(
     tdb.db,
     {
       tenant_id: 't1',
-      channel: 'webhook',
+      channel: extra.channel ?? 'webhook',
       to: extra.to ?? `https://example.com/hook/${++seq}`,
       body: 'hi',
       ...(extra.category ? { category: extra.category } : {}),
@@ -248,6 +250,52 @@ describe('batched reads', () => {
     expect((await loader.load(n.id))?.attempts).toBe(0);
     await recordOutcome(fromKysely(tdb.db), outcome(n, 'sent'));
     expect(await loader.load(n.id)).toMatchObject({ state: 'sent', attempts: 1 });
+  });
+
+  it("reads each notification's opt-out in the same query, agreeing with suppressionMatch; a recipient SQL cannot normalize exactly is left to the preparer", async () => {
+    const exec = fromKysely(tdb.db);
+    const mixedCase = await add({ channel: 'email', to: 'Opted.Out@Example.COM' });
+    const categoryOnly = await add({ channel: 'email', to: 'cat@example.com', category: 'marketing' });
+    const otherCategory = await add({ channel: 'email', to: 'cat@example.com', category: 'billing' });
+    const free = await add({ channel: 'email', to: 'Free@example.com' });
+    const webhook = await add({ to: 'https://example.com/OptedOut' });
+    const nonAscii = await add({ channel: 'email', to: 'ÉMILE@example.com' });
+    await suppressionInsert(exec, {
+      tenantId: 't1',
+      channel: 'email',
+      recipient: 'opted.out@example.com',
+      reason: 'bounced',
+      now: clock.now(),
+    });
+    await suppressionInsert(exec, {
+      tenantId: 't1',
+      channel: 'email',
+      recipient: 'CAT@example.com',
+      category: 'marketing',
+      now: clock.now(),
+    });
+    await suppressionInsert(exec, { tenantId: 't1', channel: 'webhook', recipient: webhook.recipient, now: clock.now() });
+    await suppressionInsert(exec, { tenantId: 't1', channel: 'email', recipient: nonAscii.recipient, now: clock.now() });
+    const loader = createNotificationLoader(counted, { maxBatch: 256, delayMs: 0 });
+    const plain = [mixedCase, categoryOnly, otherCategory, free, webhook];
+    statements.length = 0;
+    const rows = await Promise.all([...plain, nonAscii].map((n) => loader.load(n.id)));
+    expect(statements).toHaveLength(1);
+    for (const [i, n] of plain.entries()) {
+      const match = await suppressionMatch(exec, { tenantId: 't1', channel: n.channel, recipient: n.recipient, category: n.category });
+      expect(deliveryOptOut(rows[i]!), n.recipient).toEqual(match);
+    }
+    expect(plain.map((_, i) => deliveryOptOut(rows[i]!)?.category ?? null)).toEqual(['*', 'marketing', null, null, '*']);
+    expect(deliveryOptOut(rows[5]!)).toBeUndefined();
+
+    // The preparer takes the answer as given; a recipient the read left unchecked is checked on its own.
+    const preparer = createContentPreparer({ db: counted, clock });
+    statements.length = 0;
+    expect((await preparer.prepare(rows[0]!, 1, deliveryOptOut(rows[0]!))).kind).toBe('suppressed');
+    expect((await preparer.prepare(rows[3]!, 1, deliveryOptOut(rows[3]!))).kind).toBe('ready');
+    expect(statements).toHaveLength(0);
+    expect((await preparer.prepare(rows[5]!, 1, deliveryOptOut(rows[5]!))).kind).toBe('suppressed');
+    expect(statements).toHaveLength(1);
   });
 
   it('checks the opt-outs of concurrently prepared notifications with one query, each with its own answer, never cached', async () => {

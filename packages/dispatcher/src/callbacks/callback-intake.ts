@@ -1,12 +1,13 @@
 import { createHash } from 'node:crypto';
-import { TOPICS, parseStatusEvent, topicName } from '@notify/contract';
+import { HEADERS, TOPICS, parseStatusEvent, topicName } from '@notify/contract';
 import type { SqlExecutor } from '@notify/outbox';
 import { type Clock, type Logger, errorSummary } from '@notify/runtime';
-import type { Consumer, EachBatchPayload, Kafka } from 'kafkajs';
+import type { Consumer, EachBatchPayload, IHeaders, Kafka } from 'kafkajs';
 import { type DeadLetterSink, createKafkaDeadLetterSink, deadLetterFor } from '../middleware/dead-letter.js';
 import { fromKafkaMessage } from '../message.js';
 import type { CallbackOutcomeObserver } from './callback-sender.js';
 import { type CallbackEventRow, callbackDeliveryEnqueue } from './sql/callback-delivery-enqueue.js';
+import { callbackEndpointEvents } from './sql/callback-endpoint-events.js';
 
 /** Settings of the callback intake. */
 export interface CallbackIntakeConfig {
@@ -17,6 +18,12 @@ export interface CallbackIntakeConfig {
   readonly maxBacklogPerTenant?: number;
   /** Kafka session timeout of the group. Default 30 s. */
   readonly sessionTimeoutMs?: number;
+  /**
+   * How long what the intake read of a tenant's callback endpoint (its event types, or that it
+   * has none) is trusted, ms. Default 1 s: a callback registered or changed applies to the events
+   * read from at most this long after. 0: read for every batch.
+   */
+  readonly endpointCacheMs?: number;
 }
 
 /** What the intake needs. */
@@ -42,6 +49,13 @@ function eventIdOf(value: Buffer): string {
   return `evt_${createHash('sha256').update(value).digest('hex').slice(0, 32)}`;
 }
 
+/** A header's value as text (the first when it repeats), or undefined when absent. */
+function headerText(headers: IHeaders | undefined, name: string): string | undefined {
+  const raw = headers?.[name];
+  const value = Array.isArray(raw) ? raw[0] : raw;
+  return value === undefined ? undefined : typeof value === 'string' ? value : value.toString('utf8');
+}
+
 /**
  * Offsets of handled batches are committed at most this often (and when the intake stops), not
  * after every batch: kafkajs' `autoCommit` commits after each batch, which on a stream of small
@@ -54,12 +68,18 @@ const COMMIT_INTERVAL_MS = 1_000;
  * callback asked for into a pending row of `callback_deliveries`, one INSERT per Kafka batch, and
  * commits the offsets of handled batches after them, at most once a second: at-least-once (a
  * crash re-reads at most the last second's batches), and a re-read batch is not queued twice
- * (unique event id). The dispatcher's consumers never wait for it, and it never waits for a
- * callback receiver (the sender does, from PostgreSQL). A malformed event goes to the DLQ.
+ * (unique event id). An event whose `tenant-id` header names a tenant without a callback endpoint
+ * (or whose `message-type` header names a type its endpoint did not ask for) is skipped unread;
+ * what a tenant's endpoint wants is read at most once per `endpointCacheMs` (1 s). The dispatcher's consumers never wait
+ * for it, and it never waits for a callback receiver (the sender does, from PostgreSQL). A
+ * malformed event that is not skipped so goes to the DLQ.
  */
 export function createCallbackIntake(config: CallbackIntakeConfig, deps: CallbackIntakeDeps): CallbackIntake {
   const topic = topicName(config.topicPrefix, TOPICS.events);
   const maxBacklog = config.maxBacklogPerTenant ?? 10_000;
+  const endpointCacheMs = config.endpointCacheMs ?? 1_000;
+  /** Per tenant: the event types its callback asked for (null: it has none), read at `at`. */
+  const endpoints = new Map<string, { readonly types: ReadonlySet<string> | null; readonly at: number }>();
   const log = deps.logger.child({ service: 'callbacks' });
   const ownSink = deps.deadLetters ? undefined : createKafkaDeadLetterSink(deps.kafka, config.topicPrefix);
   const sink: DeadLetterSink = deps.deadLetters ?? ownSink!;
@@ -91,7 +111,36 @@ export function createCallbackIntake(config: CallbackIntakeConfig, deps: Callbac
   const handleBatch = async (payload: EachBatchPayload): Promise<void> => {
     const { batch } = payload;
     const rows: CallbackEventRow[] = [];
+    // Which of the tenants the batch's `tenant-id` headers name have a callback, and for which
+    // types: read at most `endpointCacheMs` before the batch is handled.
+    const now = deps.clock.now().getTime();
+    const stale = new Set<string>();
     for (const message of batch.messages) {
+      const tenant = headerText(message.headers, HEADERS.tenantId);
+      if (tenant === undefined || stale.has(tenant)) continue;
+      const cached = endpoints.get(tenant);
+      if (!cached || now - cached.at >= endpointCacheMs) stale.add(tenant);
+    }
+    if (stale.size > 0) {
+      const read = await callbackEndpointEvents(deps.db, { tenantIds: [...stale] });
+      for (const tenant of stale) {
+        endpoints.delete(tenant);
+        endpoints.set(tenant, { types: read.get(tenant) ?? null, at: now });
+      }
+      while (endpoints.size > 10_000) endpoints.delete(endpoints.keys().next().value!);
+    }
+    for (const message of batch.messages) {
+      // An event whose headers name a tenant without a callback, or a type its callback did not
+      // ask for, would queue nothing: it is skipped unread (no parse, no hash, no bytes sent to
+      // PostgreSQL). Parsing and hashing every event cost ~1.5 % of the service's CPU in a drain
+      // where no tenant had a callback.
+      const tenant = headerText(message.headers, HEADERS.tenantId);
+      if (tenant !== undefined) {
+        const types = endpoints.get(tenant)?.types;
+        if (!types) continue;
+        const type = headerText(message.headers, HEADERS.messageType);
+        if (type !== undefined && !types.has(type)) continue;
+      }
       const parsed = parseStatusEvent(message.value);
       if (!parsed.ok || message.value === null) {
         const reason = parsed.ok ? 'empty value' : parsed.reason;

@@ -1,5 +1,6 @@
-import type { Notification } from '@notify/outbox';
 import type { Delivery } from '@notify/providers';
+import type { DeliveryNotification } from '../sql/notification-get-many.js';
+import type { SuppressionRecord } from './sql/suppression-match.js';
 
 /**
  * What the dispatcher does with a notification before calling its provider: resolve the
@@ -13,7 +14,11 @@ export type Prepared =
   /** The content cannot be built (missing template or variable): a permanent failure. */
   | { readonly kind: 'permanent'; readonly error: string };
 
-/** The content port. `prepare` never throws for bad content; a throw (database down) is transient. */
+/**
+ * The content port. `prepare` never throws for bad content; a throw (database down) is transient.
+ * `optOut` is the recipient's opt-out when the caller already read it (with the notification, in
+ * the same statement): the record, or null for none; undefined: `prepare` checks it itself.
+ */
 export interface ContentPreparer {
-  prepare(notification: Notification, attempt: number): Promise<Prepared>;
+  prepare(notification: DeliveryNotification, attempt: number, optOut?: SuppressionRecord | null): Promise<Prepared>;
 }

@@ -1,5 +1,6 @@
 import { type Clock } from '@notify/runtime';
-import { type Notification, type TransactionLike, toExecutor } from '@notify/outbox';
+import { type TransactionLike, toExecutor } from '@notify/outbox';
+import type { DeliveryNotification } from '../sql/notification-get-many.js';
 import { createBatchLoader } from '../batch-loader.js';
 import type { Delivery } from '@notify/providers';
 import type { ContentPreparer, Prepared } from './content.js';
@@ -40,7 +41,13 @@ function oneLine(text: string): string {
 }
 
 /** What a provider is handed, all fields in one order (no spread: a drain profile showed the spread's copy). */
-function deliveryOf(notification: Notification, attempt: number, subject: string | null, body: string, html: string | null): Delivery {
+function deliveryOf(
+  notification: DeliveryNotification,
+  attempt: number,
+  subject: string | null,
+  body: string,
+  html: string | null,
+): Delivery {
   return {
     id: notification.id,
     tenantId: notification.tenant_id,
@@ -60,7 +67,8 @@ function deliveryOf(notification: Notification, attempt: number, subject: string
  * The content port's implementation (see content.ts):
  * 1. opt-outs: a `suppressions` row for (tenant, channel, recipient, '*' or the category) →
  *    `suppressed`, with the row's category and reason; checked on every attempt, never cached
- *    (the checks of concurrently prepared notifications share one query, sent after they were asked for);
+ *    (the checks of concurrently prepared notifications share one query, sent after they were asked for),
+ *    unless the caller passes the answer it read with the notification (the dispatcher's read does);
  * 2. content: `body` passes through; a `template` is loaded (pinned version, else the newest),
  *    must be for the notification's channel, and is rendered with the notification's `data`:
  *    subject and text body as text, the email HTML alternative HTML-escaped. A missing
@@ -106,13 +114,16 @@ export function createContentPreparer(deps: ContentPreparerDeps): ContentPrepare
   }
 
   return {
-    async prepare(notification: Notification, attempt: number): Promise<Prepared> {
-      const optOut = await suppressions.load({
-        tenantId: notification.tenant_id,
-        channel: notification.channel,
-        recipient: notification.recipient,
-        category: notification.category,
-      });
+    async prepare(notification: DeliveryNotification, attempt: number, checked?: SuppressionRecord | null): Promise<Prepared> {
+      const optOut =
+        checked !== undefined
+          ? checked
+          : await suppressions.load({
+              tenantId: notification.tenant_id,
+              channel: notification.channel,
+              recipient: notification.recipient,
+              category: notification.category,
+            });
       if (optOut) {
         const scope = optOut.category === '*' ? `all ${notification.channel}` : `${notification.channel} category "${optOut.category}"`;
         return { kind: 'suppressed', reason: `the recipient opted out of ${scope}${optOut.reason ? ` (${optOut.reason})` : ''}` };

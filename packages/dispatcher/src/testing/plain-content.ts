@@ -1,5 +1,5 @@
-import type { Notification } from '@notify/outbox';
 import type { ContentPreparer } from '../content/content.js';
+import type { DeliveryNotification } from '../sql/notification-get-many.js';
 
 /**
  * A `ContentPreparer` that passes the body through and checks no preferences: for tests that
@@ -7,7 +7,7 @@ import type { ContentPreparer } from '../content/content.js';
  */
 export function plainContent(): ContentPreparer {
   return {
-    async prepare(n: Notification, attempt: number) {
+    async prepare(n: DeliveryNotification, attempt: number) {
       if (n.body === null) return { kind: 'permanent', error: `notification ${n.id} has a template; plainContent renders bodies only` };
       return {
         kind: 'ready',

@@ -99,6 +99,8 @@ export function createEndpointGate(
   const loading = new Map<string, Promise<CachedState>>();
   const buckets = new Map<string, LocalBucket>();
   const pending = new Map<string, EndpointResultSummary>();
+  /** Endpoints whose rows a write of this gate returned: later writes do not create them again. */
+  const known = new Set<string>();
   let flushTimer: NodeJS.Timeout | undefined;
   let flushing: Promise<void> = Promise.resolve();
 
@@ -215,8 +217,13 @@ export function createEndpointGate(
           failureRatio: config.failureRatio ?? DEFAULT_FAILURE_RATIO,
           cooldownMs: config.cooldownMs,
           disableAfterMs: config.disableAfterMs,
+          known,
         });
-        for (const r of rows) setState(r.id, r.state, r.probe_at ? new Date(r.probe_at) : null);
+        if (known.size > 10_000) known.clear();
+        for (const r of rows) {
+          known.add(r.id);
+          setState(r.id, r.state, r.probe_at ? new Date(r.probe_at) : null);
+        }
       } catch (err) {
         // Losing one group of health results delays a circuit opening a little; it never loses a delivery.
         logger.warn({ err: errorMessage(err), endpoints: results.length }, 'endpoint health: writing results failed');

@@ -43,10 +43,17 @@ export interface EndpointRecordResultsParams {
   readonly cooldownMs: number;
   /** A failure streak this long disables the endpoint (NOTIFY_ENDPOINT_DISABLE_AFTER). */
   readonly disableAfterMs: number;
+  /**
+   * Endpoints whose rows this caller has seen written: not created again (an id among them whose
+   * row is gone after all is created and written in a second round). Absent: every row is created
+   * when missing.
+   */
+  readonly known?: ReadonlySet<string>;
 }
 
 /**
- * Applies several endpoints' results in two statements (create the missing rows; update):
+ * Applies several endpoints' results in two statements (create the missing rows, skipped when
+ * every endpoint is `known`; update):
  * - a success resets the streak and closes an open circuit;
  * - a failure adds to the streak; at `failureThreshold` an ok endpoint opens, its first probe
  *   due one cool-down later, if failures are also `failureRatio` or more of its recent answers
@@ -62,6 +69,20 @@ export async function endpointRecordResults(
 ): Promise<{ readonly id: string; readonly state: EndpointState; readonly probe_at: Date | null }[]> {
   if (params.results.length === 0) return [];
   const rs = [...params.results].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)); // lock order
+  const { known } = params;
+  const fresh = known ? rs.filter((r) => !known.has(r.id)) : rs;
+  // The rows exist from the first write on: a busy dispatcher writes every 50 ms, and this INSERT
+  // was half of those statements (and of their commits) in a backlog drain.
+  if (fresh.length > 0) await createMissing(db, fresh, params.now);
+  const rows = await updateHealth(db, rs, params);
+  if (!known || rows.length === rs.length) return rows;
+  const written = new Set(rows.map((r) => r.id));
+  const gone = rs.filter((r) => known.has(r.id) && !written.has(r.id));
+  if (gone.length === 0) return rows;
+  return [...rows, ...(await endpointRecordResults(db, { ...params, results: gone, known: undefined }))];
+}
+
+async function createMissing(db: SqlExecutor, rs: readonly EndpointResultSummary[], now: Date): Promise<void> {
   await db.query(
     `INSERT INTO endpoints (id, tenant_id, channel, origin, provider, created_at, updated_at)
      SELECT i.id, i.tenant_id, i.channel, i.origin, i.provider, $6, $6
@@ -73,9 +94,16 @@ export async function endpointRecordResults(
       rs.map((r) => r.target.channel),
       rs.map((r) => r.target.origin),
       rs.map((r) => r.target.provider),
-      params.now,
+      now,
     ],
   );
+}
+
+async function updateHealth(
+  db: SqlExecutor,
+  rs: readonly EndpointResultSummary[],
+  params: EndpointRecordResultsParams,
+): Promise<{ readonly id: string; readonly state: EndpointState; readonly probe_at: Date | null }[]> {
   const { rows } = await db.query<{ id: string; state: EndpointState; probe_at: Date | null }>(
     `WITH i AS (
        SELECT * FROM unnest($1::text[], $2::bool[], $3::int[], $4::timestamptz[], $5::timestamptz[], $6::timestamptz[], $7::text[],
