@@ -64,6 +64,20 @@ export function originOf(url: string): { readonly origin?: string } {
   return origin === undefined ? {} : { origin };
 }
 
+/** Origins of webhook URLs already parsed, by URL (`null`: not a URL); cleared when full, like `endpointIds`. */
+const webhookOrigins = new Map<string, string | null>();
+
+/** `urlOrigin(url)`, parsed once per distinct URL: every webhook delivery asks, mostly for the same few URLs. */
+function webhookOrigin(url: string): string | undefined {
+  let origin = webhookOrigins.get(url);
+  if (origin === undefined) {
+    origin = urlOrigin(url) ?? null;
+    if (webhookOrigins.size >= ENDPOINT_ID_CACHE_MAX) webhookOrigins.clear();
+    webhookOrigins.set(url, origin);
+  }
+  return origin ?? undefined;
+}
+
 /**
  * The endpoint a delivery through `provider` goes to: the provider's own `origin` (SMTP, SMS),
  * else the origin of the delivery's URL (webhook). Undefined when there is none (a malformed
@@ -74,6 +88,6 @@ export function endpointTargetOf(
   delivery: Pick<Delivery, 'tenantId' | 'to'>,
   role: ProviderRole,
 ): EndpointTarget | undefined {
-  const origin = provider.origin ?? (provider.channel === 'webhook' ? urlOrigin(delivery.to) : undefined);
+  const origin = provider.origin ?? (provider.channel === 'webhook' ? webhookOrigin(delivery.to) : undefined);
   return origin === undefined ? undefined : { tenantId: delivery.tenantId, channel: provider.channel, origin, provider: role };
 }

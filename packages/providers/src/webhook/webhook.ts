@@ -82,6 +82,21 @@ export function createWebhookProvider(options: WebhookProviderOptions, deps: Web
     lookup: guard.lookup,
   });
   const log = deps.logger.child({ provider: 'webhook' });
+  /**
+   * Targets that passed `guard.checkUrl`, by URL string: the check depends on the string alone
+   * (the host's addresses are checked when a connection opens), and most deliveries go to a few
+   * URLs. Only read (by `httpPost`), never changed; cleared when full.
+   */
+  const checkedUrls = new Map<string, URL>();
+  const checkUrl = (target: string): URL => {
+    let url = checkedUrls.get(target);
+    if (url === undefined) {
+      url = guard.checkUrl(target);
+      if (checkedUrls.size >= 10_000) checkedUrls.clear();
+      checkedUrls.set(target, url);
+    }
+    return url;
+  };
 
   async function secretsFor(tenantId: string): Promise<readonly string[]> {
     const own = options.tenantSecret ? await options.tenantSecret(tenantId) : undefined;
@@ -94,7 +109,7 @@ export function createWebhookProvider(options: WebhookProviderOptions, deps: Web
     if (signal.aborted) return timeoutResult();
     let url: URL;
     try {
-      url = guard.checkUrl(delivery.to);
+      url = checkUrl(delivery.to);
     } catch (err) {
       log.warn({ notificationId: delivery.id, reason: (err as Error).message }, 'webhook target refused');
       return { kind: 'permanent', error: (err as Error).message, providerStatus: 'ETARGETREFUSED' };
