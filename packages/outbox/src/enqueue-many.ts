@@ -1,7 +1,18 @@
 import { prepared, toExecutor, type TransactionLike } from './db/executor.js';
 import type { Notification } from './db/schema.js';
-import { enqueueSettings, intentJson, type EnqueueOptions, type Refusal, refusalError } from './enqueue.js';
-import { BatchRefusedError, type BatchItemError, NotifyError } from './errors.js';
+import {
+  createdNotification,
+  type EnqueueOptions,
+  type ComputedColumns,
+  enqueueSettings,
+  intentJson,
+  LEAN_COLUMNS,
+  type Refusal,
+  refusalError,
+  storedAsGiven,
+  storedNotification,
+} from './enqueue.js';
+import { BatchRefusedError, type BatchItemError, IdempotencyInProgressError, NotifyError } from './errors.js';
 import type { NotificationIntent } from './model/intent.js';
 
 /** Most intents one `enqueueMany` call takes (the limit of `notify_enqueue_batch`). */
@@ -18,13 +29,16 @@ export type EnqueueManyResult =
   | { readonly ok: true; readonly notification: Notification; readonly created: boolean }
   | { readonly ok: false; readonly error: NotifyError };
 
-type BatchRow = Notification & { readonly ord: number; readonly created: boolean | null; readonly refusal: Refusal | null };
+type BatchRow = ComputedColumns & { readonly ord: number; readonly created: boolean | null; readonly refusal: Refusal | null };
 
 // One round trip for the whole batch (migration 0040). Refused items come back with all
-// notification columns NULL.
+// notification columns NULL. As for enqueue, only the columns PostgreSQL computed: a created row
+// is rebuilt from its intent (createdNotification), and only a repeated key's original (or a row
+// storedAsGiven cannot rebuild) is read whole, afterwards. PostgreSQL prints 13 columns per item
+// instead of 31 and pg parses as many (BENCHMARKS.md, "enqueue(), session 10").
 const ENQUEUE_BATCH_SQL = prepared(
-  'notify_enqueue_batch_v1',
-  'SELECT b.ord, b.created, b.refusal, (b.notification).* FROM notify_enqueue_batch($1::jsonb, $2::jsonb, $3) AS b ORDER BY b.ord',
+  'notify_enqueue_batch_v2',
+  `SELECT r.ord, r.created, r.refusal, ${LEAN_COLUMNS} FROM notify_enqueue_batch($1::jsonb, $2::jsonb, $3) AS r ORDER BY r.ord`,
 );
 
 /**
@@ -66,19 +80,33 @@ export async function enqueueMany(
       enqueueSettings(options),
       options.atomic ?? false,
     ]);
+    const originals: { index: number; id: string; created: boolean }[] = [];
     for (const row of rows) {
-      const { ord, created, refusal, ...notification } = row;
-      const index = positions[ord - 1]!;
-      if (refusal) {
-        const error = refusalError(refusal);
+      const index = positions[row.ord - 1]!;
+      const intent = intents[index]!;
+      if (row.refusal) {
+        const error = refusalError(row.refusal);
         results[index] = { ok: false, error };
         refused.push({ index, error });
+      } else if (row.created && storedAsGiven(intent)) {
+        results[index] = { ok: true, notification: createdNotification(intent, row), created: true };
       } else {
-        results[index] = { ok: true, notification, created: created ?? false };
+        originals.push({ index, id: row.id, created: row.created ?? false });
+      }
+    }
+    if (options.atomic && refused.length > 0) throw new BatchRefusedError(refused.sort((a, b) => a.index - b.index));
+    // A repeat's original (rare): read after the batch, in the same transaction, as enqueue does.
+    // Gone since (IdempotencyInProgressError: retry): that item's error, or with atomic the whole
+    // call's, since the others are written and the caller must roll them back.
+    for (const { index, id, created } of originals) {
+      try {
+        results[index] = { ok: true, notification: await storedNotification(tx, id), created };
+      } catch (err) {
+        if (options.atomic || !(err instanceof IdempotencyInProgressError)) throw err;
+        results[index] = { ok: false, error: err };
       }
     }
   }
-  if (options.atomic && refused.length > 0) throw new BatchRefusedError(refused.sort((a, b) => a.index - b.index));
   return results.map((r, i) => {
     if (!r) throw new Error(`notify_enqueue_batch returned no row for item ${i}`);
     return r;

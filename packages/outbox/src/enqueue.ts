@@ -33,9 +33,8 @@ export interface Refusal {
 // (createdNotification below), so PostgreSQL does not print them and pg does not parse them
 // again: for the bench's webhook intent that is 19 of the row's 28 columns (BENCHMARKS.md,
 // "enqueue(), session 7"). A repeat of an idempotency key (created false) reads the original row whole.
-interface EnqueueRow {
-  readonly created: boolean;
-  readonly refusal: Refusal | null;
+/** The columns of a created row that PostgreSQL computed (`LEAN_COLUMNS`), for `createdNotification`. */
+export interface ComputedColumns {
   readonly id: string;
   readonly data: Notification['data'];
   readonly metadata: Notification['metadata'];
@@ -49,16 +48,24 @@ interface EnqueueRow {
   readonly held: boolean | null;
 }
 
+interface EnqueueRow extends ComputedColumns {
+  readonly created: boolean;
+  readonly refusal: Refusal | null;
+}
+
+/** The `ComputedColumns` of a `notify_enqueue_item` result `r` (or a `notify_enqueue_batch` row `r`), in SQL. */
+export const LEAN_COLUMNS = `(r.notification).id, (r.notification).data, (r.notification).metadata,
+          (r.notification).request_hash, (r.notification).max_attempts, (r.notification).expires_at,
+          (r.notification).traceparent, (r.notification).created_at, (r.notification).send_at,
+          (r.notification).held_until IS NOT NULL AS held`;
+
 // One round trip. The function validates, writes the notification and its outbox row, or
 // finds the original of an idempotent repeat (notify_enqueue_item: migrations 0006, 0040, 0150
 // and 0160, which made it the one enqueue function). pg parses each column by its type exactly
 // as for a SELECT * (timestamps as Date, jsonb as objects).
 const ENQUEUE_SQL = prepared(
   'notify_enqueue_item_v2',
-  `SELECT r.created, r.refusal, (r.notification).id, (r.notification).data, (r.notification).metadata,
-          (r.notification).request_hash, (r.notification).max_attempts, (r.notification).expires_at,
-          (r.notification).traceparent, (r.notification).created_at, (r.notification).send_at,
-          (r.notification).held_until IS NOT NULL AS held
+  `SELECT r.created, r.refusal, ${LEAN_COLUMNS}
      FROM notify_enqueue_item($1::jsonb, $2::jsonb) AS r`,
 );
 
@@ -135,7 +142,7 @@ const STRING_FIELDS = [
  * JSON string (template_version: a number), so a plain string here is the stored one. Anything
  * else (a caller's object with toJSON, say) is read back from the row instead.
  */
-function storedAsGiven(intent: NotificationIntent): boolean {
+export function storedAsGiven(intent: NotificationIntent): boolean {
   for (const field of STRING_FIELDS) {
     const value = intent[field];
     if (value !== undefined && typeof value !== 'string') return false;
@@ -144,7 +151,7 @@ function storedAsGiven(intent: NotificationIntent): boolean {
 }
 
 /** A notification row whole: the original of a repeated key, or a created row storedAsGiven cannot rebuild. */
-async function storedNotification(tx: TransactionLike, id: string): Promise<Notification> {
+export async function storedNotification(tx: TransactionLike, id: string): Promise<Notification> {
   const { rows } = await toExecutor(tx).query<Notification>(NOTIFICATION_SQL, [id]);
   // notify_enqueue_item read it in this statement's snapshot; a READ COMMITTED caller's next
   // statement can miss it only if it was deleted in between: the holder is gone, so retry.
@@ -157,7 +164,7 @@ async function storedNotification(tx: TransactionLike, id: string): Promise<Noti
  * own values (storedAsGiven) and the constants of a new notification. Each instant is its own
  * Date, as pg would have parsed each column.
  */
-function createdNotification(intent: NotificationIntent, row: EnqueueRow): Notification {
+export function createdNotification(intent: NotificationIntent, row: ComputedColumns): Notification {
   const { created_at: createdAt, send_at: sendAt } = row;
   return {
     id: row.id,

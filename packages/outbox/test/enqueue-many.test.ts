@@ -145,6 +145,31 @@ describe('enqueueMany', () => {
     expect(!again[1]!.ok && again[1]!.error).toBeInstanceOf(IdempotencyConflictError);
   });
 
+  it('returns each notification as stored: created ones rebuilt from the intent, a repeat and a non-string value read whole', async () => {
+    const stored = async (id: string) => (await t.pool.query('SELECT * FROM notifications WHERE id = $1', [id])).rows[0] as unknown;
+    const now = new Date('2026-05-01T12:00:00.123Z');
+    await enqueueMany(t.db, [intent({ idempotency_key: 'k-stored', data: { b: 1 } })], { now });
+    await t.pool.query(
+      "UPDATE notifications SET state = 'sent', next_attempt_at = NULL, sent_at = now(), attempts = 1 WHERE idempotency_key = 'k-stored'",
+    );
+    const to = { toJSON: () => 'tojson@example.com' } as unknown as string;
+    const cases: NotificationIntent[] = [
+      intent(),
+      intent({ channel: 'sms', to: '+14155550100', body: 'Code 1234', priority: 'high', ordering: 'strict' }),
+      intent({ channel: 'webhook', to: 'https://hooks.example.com/a', body: undefined, template: 'order', template_version: 3 }),
+      intent({ body: undefined, template: 'welcome', data: { zeta: 1, a: [1, 2.5, 'x'] }, category: 'news', metadata: { plan: 'pro' } }),
+      intent({ idempotency_key: 'k-new', ttl_seconds: 90, traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01' }),
+      intent({ send_at: '2026-05-02T08:00:00.000456Z', expires_at: '2026-05-03T14:00:00.98765+02:00' }),
+      intent({ idempotency_key: 'k-stored', data: { b: 1 } }),
+      intent({ to }),
+      intent({ to: 'not an address' }),
+    ];
+    const results = await enqueueMany(t.db, cases, { now, maxAttempts: 5 });
+    expect(results.map((r) => r.ok && r.created)).toEqual([true, true, true, true, true, true, false, true, false]);
+    for (const r of results) if (r.ok) expect(r.notification).toEqual(await stored(r.notification.id));
+    expect(results[6]).toMatchObject({ ok: true, notification: { state: 'sent', attempts: 1 } });
+  });
+
   it('atomic: one refused item queues nothing and names every refused item', async () => {
     const before = await t.db
       .selectFrom('notifications')

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseDeliveryRequest, parseStatusEvent } from '@notify/contract';
 import { fromPgClient } from '../src/db/executor.js';
 import { enqueue } from '../src/enqueue.js';
+import { enqueueMany } from '../src/enqueue-many.js';
 import { IdempotencyConflictError, IdempotencyInProgressError, ValidationError } from '../src/errors.js';
 import type { NotificationIntent } from '../src/model/intent.js';
 import { createTestDatabase, type TestDatabase } from '../../../test/support/db.js';
@@ -282,6 +283,22 @@ describe('refusals come from PostgreSQL', () => {
     const tp = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
     expect((await enqueue(t.db, intent({ traceparent: tp }))).notification.traceparent).toBe(tp);
     expect((await enqueue(t.db, intent({ traceparent: 'junk' }))).notification.traceparent).toBeNull();
+  });
+
+  it('keeps exactly the traceparents of the W3C form, without a regular expression (0270)', async () => {
+    const form = /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
+    const tp = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+    // Every position changed to a character of each kind, one removed, one added, the dashes moved.
+    const cases = [tp, tp.slice(1), `${tp}0`, `0${tp}`, tp.replace(/-/g, '0'), `${tp.slice(0, 54)}-`, tp.replace('-', '0-').slice(0, 55)];
+    for (let i = 0; i < tp.length; i++) {
+      for (const c of ['-', '0', 'f', 'a', 'g', 'A', 'F', ' ', 'é', '😀', '_', '%']) cases.push(tp.slice(0, i) + c + tp.slice(i + 1));
+    }
+    const results = await enqueueMany(
+      t.db,
+      cases.map((traceparent) => intent({ traceparent })),
+    );
+    expect(results.map((r) => (r.ok ? r.notification.traceparent : 'refused'))).toEqual(cases.map((c) => (form.test(c) ? c : null)));
+    expect(results.filter((r) => r.ok && r.notification.traceparent !== null).length).toBeGreaterThan(tp.length);
   });
 });
 
