@@ -179,12 +179,6 @@ export function createCallbackIntake(config: CallbackIntakeConfig, deps: Callbac
         groupId: config.groupId,
         allowAutoTopicCreation: false,
         sessionTimeout: config.sessionTimeoutMs ?? 30_000,
-        // A fetch waits for 64 KiB of events or 250 ms, not for the first event: a callback is at
-        // most 250 ms later, and the intake makes a quarter of the fetches and batches. Measured
-        // (/work/disp-tmp/micro-fetch.mjs on the shared broker: 6,000 events at ~1,000/s over 12
-        // partitions, this consumer's settings; process CPU with the producer's, 3 alternating pairs):
-        // fetches 121 → 31, batches 1,434 → 372, CPU 784–827 → 677–737 ms.
-        minBytes: 64 * 1024,
         maxWaitTimeInMs: 250,
       });
       consumer = c;
