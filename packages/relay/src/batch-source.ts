@@ -7,7 +7,6 @@ import type { Clock } from '@notify/runtime';
 import type { ResolvedRelayConfig } from './config.js';
 import type { RelayEvents } from './events.js';
 import { type ClaimedRow, outboxClaimBatch } from './sql/outbox-claim-batch.js';
-import { outboxHeldBack } from './sql/outbox-held-back.js';
 import { outboxMarkPublished } from './sql/outbox-mark-published.js';
 import { relaySlotLock } from './sql/relay-slot-lock.js';
 import { notificationFailPublish } from './sql/notification-fail-publish.js';
@@ -69,7 +68,7 @@ export interface BatchSourceDeps {
 // The server ends a claim session idle this much longer than the publish timeout (a hung process).
 const IDLE_MARGIN_MS = 10_000;
 
-/** Claim transactions on PostgreSQL: `relaySlotLock`, `outboxClaimBatch`, `outboxHeldBack`; later `outboxMarkPublished` and COMMIT. */
+/** Claim transactions on PostgreSQL: `relaySlotLock`, `outboxClaimBatch` (with its held-back check); later `outboxMarkPublished` and COMMIT. */
 export function createBatchSource(
   config: Pick<ResolvedRelayConfig, 'instanceId' | 'batchSize' | 'publishTimeoutMs' | 'orderWaitMs' | 'retentionMs'>,
   deps: BatchSourceDeps,
@@ -144,8 +143,7 @@ export function createBatchSource(
         });
         // Kysely reaches pg's client.query within microtasks; by the next macrotask it is sent.
         if (onSent) setImmediate(onSent);
-        const rows = await reading;
-        const heldBack = rows.length < limit ? await outboxHeldBack(tx, { slots, slotCount, orderWaitMs: config.orderWaitMs }) : false;
+        const { rows, heldBack } = await reading;
         deps.events.emit('claimed', { count: rows.length, slots: slots.length, heldBack });
         if (rows.length === 0) {
           await trx.commit().execute();

@@ -19,6 +19,6 @@ export { type AckCheck, PartialAckError, createAckCheck, createKafkaPublisher, t
 export { planLeases, type LeasePlan, type LeasePlanInput } from './lease-plan.js';
 export { createWakeup, type Wakeup, type WakeupOptions, OUTBOX_CHANNEL } from './wakeup.js';
 export { outboxLag, type OutboxLag, type OutboxLagParams } from './sql/outbox-lag.js';
-export { outboxClaimBatch, type OutboxClaimBatchParams, type ClaimedRow } from './sql/outbox-claim-batch.js';
+export { outboxClaimBatch, type OutboxClaimBatchParams, type OutboxClaimBatchResult, type ClaimedRow } from './sql/outbox-claim-batch.js';
 export { outboxMarkPublished, type OutboxMarkPublishedParams } from './sql/outbox-mark-published.js';
 export { outboxPurgePublished, type OutboxPurgePublishedParams } from './sql/outbox-purge-published.js';

@@ -36,15 +36,23 @@ describe('the claim of a 10,000-row backlog in batches of 1,000', () => {
       const slotCount = rows[0]!.n;
       const slots = await relaySlotLock(tx, { instanceId: 'r1', now, idleTimeoutMs: 60_000 });
       expect(slots).toHaveLength(slotCount);
-      // The claim's own statement, explained instead of run.
-      const explain: SqlExecutor = { query: (text, values) => tx.query(`EXPLAIN ${text}`, values) };
-      const plan = (await outboxClaimBatch(explain, { instanceId: 'r1', now, slots, slotCount, limit: 1_000, orderWaitMs: 500 }))
-        .map((r) => (r as unknown as { 'QUERY PLAN': string })['QUERY PLAN'])
-        .join('\n');
+      // The claim's own statement (with its held-back check), explained instead of run.
+      const statements: { text: string; values: readonly unknown[] }[] = [];
+      const recorder: SqlExecutor = {
+        query: async (text, values) => {
+          statements.push({ text, values });
+          return { rows: [] };
+        },
+      };
+      await outboxClaimBatch(recorder, { instanceId: 'r1', now, slots, slotCount, limit: 1_000, orderWaitMs: 500 });
+      expect(statements).toHaveLength(1);
+      const explained = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${statements[0]!.text}`, [...statements[0]!.values]);
+      const plan = explained.rows.map((r) => r['QUERY PLAN']).join('\n');
       expect(plan).toContain('Index Scan using outbox_unpublished_txid_idx');
       expect(plan).not.toMatch(/Sort|Seq Scan on outbox/);
       const claimed = await outboxClaimBatch(tx, { instanceId: 'r1', now, slots, slotCount, limit: 1_000, orderWaitMs: 500 });
-      expect(claimed).toHaveLength(1_000);
+      expect(claimed.rows).toHaveLength(1_000);
+      expect(claimed.heldBack).toBe(false);
     } finally {
       await client.query('ROLLBACK');
       client.release();

@@ -40,11 +40,26 @@ export interface ClaimedRow {
   readonly event_value: string | null;
 }
 
+/** What `outboxClaimBatch` read. */
+export interface OutboxClaimBatchResult {
+  /** The batch, in (txid, id) order. */
+  readonly rows: ClaimedRow[];
+  /**
+   * A short batch only (fewer rows than the limit): committed, unpublished rows of these slots
+   * wait behind an older open transaction (their transaction is not below xmin and started less
+   * than `orderWaitMs` ago: older ones the read takes). The relay then re-polls soon instead of
+   * sleeping a full poll interval: the open transaction may never write to the outbox, so no
+   * notification would wake it. Always false for a full batch.
+   */
+  readonly heldBack: boolean;
+}
+
 /**
  * Second statement of a claim transaction: the next batch of unpublished rows of the slots
  * this instance locked and (checked again, with this statement's fresh snapshot) still owns,
- * in (txid, id) order. Reads only; the caller publishes the rows, marks them
- * (`outboxMarkPublished`) and commits.
+ * in (txid, id) order, and for a short batch whether rows wait behind an older open transaction
+ * (`heldBack`). Reads only; the caller publishes the rows, marks them (`outboxMarkPublished`) and
+ * commits.
  *
  * Rows whose writing transaction is older than this snapshot's xmin are read: every
  * transaction below xmin has finished, so no row that sorts before a returned row can still
@@ -59,27 +74,44 @@ export interface ClaimedRow {
  * One range scan of outbox_unpublished_txid_idx (0.6 ms for 500 of 100,000 unpublished rows,
  * measured; joining the slots as a subquery instead made the planner sort every unpublished
  * row: 43 ms). The slot set is an array (an InitPlan), which keeps the index scan.
+ *
+ * The held-back check is a second range scan of the same index (from xmin up), in the same
+ * statement and snapshot: it was a statement of its own, one more round trip in every round
+ * that found less than a full batch (all of them at a steady rate). It runs only when the batch
+ * came out short (a one-time filter on the batch's count), and answers in one extra row after the
+ * batch, whose id is NULL. A materialized CTE is read back in the order it was written, and
+ * UNION ALL appends its second part after the first.
  */
-export async function outboxClaimBatch(db: SqlExecutor, params: OutboxClaimBatchParams): Promise<ClaimedRow[]> {
-  if (params.slots.length === 0 || params.limit <= 0) return [];
+export async function outboxClaimBatch(db: SqlExecutor, params: OutboxClaimBatchParams): Promise<OutboxClaimBatchResult> {
+  if (params.slots.length === 0 || params.limit <= 0) return { rows: [], heldBack: false };
   // The cursor is its own query text, not "$x IS NULL OR …": only a bare row comparison is an
   // index condition, and without it each pipelined read walked the index from the start over
   // every row marked earlier in the drain.
   const after = params.after ? 'AND (o.txid, o.id) > ($7::xid8, $8::bigint)' : '';
-  // ORDER BY names the table's columns (o.txid), not the text output column "txid": a bare name
-  // would sort by the text of the xid ("1000000" before "999999") and, no longer matching the
-  // index, sort every unpublished row for each batch.
-  const { rows } = await db.query<ClaimedRow>(
-    `SELECT o.id, o.txid::text AS txid, o.topic, o.key, o.value, o.headers, o.event_value
-       FROM outbox o
-      WHERE o.published_at IS NULL
-        AND (o.txid < pg_snapshot_xmin(pg_current_snapshot())
-             OR o.created_at < statement_timestamp() - $6 * interval '1 millisecond')
-        ${after}
-        AND outbox_key_slot(o.key, $4) = ANY (ARRAY(
-              SELECT l.slot FROM relay_leases l WHERE l.owner = $1 AND l.expires_at > $2 AND l.slot = ANY($3::int[])))
-      ORDER BY o.txid, o.id
-      LIMIT $5`,
+  // ORDER BY names the table's columns (o.txid), not a text output column "txid": that would
+  // sort by the text of the xid ("1000000" before "999999") and, no longer matching the index,
+  // sort every unpublished row for each batch.
+  const { rows } = await db.query<ClaimedRow & { held: boolean | null }>(
+    `WITH batch AS MATERIALIZED (
+       SELECT o.id, o.txid, o.topic, o.key, o.value, o.headers, o.event_value
+         FROM outbox o
+        WHERE o.published_at IS NULL
+          AND (o.txid < pg_snapshot_xmin(pg_current_snapshot())
+               OR o.created_at < statement_timestamp() - $6 * interval '1 millisecond')
+          ${after}
+          AND outbox_key_slot(o.key, $4) = ANY (ARRAY(
+                SELECT l.slot FROM relay_leases l WHERE l.owner = $1 AND l.expires_at > $2 AND l.slot = ANY($3::int[])))
+        ORDER BY o.txid, o.id
+        LIMIT $5)
+     SELECT b.id, b.txid::text AS txid, b.topic, b.key, b.value, b.headers, b.event_value, NULL::boolean AS held FROM batch b
+     UNION ALL
+     SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, EXISTS (
+              SELECT 1 FROM outbox h
+               WHERE h.published_at IS NULL
+                 AND h.txid >= pg_snapshot_xmin(pg_current_snapshot())
+                 AND h.created_at >= statement_timestamp() - $6 * interval '1 millisecond'
+                 AND outbox_key_slot(h.key, $4) = ANY($3::int[]))
+      WHERE (SELECT count(*) FROM batch) < $5`,
     [
       params.instanceId,
       params.now,
@@ -90,5 +122,8 @@ export async function outboxClaimBatch(db: SqlExecutor, params: OutboxClaimBatch
       ...(params.after ? [params.after.txid, params.after.id] : []),
     ],
   );
-  return rows;
+  const last = rows[rows.length - 1];
+  if (last === undefined || last.id !== null) return { rows, heldBack: false };
+  rows.pop();
+  return { rows, heldBack: last.held === true };
 }

@@ -38,11 +38,20 @@ export interface RelaySlotLockParams {
  * 1,000) it chose to read the whole table (published rows too) and sort every unpublished row
  * instead: 250–500 ms for the first claim of a 10,000-row backlog against 13–22 ms in index
  * order (EXPLAIN ANALYZE, load average 9). The other statements of the transaction sort nothing.
+ *
+ * And lets the transaction commit without waiting for its WAL flush (`synchronous_commit` off,
+ * transaction-local). The commit (the mark, `outboxMarkPublished`) of every batch short of full
+ * is awaited before the next claim, so a flush (2.5 ms of a 3 ms one-row commit here) was on
+ * every such round's path. Visibility is unchanged: the mark is seen by every later claim at
+ * commit. What a server crash (not a clean stop) can forget is the last commits before it, in
+ * commit order: those rows are published again, a suffix of what was published, in order, as
+ * after a relay crash (at-least-once; docs/relay.md, "Guarantees").
  */
 export async function relaySlotLock(db: SqlExecutor, params: RelaySlotLockParams): Promise<number[]> {
   const { rows } = await db.query<{ slot: number }>(
     `SELECT slot, set_config('idle_in_transaction_session_timeout', $4, true) AS timeout,
-            set_config('enable_sort', 'off', true) AS sort
+            set_config('enable_sort', 'off', true) AS sort,
+            set_config('synchronous_commit', 'off', true) AS durability
        FROM relay_leases
       WHERE CASE WHEN owner = $1 AND expires_at > $2 AND ($5::int[] IS NULL OR slot = ANY($5::int[]))
                  THEN pg_try_advisory_xact_lock_shared($3, slot) ELSE false END
