@@ -7,6 +7,7 @@ import type { DispatcherEvents } from './events.js';
 import { fromKafkaMessage, messageDueAt, orderingKey, type InboundMessage, type MessageHandler } from './message.js';
 import { PartitionOffsets } from './partition-offsets.js';
 import { createReadAhead } from './read-ahead.js';
+import { restartAfterFatalCrash } from './consumer-restart.js';
 import { createKeyedScheduler, type TaskResult } from './scheduler.js';
 
 /** What the delivery consumer needs. */
@@ -292,6 +293,9 @@ export function createDeliveryConsumer(
     events.emit('consumerError', { phase: 'consumer', error: e.payload.error });
     logger.error({ err: errorMessage(e.payload.error), restart: e.payload.restart }, 'kafka consumer crashed');
   });
+  const run = () => consumer.run({ autoCommit: false, eachBatchAutoResolve: false, partitionsConsumedConcurrently: 1, eachBatch });
+  // A crash kafkajs does not restart from (restart: false) would leave the lane unread for good.
+  restartAfterFatalCrash(consumer, { run, stopped: () => stopping, logger });
 
   return {
     get inFlight() {
@@ -303,7 +307,7 @@ export function createDeliveryConsumer(
     async start() {
       await consumer.connect();
       await consumer.subscribe({ topics, fromBeginning: true });
-      await consumer.run({ autoCommit: false, eachBatchAutoResolve: false, partitionsConsumedConcurrently: 1, eachBatch });
+      await run();
     },
     async stop(timeoutMs) {
       stopping = true;

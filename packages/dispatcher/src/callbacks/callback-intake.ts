@@ -4,6 +4,7 @@ import type { SqlExecutor } from '@notify/outbox';
 import { type Clock, type Logger, errorSummary } from '@notify/runtime';
 import type { Consumer, EachBatchPayload, IHeaders, Kafka } from 'kafkajs';
 import { type DeadLetterSink, createKafkaDeadLetterSink, deadLetterFor } from '../middleware/dead-letter.js';
+import { restartAfterFatalCrash } from '../consumer-restart.js';
 import { fromKafkaMessage } from '../message.js';
 import type { CallbackOutcomeObserver } from './callback-sender.js';
 import { type CallbackEventRow, callbackDeliveryEnqueue } from './sql/callback-delivery-enqueue.js';
@@ -90,6 +91,7 @@ export function createCallbackIntake(config: CallbackIntakeConfig, deps: Callbac
   let committing: Promise<void> = Promise.resolve();
   /** The batch being handled (settled). */
   let running: Promise<void> = Promise.resolve();
+  let stopping = false;
 
   const commitHandled = (): Promise<void> => {
     clearTimeout(commitTimer);
@@ -187,21 +189,25 @@ export function createCallbackIntake(config: CallbackIntakeConfig, deps: Callbac
         const assignment = e.payload.memberAssignment as Record<string, number[]>;
         for (const [k, o] of handled) if (!assignment[o.topic]?.includes(o.partition)) handled.delete(k);
       });
+      const run = () =>
+        c.run({
+          autoCommit: false,
+          eachBatchAutoResolve: false,
+          eachBatch: (payload) => {
+            const handling = handleBatch(payload);
+            running = handling.catch(() => {});
+            return handling;
+          },
+        });
+      restartAfterFatalCrash(c, { run, stopped: () => stopping, logger: log });
       await c.connect();
       // From the beginning for a new group: an event published before the first start is not lost
       // (only tenants with a registered callback get anything).
       await c.subscribe({ topic, fromBeginning: true });
-      await c.run({
-        autoCommit: false,
-        eachBatchAutoResolve: false,
-        eachBatch: (payload) => {
-          const handling = handleBatch(payload);
-          running = handling.catch(() => {});
-          return handling;
-        },
-      });
+      await run();
     },
     async stop() {
+      stopping = true;
       try {
         // Commit what was handled while still in the group: no new batch, the running one, then the commit.
         try {
