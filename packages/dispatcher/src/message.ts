@@ -82,15 +82,26 @@ export function compose(...middlewares: readonly Middleware[]): Middleware {
   return (handler) => middlewares.reduceRight((next, m) => m(next), handler);
 }
 
+/** A Kafka header's value as text (the first when it repeats), or undefined when absent. */
+function headerValueText(raw: IHeaders[string]): string | undefined {
+  const v = Array.isArray(raw) ? raw[0] : raw;
+  return v === undefined ? undefined : typeof v === 'string' ? v : v.toString('utf8');
+}
+
 /** Kafka headers as strings. */
 export function headersToStrings(headers: IHeaders | undefined): Record<string, string> {
   const out: Record<string, string> = {};
   if (!headers) return out;
   for (const [name, raw] of Object.entries(headers)) {
-    const v = Array.isArray(raw) ? raw[0] : raw;
-    if (v !== undefined) out[name] = typeof v === 'string' ? v : v.toString('utf8');
+    const v = headerValueText(raw);
+    if (v !== undefined) out[name] = v;
   }
   return out;
+}
+
+/** One Kafka header as `headersToStrings` would give it, without decoding the others. */
+export function headerText(headers: IHeaders | undefined, name: string): string | undefined {
+  return headers ? headerValueText(headers[name]) : undefined;
 }
 
 /** A kafkajs message as an `InboundMessage`. */

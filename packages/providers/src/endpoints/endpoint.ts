@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Channel } from '@notify/outbox';
+import { memoizeByString } from '../memo.js';
 import type { Delivery, Provider } from '../provider.js';
 
 /** Which of a channel's providers an endpoint is: the configured one, or its fallback (NOTIFY_SMTP_FALLBACK_URL, NOTIFY_SMS_FALLBACK_URL). */
@@ -42,20 +43,11 @@ export function urlOrigin(url: string, prefix = ''): string | undefined {
 const DEFAULT_PORTS: Readonly<Record<string, string>> = { 'http:': '80', 'https:': '443', 'smtp:': '25', 'smtps:': '465' };
 
 /** Ids already derived, by hash input: every delivery asks twice (admit, observe), mostly for the same few endpoints. */
-const endpointIds = new Map<string, string>();
-/** Entries kept at most; the cache starts over when full (ids are derived again, never wrong). */
-const ENDPOINT_ID_CACHE_MAX = 10_000;
+const derivedEndpointId = memoizeByString((input) => `ep_${createHash('sha256').update(input).digest('hex').slice(0, 24)}`);
 
 /** The endpoint's id: `ep_` + 24 hex digits of sha256(tenant, channel, origin), so any process derives it without a lookup. */
 export function endpointId(target: Pick<EndpointTarget, 'tenantId' | 'channel' | 'origin'>): string {
-  const input = `${target.tenantId}\0${target.channel}\0${target.origin}`;
-  let id = endpointIds.get(input);
-  if (id === undefined) {
-    id = `ep_${createHash('sha256').update(input).digest('hex').slice(0, 24)}`;
-    if (endpointIds.size >= ENDPOINT_ID_CACHE_MAX) endpointIds.clear();
-    endpointIds.set(input, id);
-  }
-  return id;
+  return derivedEndpointId(`${target.tenantId}\0${target.channel}\0${target.origin}`);
 }
 
 /** `{ origin }` of a provider's fixed server URL, to spread into the provider object; `{}` for a string that is not a URL. */
@@ -64,19 +56,8 @@ export function originOf(url: string): { readonly origin?: string } {
   return origin === undefined ? {} : { origin };
 }
 
-/** Origins of webhook URLs already parsed, by URL (`null`: not a URL); cleared when full, like `endpointIds`. */
-const webhookOrigins = new Map<string, string | null>();
-
-/** `urlOrigin(url)`, parsed once per distinct URL: every webhook delivery asks, mostly for the same few URLs. */
-function webhookOrigin(url: string): string | undefined {
-  let origin = webhookOrigins.get(url);
-  if (origin === undefined) {
-    origin = urlOrigin(url) ?? null;
-    if (webhookOrigins.size >= ENDPOINT_ID_CACHE_MAX) webhookOrigins.clear();
-    webhookOrigins.set(url, origin);
-  }
-  return origin ?? undefined;
-}
+/** `urlOrigin(url)` (`null`: not a URL), parsed once per distinct URL: every webhook delivery asks, mostly for the same few URLs. */
+const webhookOrigin = memoizeByString((url) => urlOrigin(url) ?? null);
 
 /**
  * The endpoint a delivery through `provider` goes to: the provider's own `origin` (SMTP, SMS),
@@ -88,6 +69,6 @@ export function endpointTargetOf(
   delivery: Pick<Delivery, 'tenantId' | 'to'>,
   role: ProviderRole,
 ): EndpointTarget | undefined {
-  const origin = provider.origin ?? (provider.channel === 'webhook' ? webhookOrigin(delivery.to) : undefined);
+  const origin = provider.origin ?? (provider.channel === 'webhook' ? (webhookOrigin(delivery.to) ?? undefined) : undefined);
   return origin === undefined ? undefined : { tenantId: delivery.tenantId, channel: provider.channel, origin, provider: role };
 }

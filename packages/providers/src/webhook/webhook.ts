@@ -1,6 +1,7 @@
 import type { Clock, Logger } from '@notify/runtime';
 import { classifyCode, classifyErrno, errorCode, parseRetryAfter } from '../classify.js';
 import { DEFAULT_CONNECTIONS_PER_ORIGIN, attemptSignal, createHttpAgent, httpPost } from '../http-post.js';
+import { memoizeByString } from '../memo.js';
 import type { Delivery, Provider, SendResult } from '../provider.js';
 import { type Resolver, TargetRefusedError, createTargetGuard } from './ssrf.js';
 import { WEBHOOK_HEADERS, signWebhook, webhookSecretKey } from './signature.js';
@@ -85,18 +86,9 @@ export function createWebhookProvider(options: WebhookProviderOptions, deps: Web
   /**
    * Targets that passed `guard.checkUrl`, by URL string: the check depends on the string alone
    * (the host's addresses are checked when a connection opens), and most deliveries go to a few
-   * URLs. Only read (by `httpPost`), never changed; cleared when full.
+   * URLs. A refused URL throws and is checked again next time. Only read (by `httpPost`), never changed.
    */
-  const checkedUrls = new Map<string, URL>();
-  const checkUrl = (target: string): URL => {
-    let url = checkedUrls.get(target);
-    if (url === undefined) {
-      url = guard.checkUrl(target);
-      if (checkedUrls.size >= 10_000) checkedUrls.clear();
-      checkedUrls.set(target, url);
-    }
-    return url;
-  };
+  const checkUrl = memoizeByString((target) => guard.checkUrl(target));
 
   async function secretsFor(tenantId: string): Promise<readonly string[]> {
     const own = options.tenantSecret ? await options.tenantSecret(tenantId) : undefined;
