@@ -1,4 +1,7 @@
 import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 /** What a psql run printed and how it ended. */
 export interface PsqlResult {
@@ -10,13 +13,22 @@ export interface PsqlResult {
 
 /**
  * Runs `script` through the real `psql` binary against `url`, the way an operator or another
- * language's service reaches PostgreSQL: no Node driver involved. `vars` become psql variables
- * (`-v name=value`), so a script can quote them with `:'name'` and no value needs escaping.
+ * language's service reaches PostgreSQL: no Node driver involved. `vars` become psql variables, so
+ * a script can quote them with `:'name'` and no value needs escaping. Each value is read from a
+ * file (`\set name \`cat file\``), not passed as `-v name=value`: a generated intent can be larger
+ * than the kernel allows one command-line argument (128 KiB, `spawn E2BIG`).
  * Unaligned, tuples-only output; `ON_ERROR_STOP=1` unless the script sets it otherwise.
  */
 export function psql(url: string, script: string, vars: Readonly<Record<string, string>> = {}): Promise<PsqlResult> {
-  const args = [url, '-X', '-q', '-A', '-t', '-v', 'ON_ERROR_STOP=1', ...Object.entries(vars).flatMap(([k, v]) => ['-v', `${k}=${v}`])];
-  return new Promise((resolve, reject) => {
+  const args = [url, '-X', '-q', '-A', '-t', '-v', 'ON_ERROR_STOP=1'];
+  const dir = mkdtempSync(join(tmpdir(), 'notify-psql-'));
+  const sets = Object.entries(vars).map(([name, value], i) => {
+    if (!/^[a-z_][a-z0-9_]*$/i.test(name)) throw new Error(`psql variable name ${JSON.stringify(name)} is not a plain identifier`);
+    const file = join(dir, `v${i}`);
+    writeFileSync(file, `${value}\n`); // psql drops one trailing newline of a backquoted command's output
+    return `\\set ${name} \`cat '${file}'\`\n`;
+  });
+  return new Promise<PsqlResult>((resolve, reject) => {
     const child = spawn('psql', args, { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, PGAPPNAME: 'notify-sql-enqueue-test' } });
     let stdout = '';
     let stderr = '';
@@ -24,8 +36,8 @@ export function psql(url: string, script: string, vars: Readonly<Record<string, 
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString('utf8')));
     child.on('error', reject);
     child.on('close', (code) => resolve({ exitCode: code ?? -1, stdout, stderr }));
-    child.stdin.end(script);
-  });
+    child.stdin.end(sets.join('') + script);
+  }).finally(() => rmSync(dir, { recursive: true, force: true }));
 }
 
 /** A refusal as psql prints it with `\set VERBOSITY verbose`: the SQLSTATE, the message and the DETAIL JSON. */
