@@ -65,7 +65,7 @@ export interface AppDeps {
   /**
    * Group commit of `POST /v1/notifications` (`createEnqueueGroups`): requests that arrive while
    * `maxInFlight` groups are being written are written together, up to `maxGroupSize` in one
-   * statement (NOTIFY_API_GROUP_COMMIT, NOTIFY_API_GROUP_COMMIT_IN_FLIGHT). Default: 100 and 2;
+   * statement (NOTIFY_API_GROUP_COMMIT, NOTIFY_API_GROUP_COMMIT_IN_FLIGHT). Default: 100 and 1;
    * `maxGroupSize` 1 writes every request on its own.
    */
   readonly enqueueGroup?: { readonly maxGroupSize?: number; readonly maxInFlight?: number };
@@ -85,7 +85,7 @@ export interface AdminAppDeps {
 }
 
 /** The group commit of single enqueues when `AppDeps.enqueueGroup` does not say (the defaults of NOTIFY_API_GROUP_COMMIT*). */
-const DEFAULT_ENQUEUE_GROUP = { maxGroupSize: 100, maxInFlight: 2 } as const;
+const DEFAULT_ENQUEUE_GROUP = { maxGroupSize: 100, maxInFlight: 1 } as const;
 
 const HTTP_EXCEPTION_CODES: Record<number, ProblemCode> = {
   400: 'malformed_json',

@@ -44,7 +44,7 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ NOTIFY_OUTCOME_BATCH_DELAY_MS: 'soon' })).toThrow(/NOTIFY_OUTCOME_BATCH_DELAY_MS: expected a whole number/);
   });
   it('reads the API group-commit settings, with defaults, and rejects out-of-range ones by name', () => {
-    expect(loadConfig({}).apiGroupCommit).toEqual({ maxGroupSize: 100, maxInFlight: 2 });
+    expect(loadConfig({}).apiGroupCommit).toEqual({ maxGroupSize: 100, maxInFlight: 1 });
     expect(loadConfig({ NOTIFY_API_GROUP_COMMIT: '1', NOTIFY_API_GROUP_COMMIT_IN_FLIGHT: '4' }).apiGroupCommit).toEqual({
       maxGroupSize: 1,
       maxInFlight: 4,

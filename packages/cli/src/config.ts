@@ -242,7 +242,7 @@ export function loadConfig(env: Env): Config {
     apiMaxInFlight: int(env, 'NOTIFY_API_MAX_IN_FLIGHT', 64, 1, 100_000),
     apiGroupCommit: {
       maxGroupSize: int(env, 'NOTIFY_API_GROUP_COMMIT', 100, 1, 1_000),
-      maxInFlight: int(env, 'NOTIFY_API_GROUP_COMMIT_IN_FLIGHT', 2, 1, 100),
+      maxInFlight: int(env, 'NOTIFY_API_GROUP_COMMIT_IN_FLIGHT', 1, 1, 100),
     },
     apiMaxEventLoopDelayMs: int(env, 'NOTIFY_API_MAX_EVENT_LOOP_DELAY_MS', 250, 0, 60_000),
     apiMaxEventLoopUtilizationPct: int(env, 'NOTIFY_API_MAX_EVENT_LOOP_UTILIZATION', 0, 0, 100),
