@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { type NotificationIntent, enqueue } from '@notify/outbox';
+import { type NotificationIntent, enqueue, enqueueMany, fromPgClient } from '@notify/outbox';
 import { sleep } from './stats.js';
 
 /**
@@ -65,6 +65,28 @@ export async function prefillNotifications(
     await pool.end();
   }
   return ids;
+}
+
+/**
+ * Queues `count` notifications (numbered from `from`) in ONE transaction, by `enqueueMany` in
+ * chunks of 1,000, so the relay sees the whole backlog at once when it commits (the warm drain).
+ */
+export async function prefillAtOnce(url: string, count: number, to: string, from = 0): Promise<void> {
+  const client = new pg.Client({ connectionString: url, application_name: 'notify-bench-prefill' });
+  await client.connect();
+  try {
+    const tx = fromPgClient(client);
+    await client.query('BEGIN');
+    for (let i = 0; i < count; i += 1_000) {
+      await enqueueMany(
+        tx,
+        Array.from({ length: Math.min(1_000, count - i) }, (_, k) => webhookIntent(to, from + i + k)),
+      );
+    }
+    await client.query('COMMIT');
+  } finally {
+    await client.end();
+  }
 }
 
 /** What `offerAtRate` reports. */
