@@ -28,14 +28,17 @@ export async function callProvider(
   // is delay, not a failed attempt. Only shutdown interrupts the wait.
   if (provider.admit && !(await provider.admit(delivery, options.shutdown))) return { kind: 'abandoned' };
   const controller = new AbortController();
-  const timer = setTimeout(() => controller.abort(new Error(`timeout after ${options.timeoutMs} ms`)), options.timeoutMs);
-  const onShutdown = () => controller.abort(new Error('dispatcher shutting down'));
+  // The timer and shutdown settle `aborted` themselves: no listener on the attempt's own signal.
+  let settleAborted!: (value: typeof ABORTED) => void;
+  const aborted = new Promise<typeof ABORTED>((resolve) => (settleAborted = resolve));
+  const abort = (reason: Error) => {
+    controller.abort(reason);
+    settleAborted(ABORTED);
+  };
+  const timer = setTimeout(() => abort(new Error(`timeout after ${options.timeoutMs} ms`)), options.timeoutMs);
+  const onShutdown = () => abort(new Error('dispatcher shutting down'));
   if (options.shutdown.aborted) onShutdown();
   else options.shutdown.addEventListener('abort', onShutdown, { once: true });
-  const aborted = new Promise<typeof ABORTED>((resolve) => {
-    if (controller.signal.aborted) resolve(ABORTED);
-    else controller.signal.addEventListener('abort', () => resolve(ABORTED), { once: true });
-  });
   let graceTimer: NodeJS.Timeout | undefined;
   try {
     const asTransient = (err: unknown): SendResult => ({ kind: 'transient', error: errorMessage(err) });
