@@ -1,5 +1,7 @@
+import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { type NotificationIntent, enqueue, enqueueMany, fromPgClient } from '@notify/outbox';
+import type { BenchJob } from '../workers/pgboss-worker.js';
 import { sleep } from './stats.js';
 
 /**
@@ -17,6 +19,17 @@ export function webhookIntent(receiverUrl: string, n: number): NotificationInten
     to: `${receiverUrl}/${n % RECIPIENTS}`,
     body: `Order ${n} has shipped.`,
     data: { order: n },
+  };
+}
+
+/** The pg-boss job end-to-end queues: the same body as `webhookIntent`'s notification `n`. */
+export function pgBossJob(n: number): BenchJob {
+  return {
+    id: randomUUID(),
+    tenant_id: 'bench',
+    body: `Order ${n} has shipped.`,
+    data: { order: n },
+    created_at: new Date().toISOString(),
   };
 }
 

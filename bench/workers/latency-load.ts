@@ -1,0 +1,90 @@
+// The load generator of end-to-end's latency windows, in its own process with its own pg pool, so
+// it shares neither an event loop nor a core's time slice with the receiver and the drain poller
+// (in-process, at 500/s it could offer only 446/s on this machine and its own enqueue transactions
+// dominated the slowest rows). Offers single-row enqueue transactions (notify) or boss.send()
+// calls (pg-boss) at a fixed rate and reports each id's commit instant as wall-clock milliseconds
+// (performance.timeOrigin + performance.now(): comparable across processes of one machine, unlike
+// performance.now() alone).
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import PgBoss from 'pg-boss';
+import { type OfferResult, createEnqueuer, offerAtRate, pgBossJob, webhookIntent } from '../lib/load.js';
+import { workerMain } from '../lib/worker.js';
+
+/** Input of the worker. */
+export interface LatencyLoadInput {
+  readonly system: 'notify' | 'pg-boss';
+  readonly url: string;
+  readonly receiverUrl: string;
+  /** pg-boss only: the queue to send to. */
+  readonly queue?: string;
+  readonly rate: number;
+  readonly durationMs: number;
+  readonly maxInFlight: number;
+}
+
+/** Output of the worker. */
+export interface LatencyLoadOutput {
+  readonly offered: OfferResult;
+  /** [id, commit instant in wall-clock ms] of each committed notification or job. */
+  readonly committed: readonly (readonly [string, number])[];
+  /** The generator's own event-loop delay over the window (ms): how late its ticks ran. */
+  readonly loopDelayMs: { readonly p50: number; readonly p99: number; readonly max: number };
+}
+
+const wallClock = () => performance.timeOrigin + performance.now();
+
+async function offerNotify(input: LatencyLoadInput, op: (send: () => Promise<{ id: string }>) => Promise<void>) {
+  const enqueuer = createEnqueuer(input.url, 32);
+  try {
+    return await offerAtRate({
+      rate: input.rate,
+      durationMs: input.durationMs,
+      maxInFlight: input.maxInFlight,
+      op: (n) => op(async () => ({ id: (await enqueuer.enqueueOne(webhookIntent(input.receiverUrl, n))).id })),
+    });
+  } finally {
+    await enqueuer.close();
+  }
+}
+
+async function offerPgBoss(input: LatencyLoadInput, op: (send: () => Promise<{ id: string }>) => Promise<void>) {
+  // The producer side, as an application would run it: no maintenance, no schedules.
+  const boss = new PgBoss({
+    connectionString: input.url,
+    max: 16,
+    supervise: false,
+    schedule: false,
+    application_name: 'notify-bench-pgboss-producer',
+  });
+  boss.on('error', () => {});
+  await boss.start();
+  try {
+    return await offerAtRate({
+      rate: input.rate,
+      durationMs: input.durationMs,
+      maxInFlight: input.maxInFlight,
+      op: (n) =>
+        op(async () => {
+          const data = pgBossJob(n);
+          await boss.send(input.queue!, data);
+          return { id: data.id };
+        }),
+    });
+  } finally {
+    await boss.stop({ graceful: false, wait: true }).catch(() => {});
+  }
+}
+
+workerMain(async (input: LatencyLoadInput): Promise<LatencyLoadOutput> => {
+  const committed: (readonly [string, number])[] = [];
+  const op = async (send: () => Promise<{ id: string }>) => {
+    const { id } = await send();
+    committed.push([id, wallClock()]);
+  };
+  const delay = monitorEventLoopDelay({ resolution: 10 });
+  delay.enable();
+  const offered = input.system === 'notify' ? await offerNotify(input, op) : await offerPgBoss(input, op);
+  delay.disable();
+  const ms = (ns: number) => ns / 1e6;
+  return { offered, committed, loopDelayMs: { p50: ms(delay.percentile(50)), p99: ms(delay.percentile(99)), max: ms(delay.max) } };
+});
