@@ -232,8 +232,9 @@ async function runNotify(ctx: BenchContext, receiver: Receiver, w: E2eWorkload, 
       ctx.log(
         `end-to-end/notify round ${round + 1}: drained ${w.backlog} in ${Math.round(drain.drainMs)} ms (${Math.round(drain.perSec)}/s)`,
       );
-      await prefillAtOnce(db.url, w.backlog, receiver.url, w.backlog);
+      // Reset before queueing: a delivery between the COMMIT and the reset would start the window late.
       receiver.reset();
+      await prefillAtOnce(db.url, w.backlog, receiver.url, w.backlog);
       const warm = await measureDrain({
         pool,
         countSql: `SELECT count(*)::int - ${w.backlog} AS n FROM notifications WHERE state = 'sent'`,
@@ -375,13 +376,13 @@ export async function runPgBoss(
       ctx.log(
         `end-to-end/pg-boss round ${round + 1}: drained ${w.backlog} in ${Math.round(drain.drainMs)} ms (${Math.round(drain.perSec)}/s)`,
       );
+      receiver.reset();
       await boss.insert(
         Array.from({ length: w.backlog }, (_, k) => ({
           name: PGBOSS_QUEUE,
           data: pgBossJob(w.backlog + k),
         })),
       );
-      receiver.reset();
       const warm = await measureDrain({
         pool,
         countSql: `SELECT count(*)::int - ${w.backlog} AS n FROM pgboss.job WHERE name = '${PGBOSS_QUEUE}' AND state = 'completed'`,
