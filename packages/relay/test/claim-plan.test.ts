@@ -14,8 +14,11 @@ let tdb: TestDatabase;
 beforeAll(async () => {
   tdb = await createTestDatabase();
   await tdb.pool.query(
-    `INSERT INTO outbox (topic, key, value, headers)
-     SELECT 'requests', 'tenant/email/' || (g % 2000), '{}', '{}' FROM generate_series(1, 10000) g`,
+    // Older than the claim's order wait (500 ms), so they are claimable even while a write
+    // transaction elsewhere on the server holds xmin back (another test file, a bench): then the
+    // planner also sees every row pass `txid >= xmin`, the case that once chose a Seq Scan.
+    `INSERT INTO outbox (topic, key, value, headers, created_at)
+     SELECT 'requests', 'tenant/email/' || (g % 2000), '{}', '{}', now() - interval '1 minute' FROM generate_series(1, 10000) g`,
   );
   await tdb.pool.query('VACUUM ANALYZE outbox');
   await tdb.pool.query(`UPDATE relay_leases SET owner = 'r1', expires_at = now() + interval '1 hour'`);

@@ -38,6 +38,11 @@ export interface RelaySlotLockParams {
  * 1,000) it chose to read the whole table (published rows too) and sort every unpublished row
  * instead: 250–500 ms for the first claim of a 10,000-row backlog against 13–22 ms in index
  * order (EXPLAIN ANALYZE, load average 9). The other statements of the transaction sort nothing.
+ * Sequential scans are off too (`enable_seqscan`, transaction-local): while a write transaction
+ * anywhere on the server holds xmin back, the planner took every row for `txid >= xmin` and
+ * checked for held-back rows by reading the whole outbox (retained published rows too) instead
+ * of the unpublished rows' index. The transaction's statements all have an index to use (the
+ * claim and its held-back check outbox_unpublished_txid_idx, the mark the primary key).
  *
  * And lets the transaction commit without waiting for its WAL flush (`synchronous_commit` off,
  * transaction-local). The commit (the mark, `outboxMarkPublished`) of every batch short of full
@@ -51,6 +56,7 @@ export async function relaySlotLock(db: SqlExecutor, params: RelaySlotLockParams
   const { rows } = await db.query<{ slot: number }>(
     `SELECT slot, set_config('idle_in_transaction_session_timeout', $4, true) AS timeout,
             set_config('enable_sort', 'off', true) AS sort,
+            set_config('enable_seqscan', 'off', true) AS scan,
             set_config('synchronous_commit', 'off', true) AS durability
        FROM relay_leases
       WHERE CASE WHEN owner = $1 AND expires_at > $2 AND ($5::int[] IS NULL OR slot = ANY($5::int[]))
