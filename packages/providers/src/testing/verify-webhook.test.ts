@@ -54,6 +54,17 @@ describe('Standard Webhooks signing', () => {
     expect(verifyWebhookSignature({ ...base, now: new Date(at.getTime() + 3_600_000), toleranceSeconds: 7200 }).ok).toBe(true);
   });
 
+  it("signs with each secret's own key when the keys are remembered, and throws for a bad secret every time", () => {
+    const input = { id: 'ntf_1', timestamp: 1, body: '{}' };
+    const a = signWebhook({ ...input, secret: 'secret a' });
+    const b = signWebhook({ ...input, secret: 'secret b' });
+    expect(a).not.toBe(b);
+    expect(signWebhook({ ...input, secret: 'secret a' })).toBe(a);
+    expect(signWebhook({ ...input, secret: 'whsec_aGVsbG8=' })).toBe(signWebhook({ ...input, secret: 'hello' }));
+    expect(() => signWebhook({ ...input, secret: '' })).toThrow(/empty/);
+    expect(() => signWebhook({ ...input, secret: '' })).toThrow(/empty/);
+  });
+
   it('rejects missing headers', () => {
     expect(verifyWebhookSignature({ secret: VECTOR.secret, headers: {}, body: VECTOR.body, now: at })).toMatchObject({ ok: false });
   });
