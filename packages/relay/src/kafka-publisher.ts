@@ -38,7 +38,7 @@ const DISCONNECT_TIMEOUT_MS = 5_000;
  * those, their messages are never sent and `sendBatch` still resolves (kafkajs#1798). A rolling
  * restart of a 3-broker cluster lost 7 notifications that way (RELIABILITY.md, found and fixed).
  */
-export function createKafkaPublisher(kafka: Kafka, options: KafkaPublisherOptions = {}): Publisher & { warmUp(): void } {
+export function createKafkaPublisher(kafka: Kafka, options: KafkaPublisherOptions = {}): Publisher {
   const logger = options.logger ?? silentLogger;
   const retry = options.retry ?? DEFAULT_RETRY;
   let producer: Producer | null = null;
@@ -75,12 +75,11 @@ export function createKafkaPublisher(kafka: Kafka, options: KafkaPublisherOption
     if (closed) throw new PublishError('publisher_closed', 'the publisher is closed', { retriable: false });
     if (messages.length === 0) return;
     // Group by topic, keeping array order inside each topic (kafkajs keeps it per partition).
-    // The messages go to kafkajs as they are (it reads key, value and headers, and ignores topic).
-    const byTopic = new Map<string, PublishMessage[]>();
+    const byTopic = new Map<string, { key: string; value: string; headers: Record<string, string> }[]>();
     for (const m of messages) {
       let list = byTopic.get(m.topic);
       if (!list) byTopic.set(m.topic, (list = []));
-      list.push(m);
+      list.push({ key: m.key, value: m.value, headers: m.headers });
     }
     try {
       const p = await connect();
@@ -108,15 +107,6 @@ export function createKafkaPublisher(kafka: Kafka, options: KafkaPublisherOption
   };
 
   return {
-    /**
-     * Connects the producer now rather than in the first `publish` (a relay calls it at start,
-     * so the connection is made while it takes its leases). A failure is forgotten: the next
-     * `publish` connects again and reports it.
-     */
-    warmUp() {
-      if (closed || connected) return;
-      connect().catch(() => drop());
-    },
     publish(messages) {
       const run = chain.then(() => send(messages));
       chain = run.catch(() => {});
@@ -156,30 +146,22 @@ export interface AckCheck {
  * to record where each message went (kafkajs asks again on each retry, with the same answers).
  */
 export function createAckCheck(base: ICustomPartitioner): AckCheck {
-  // topic → partitions written to (a flag per partition: no string or set entry per message)
-  let routed = new Map<string, boolean[]>();
+  let routed = new Set<string>();
   return {
     createPartitioner: () => {
       const partition = base();
       return (args) => {
         const chosen = partition(args);
-        let written = routed.get(args.topic);
-        if (!written) routed.set(args.topic, (written = []));
-        written[chosen] = true;
+        routed.add(`${args.topic}[${chosen}]`);
         return chosen;
       };
     },
     begin() {
-      routed = new Map();
+      routed = new Set();
     },
     verify(acks) {
       const acked = new Set(acks.map((a) => `${a.topicName}[${a.partition}]`));
-      const missing: string[] = [];
-      for (const [topic, written] of routed) {
-        written.forEach((_, p) => {
-          if (!acked.has(`${topic}[${p}]`)) missing.push(`${topic}[${p}]`);
-        });
-      }
+      const missing = [...routed].filter((r) => !acked.has(r));
       if (missing.length > 0) throw new PartialAckError(missing);
     },
   };

@@ -3,11 +3,12 @@ import { type SqlExecutor } from '@notify/outbox';
 import { TOPICS, topicName } from '@notify/contract';
 import { type Logger, backoffDelayMs, errorSummary, withTimeout } from '@notify/runtime';
 import type { BatchSource, ClaimedBatch, RefusedRow } from './batch-source.js';
-import { maxBytesAtMost, messageBytes, refusedForGood } from './refusal.js';
+import { messageBytes, refusedForGood } from './refusal.js';
 import type { ResolvedRelayConfig } from './config.js';
 import type { BatchStage, RelayEvents } from './events.js';
 import { PublishError, type PublishMessage, type Publisher } from './publisher.js';
 import { queuedEventHeaders } from './queued-event.js';
+import type { ClaimedRow } from './sql/outbox-claim-batch.js';
 import { relayInstanceSleeping } from './sql/relay-instance-sleeping.js';
 import { WakeSignal } from './wake-signal.js';
 import { HOLDERS_SQL, trace, tracing } from './trace.js';
@@ -87,7 +88,7 @@ export function createPublishLoop(config: PublishLoopConfig, deps: PublishLoopDe
   let done: Promise<void> | null = null;
   let failures = 0;
   let heldBackDelay = config.heldBackRetryMs;
-  let ahead: Promise<Prepared> | null = null;
+  let ahead: Promise<ClaimedBatch> | null = null;
   let committing: Promise<void> | null = null; // mark + commit of the previous batch
   let sleeping = false;
   // After Kafka refused a batch for good (REFUSED_FOR_GOOD), this many rows are claimed and
@@ -96,64 +97,25 @@ export function createPublishLoop(config: PublishLoopConfig, deps: PublishLoopDe
 
   const topics = new Map<string, string>(); // suffix → full name
   const toMessage = (topic: string, key: string, value: string, rowHeaders: Record<string, string>): PublishMessage => {
-    // Headers are jsonb: their values are strings as every writer writes them, and then the
-    // parsed object goes out as it is (nothing downstream writes to it); a copy is made only
-    // when a value is not a string.
-    let headers = rowHeaders;
+    const headers: Record<string, string> = {};
     for (const k in rowHeaders) {
-      if (typeof (rowHeaders[k] as unknown) !== 'string') {
-        headers = stringValues(rowHeaders);
-        break;
-      }
+      const v: unknown = rowHeaders[k];
+      headers[k] = typeof v === 'string' ? v : JSON.stringify(v);
     }
     let full = topics.get(topic);
     if (full === undefined) topics.set(topic, (full = topicName(config.topicPrefix, topic)));
     return { topic: full, key, value, headers };
   };
-
-  /**
-   * A claimed batch with its messages built. A read-ahead is prepared as soon as its rows arrive,
-   * while the batch before it waits for Kafka's acknowledgement (the event loop is idle then), so
-   * the next publish starts without the 1,000 rows' worth of JS in between: it was most of the
-   * ~10 ms gap between publishes (relay trace, 100,000 rows, batch 1,000).
-   */
-  const prepare = (batch: ClaimedBatch): Prepared => {
-    // A row larger than Kafka takes is set aside without trying: the broker would refuse it for good.
-    const refused: RefusedRow[] = [];
-    const messages: PublishMessage[] = [];
-    const sent: string[] = [];
-    for (const row of batch.rows) {
-      const own = toMessage(row.topic, row.key, row.value, row.headers);
-      const event = row.event_value === null ? null : toMessage(TOPICS.events, row.key, row.event_value, queuedEventHeaders(row.headers));
-      // A row goes out whole or is set aside whole: its queued event never without its request.
-      if (maxBytesAtMost(own) > config.maxMessageBytes || (event !== null && maxBytesAtMost(event) > config.maxMessageBytes)) {
-        const bytes = Math.max(messageBytes(own), event === null ? 0 : messageBytes(event));
-        if (bytes > config.maxMessageBytes) {
-          refused.push({ row, reason: `message_too_large: ${bytes} bytes > ${config.maxMessageBytes}` });
-          continue;
-        }
-      }
-      messages.push(own);
-      if (event !== null) messages.push(event);
-      sent.push(row.id);
-    }
-    return { batch, messages, sent, refused };
+  /** A row's messages: its own, then the queued event it carries (migration 0150). */
+  const toMessages = (row: ClaimedRow): PublishMessage[] => {
+    const own = toMessage(row.topic, row.key, row.value, row.headers);
+    return row.event_value === null ? [own] : [own, toMessage(TOPICS.events, row.key, row.event_value, queuedEventHeaders(row.headers))];
   };
-  /** Claims and prepares; a batch that cannot be prepared is rolled back and fails like its claim. */
-  const claimPrepared = (claiming: Promise<ClaimedBatch>): Promise<Prepared> =>
-    claiming.then((batch) => {
-      try {
-        return prepare(batch);
-      } catch (error) {
-        void batch.rollback();
-        throw error;
-      }
-    });
 
-  const abandon = async (claimed: Promise<Prepared> | null): Promise<void> => {
+  const abandon = async (claimed: Promise<ClaimedBatch> | null): Promise<void> => {
     if (!claimed) return;
     const c = await claimed.catch(() => null);
-    await c?.batch.rollback();
+    await c?.rollback();
   };
 
   /** Counts and reports a failed batch; the round ends with it and the loop waits `retryInMs`. */
@@ -225,15 +187,14 @@ export function createPublishLoop(config: PublishLoopConfig, deps: PublishLoopDe
       if (markFailed) return markFailed;
       signal.clear(); // this claim sees everything committed before now
     }
-    let prepared: Prepared;
+    let current: ClaimedBatch;
     try {
-      prepared = await (ahead ?? claimPrepared(isolating > 0 ? deps.batches.claim(undefined, undefined, 1) : deps.batches.claim()));
+      current = await (ahead ?? (isolating > 0 ? deps.batches.claim(undefined, undefined, 1) : deps.batches.claim()));
     } catch (error) {
       ahead = null;
       return (await settle()) ?? failed('claim', error);
     }
     ahead = null;
-    const current = prepared.batch;
     if (tracing) {
       trace({
         e: 'claim',
@@ -267,7 +228,7 @@ export function createPublishLoop(config: PublishLoopConfig, deps: PublishLoopDe
       // measured), and the server runs the read meanwhile instead of after.
       let sent!: () => void;
       const onSent = new Promise<void>((r) => (sent = r));
-      ahead = claimPrepared(deps.batches.claim(current, sent));
+      ahead = deps.batches.claim(current, sent);
       ahead.catch(() => {}); // handled when awaited
       await Promise.race([
         onSent,
@@ -278,7 +239,20 @@ export function createPublishLoop(config: PublishLoopConfig, deps: PublishLoopDe
       ]);
     }
     let publishMs = 0;
-    const { messages, sent, refused } = prepared;
+    // A row larger than Kafka takes is set aside without trying: the broker would refuse it for good.
+    const refused: RefusedRow[] = [];
+    const messages: PublishMessage[] = [];
+    const sent: string[] = [];
+    for (const row of current.rows) {
+      const rowMessages = toMessages(row);
+      // A row goes out whole or is set aside whole: its queued event never without its request.
+      const bytes = Math.max(...rowMessages.map(messageBytes));
+      if (bytes > config.maxMessageBytes) refused.push({ row, reason: `message_too_large: ${bytes} bytes > ${config.maxMessageBytes}` });
+      else {
+        messages.push(...rowMessages);
+        sent.push(row.id);
+      }
+    }
     try {
       const t0 = performance.now();
       if (messages.length > 0) {
@@ -371,23 +345,4 @@ export function createPublishLoop(config: PublishLoopConfig, deps: PublishLoopDe
       signal.wake();
     },
   };
-}
-
-/** A claimed batch, its messages (oversized rows left out) and the rows set aside for size. */
-interface Prepared {
-  readonly batch: ClaimedBatch;
-  readonly messages: PublishMessage[];
-  /** Ids of the rows whose messages are in `messages`. */
-  readonly sent: string[];
-  readonly refused: RefusedRow[];
-}
-
-/** A copy of jsonb headers with every value a string (non-string values as their JSON text). */
-function stringValues(headers: Readonly<Record<string, unknown>>): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const k in headers) {
-    const v = headers[k];
-    out[k] = typeof v === 'string' ? v : JSON.stringify(v);
-  }
-  return out;
 }

@@ -17,16 +17,6 @@ export function messageBytes(m: Pick<PublishMessage, 'key' | 'value' | 'headers'
 }
 
 /**
- * An upper bound of `messageBytes` from string lengths alone (a UTF-16 code unit is at most 3
- * bytes of UTF-8), so the exact count is needed only for a message within a third of the limit.
- */
-export function maxBytesAtMost(m: Pick<PublishMessage, 'key' | 'value' | 'headers'>): number {
-  let units = m.key.length + m.value.length;
-  for (const k in m.headers) units += k.length + m.headers[k]!.length + 1;
-  return 64 + 3 * units;
-}
-
-/**
  * The Kafka error type when `error` (a `PublishError`, its cause, or kafkajs' wrapping of it)
  * says the broker refused a record for good; undefined for anything that may pass on retry.
  */

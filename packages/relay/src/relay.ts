@@ -77,8 +77,7 @@ export function createRelay(config: RelayConfig, deps: RelayDeps): Relay {
   const events = createRelayEvents(logger);
   const db = fromKysely(deps.db);
   const ownsPublisher = deps.publisher === undefined;
-  const kafkaPublisher = deps.publisher ? null : createKafkaPublisher(deps.kafka, { logger });
-  const publisher: Publisher = deps.publisher ?? kafkaPublisher!;
+  const publisher: Publisher = deps.publisher ?? createKafkaPublisher(deps.kafka, { logger });
 
   let state: 'new' | 'running' | 'stopping' | 'stopped' = 'new';
   let slotCount = 0; // rows of relay_leases, read at start
@@ -146,9 +145,6 @@ export function createRelay(config: RelayConfig, deps: RelayDeps): Relay {
         state = 'stopped';
         throw new Error('relay_leases is empty: run the migrations (0002_relay) before starting a relay');
       }
-      // The producer connects (broker metadata, a producer id) while the leases are taken and
-      // LISTEN starts, not after the first batch was read.
-      kafkaPublisher?.warmUp();
       try {
         await leases.runOnce();
       } catch (error) {
