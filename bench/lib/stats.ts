@@ -1,4 +1,5 @@
 /** Small statistics helpers for the bench: percentiles over recorded samples, medians of rounds. */
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 
 /** The q-quantile (0..1) of `samples` by the nearest-rank method; NaN for no samples. Does not modify the input. */
 export function percentile(samples: readonly number[], q: number): number {
@@ -14,6 +15,27 @@ export function latencySummary(samples: readonly number[]): { count: number; p50
   const sorted = Float64Array.from(samples).sort();
   const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!;
   return { count: sorted.length, p50: at(0.5), p90: at(0.9), p99: at(0.99), max: sorted[sorted.length - 1]! };
+}
+
+/** A process's event-loop delay over a stretch of work (ms, to 0.1 ms): how late its timer ticks ran. */
+export interface LoopDelay {
+  readonly p50: number;
+  readonly p99: number;
+  readonly max: number;
+}
+
+/** Runs `work` while sampling this process's event-loop delay (10 ms resolution). */
+export async function withLoopDelay<T>(work: () => Promise<T>): Promise<{ result: T; loopDelayMs: LoopDelay }> {
+  const h = monitorEventLoopDelay({ resolution: 10 });
+  h.enable();
+  let result: T;
+  try {
+    result = await work();
+  } finally {
+    h.disable();
+  }
+  const ms = (ns: number) => Math.round((ns / 1e6) * 10) / 10;
+  return { result, loopDelayMs: { p50: ms(h.percentile(50)), p99: ms(h.percentile(99)), max: ms(h.max) } };
 }
 
 /** The median of a few round results. */

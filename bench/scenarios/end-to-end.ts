@@ -1,4 +1,3 @@
-import { monitorEventLoopDelay } from 'node:perf_hooks';
 import pg from 'pg';
 import PgBoss from 'pg-boss';
 import os from 'node:os';
@@ -10,7 +9,7 @@ import { runWorker } from '../lib/worker.js';
 import type { Figure } from '../lib/report.js';
 import { startNotifyService } from '../lib/service.js';
 import { type StageBreakdown, stageBreakdown } from '../lib/stages.js';
-import { latencySummary, median, pairedRatio, sleep, waitUntil } from '../lib/stats.js';
+import { latencySummary, median, pairedRatio, sleep, waitUntil, withLoopDelay } from '../lib/stats.js';
 import type { LatencyLoadInput, LatencyLoadOutput } from '../workers/latency-load.js';
 import type { PgBossWorkerInput } from '../workers/pgboss-worker.js';
 import type { BenchContext, Scenario } from './types.js';
@@ -177,27 +176,20 @@ async function arrivals(receiver: Receiver, committed: ReadonlyMap<string, numbe
  */
 async function latencyFromLoadProcess(receiver: Receiver, input: Omit<LatencyLoadInput, 'receiverUrl' | 'maxInFlight'>) {
   receiver.reset();
-  const loop = monitorEventLoopDelay({ resolution: 10 });
-  loop.enable();
-  const { output } = await runWorker<LatencyLoadInput, LatencyLoadOutput>(
-    `e2e-load-${input.system}-${input.rate}`,
-    'bench/workers/latency-load.ts',
-    { ...input, receiverUrl: receiver.url, maxInFlight: 128 },
-    { timeoutMs: input.durationMs + 120_000 },
-  );
-  const committed = new Map(output.committed.map(([id, wall]) => [id, wall - performance.timeOrigin]));
-  const result = await arrivals(receiver, committed);
-  loop.disable();
-  const ms = (ns: number) => Math.round((ns / 1e6) * 10) / 10;
-  return {
-    rate: input.rate,
-    offered: output.offered,
-    ...result,
-    loopDelayMs: {
-      generator: output.loopDelayMs,
-      receiver: { p50: ms(loop.percentile(50)), p99: ms(loop.percentile(99)), max: ms(loop.max) },
-    },
-  };
+  const {
+    result: { output, result },
+    loopDelayMs,
+  } = await withLoopDelay(async () => {
+    const { output } = await runWorker<LatencyLoadInput, LatencyLoadOutput>(
+      `e2e-load-${input.system}-${input.rate}`,
+      'bench/workers/latency-load.ts',
+      { ...input, receiverUrl: receiver.url, maxInFlight: 128 },
+      { timeoutMs: input.durationMs + 120_000 },
+    );
+    const committed = new Map(output.committed.map(([id, wall]) => [id, wall - performance.timeOrigin]));
+    return { output, result: await arrivals(receiver, committed) };
+  });
+  return { rate: input.rate, offered: output.offered, ...result, loopDelayMs: { generator: output.loopDelayMs, receiver: loopDelayMs } };
 }
 
 async function runNotify(ctx: BenchContext, receiver: Receiver, w: E2eWorkload, round: number): Promise<PipelineResult> {
@@ -443,9 +435,9 @@ export function stageFigures(stages: StageBreakdown | undefined, where: string):
   ];
 }
 
-/** The round whose CPU split is reported: the median drain rate (the odd one out of a pair would skew it). */
-function medianRound(rounds: readonly PipelineResult[]): PipelineResult {
-  const sorted = [...rounds].sort((a, b) => a.drainPerSec - b.drainPerSec);
+/** The round whose CPU split is reported: the median drain rate (the odd one out of a pair would skew it); `rate` picks the drain. */
+function medianRound(rounds: readonly PipelineResult[], rate: (r: PipelineResult) => number = (r) => r.drainPerSec): PipelineResult {
+  const sorted = [...rounds].sort((a, b) => rate(a) - rate(b));
   return sorted[Math.floor((sorted.length - 1) / 2)]!;
 }
 
@@ -455,10 +447,8 @@ function medianRound(rounds: readonly PipelineResult[]): PipelineResult {
  */
 function warmFigures(ours: readonly PipelineResult[], peer: readonly PipelineResult[]): Figure[] {
   const rate = (r: PipelineResult) => r.warm.perSec;
-  const mid = (rounds: readonly PipelineResult[]) =>
-    [...rounds].sort((a, b) => rate(a) - rate(b))[Math.floor((rounds.length - 1) / 2)]!.warm.cpu;
-  const o = mid(ours);
-  const p = mid(peer);
+  const o = medianRound(ours, rate).warm.cpu;
+  const p = medianRound(peer, rate).warm.cpu;
   const note = 'the same backlog again on the same process right after the measured drain, queued at once (one transaction / one insert)';
   return [
     {

@@ -5,9 +5,9 @@
 // calls (pg-boss) at a fixed rate and reports each id's commit instant as wall-clock milliseconds
 // (performance.timeOrigin + performance.now(): comparable across processes of one machine, unlike
 // performance.now() alone).
-import { monitorEventLoopDelay } from 'node:perf_hooks';
 import PgBoss from 'pg-boss';
 import { type OfferResult, createEnqueuer, offerAtRate, pgBossJob, webhookIntent } from '../lib/load.js';
+import { type LoopDelay, withLoopDelay } from '../lib/stats.js';
 import { workerMain } from '../lib/worker.js';
 
 /** Input of the worker. */
@@ -28,7 +28,7 @@ export interface LatencyLoadOutput {
   /** [id, commit instant in wall-clock ms] of each committed notification or job. */
   readonly committed: readonly (readonly [string, number])[];
   /** The generator's own event-loop delay over the window (ms): how late its ticks ran. */
-  readonly loopDelayMs: { readonly p50: number; readonly p99: number; readonly max: number };
+  readonly loopDelayMs: LoopDelay;
 }
 
 const wallClock = () => performance.timeOrigin + performance.now();
@@ -81,10 +81,8 @@ workerMain(async (input: LatencyLoadInput): Promise<LatencyLoadOutput> => {
     const { id } = await send();
     committed.push([id, wallClock()]);
   };
-  const delay = monitorEventLoopDelay({ resolution: 10 });
-  delay.enable();
-  const offered = input.system === 'notify' ? await offerNotify(input, op) : await offerPgBoss(input, op);
-  delay.disable();
-  const ms = (ns: number) => ns / 1e6;
-  return { offered, committed, loopDelayMs: { p50: ms(delay.percentile(50)), p99: ms(delay.percentile(99)), max: ms(delay.max) } };
+  const { result: offered, loopDelayMs } = await withLoopDelay(() =>
+    input.system === 'notify' ? offerNotify(input, op) : offerPgBoss(input, op),
+  );
+  return { offered, committed, loopDelayMs };
 });
