@@ -301,6 +301,38 @@ describe('publish loop: running (start/stop)', () => {
     await loop.stop();
   });
 
+  it('a short batch is followed at once by another look; the flag goes up only after a look that found nothing', async () => {
+    vi.useFakeTimers();
+    const { loop, batches, db, log } = setup([{ ids: [1] }, {}, {}, { ids: [2] }]);
+    loop.start();
+    await vi.advanceTimersByTimeAsync(0);
+    // no flag write before or after the short batch [1]; then up, one more look, and the wait
+    expect(log).toEqual(['claim [1]', 'publish [1]', 'commit [1]', 'committed [1]', 'claim []', 'claim []']);
+    expect(db.flags).toEqual([true]);
+    loop.wake(); // a writer rang: one row, and the relay goes back to its wait with the flag still up
+    await vi.advanceTimersByTimeAsync(0);
+    expect(log.slice(6)).toEqual(['claim [2]', 'publish [2]', 'commit [2]', 'committed [2]', 'claim []']);
+    expect(db.flags).toEqual([true]);
+    expect(batches.claims).toBe(5);
+    await loop.stop();
+  });
+
+  it('the flag comes down when two claims in a row find rows, or one finds a full batch, and goes up after an empty look', async () => {
+    vi.useFakeTimers();
+    const { loop, db, log } = setup([{}, { ids: [1] }, { ids: [2] }, { ids: [3] }, {}, {}, { ids: [4, 5] }, { ids: [6] }, {}]);
+    loop.start();
+    await vi.advanceTimersByTimeAsync(0);
+    // [] → up; [1] (the look after raising it) keeps it up; [2] makes two in a row → down; [3]; [] → up; [] → wait
+    expect(db.flags).toEqual([true, false, true]);
+    expect(log.filter((l) => l.startsWith('claim'))).toEqual(['claim []', 'claim [1]', 'claim [2]', 'claim [3]', 'claim []', 'claim []']);
+    loop.wake();
+    await vi.advanceTimersByTimeAsync(0);
+    // a full batch [4,5] is a backlog: down at once; [6] is short; [] → up, one more look
+    expect(db.flags).toEqual([true, false, true, false, true]);
+    expect(log.filter((l) => l.startsWith('claim')).slice(6)).toEqual(['claim [4,5]', 'claim [6] after 5', 'claim []', 'claim []']);
+    await loop.stop();
+  });
+
   it('a backoff wait is not cut short by wake(), but stop() ends it at once', async () => {
     vi.useFakeTimers();
     const { loop, batches } = setup([{ claimError: new Error('down') }, { claimError: new Error('down') }], {

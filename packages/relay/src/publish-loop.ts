@@ -91,6 +91,8 @@ export function createPublishLoop(config: PublishLoopConfig, deps: PublishLoopDe
   let ahead: Promise<ClaimedBatch> | null = null;
   let committing: Promise<void> | null = null; // mark + commit of the previous batch
   let sleeping = false;
+  // Claims in a row that found rows, since the last one that found none (see `round`).
+  let busyClaims = 0;
   // After Kafka refused a batch for good (REFUSED_FOR_GOOD), this many rows are claimed and
   // published one at a time, so the refused row is found and set aside and the rest go out.
   let isolating = 0;
@@ -211,14 +213,21 @@ export function createPublishLoop(config: PublishLoopConfig, deps: PublishLoopDe
         );
       }
     }
-    if (current.rows.length > 0) await setSleeping(false);
-    if (current.rows.length === 0) {
+    const full = current.rows.length === config.batchSize;
+    if (current.rows.length > 0) {
+      // The flag comes down only once the relay is busy: a full batch, or rows found by two
+      // claims in a row. A relay woken for a row or two keeps it up (writers ring, which costs
+      // little at such a rate) and goes back to its wait without writing it twice per row; under
+      // a steady stream it is written at the transitions only, not twice per short round.
+      busyClaims++;
+      if (full || busyClaims >= 2) await setSleeping(false);
+    } else {
+      busyClaims = 0;
       const markFailed = await settle();
       if (markFailed) return markFailed;
       failures = 0;
       return { kind: 'idle', heldBack: current.heldBack };
     }
-    const full = current.rows.length === config.batchSize;
     // Pipeline only while this batch covered every slot the instance holds; otherwise the next
     // claim starts afresh (no cursor), so newly taken slots are not starved by a long backlog.
     const coversHeld = deps.heldSlots().every((s) => current.slots.includes(s));
@@ -321,6 +330,9 @@ export function createPublishLoop(config: PublishLoopConfig, deps: PublishLoopDe
         // that were open a moment ago, and under a steady stream of short ones they are free
         // within milliseconds. The doubling is for rounds that publish nothing, i.e. a long wait.
         if (r.kind === 'published') heldBackDelay = config.heldBackRetryMs;
+        // A short batch went out: look again at once. The flag goes up only after a look that
+        // found nothing (idle), so a steady stream does not write it before every claim.
+        if (r.kind === 'published' && !r.heldBack) continue;
         await idle(r.heldBack);
       }
     }
