@@ -9,8 +9,12 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 // straight into the buffer: they must be the bytes kafkajs' own array-based loop produced.
 const require = createRequire(import.meta.url);
 type Encoder = { readonly buffer: Buffer };
-type VarIntEncoder = Encoder & { writeUVarInt(value: number): VarIntEncoder; writeVarInt(value: number): VarIntEncoder };
-const EncoderClass = require('kafkajs/src/protocol/encoder.js') as new () => VarIntEncoder;
+type VarIntEncoder = Encoder & {
+  writeUVarInt(value: number): VarIntEncoder;
+  writeVarInt(value: number): VarIntEncoder;
+  writeVarLong(value: number): VarIntEncoder;
+};
+const EncoderClass = require('kafkajs/src/protocol/encoder.js') as (new () => VarIntEncoder) & { sizeOfVarLong(value: number): number };
 const { RecordBatch } = require('kafkajs/src/protocol/recordBatch/v0/index.js') as { RecordBatch: (args: object) => Promise<Encoder> };
 const Record = require('kafkajs/src/protocol/recordBatch/record/v0/index.js') as (args: object) => Encoder;
 const Decoder = require('kafkajs/src/protocol/decoder.js') as new (buffer: Buffer) => unknown;
@@ -70,6 +74,18 @@ function uvarint(value: number): number[] {
   return bytes;
 }
 
+/** A ZigZag varint of a 64-bit value, in BigInt (the definition kafkajs' Long path implements). */
+function varlong(value: number): number[] {
+  let v = BigInt.asUintN(64, (BigInt(value) << 1n) ^ (BigInt(value) >> 63n));
+  const bytes: number[] = [];
+  while (v >= 0x80n) {
+    bytes.push(Number(v & 0x7fn) | 0x80);
+    v >>= 7n;
+  }
+  bytes.push(Number(v));
+  return bytes;
+}
+
 afterEach(() => vi.restoreAllMocks());
 
 describe('kafkajs Encoder (patched: allocUnsafe)', () => {
@@ -113,5 +129,38 @@ describe('kafkajs Encoder (patched: allocUnsafe)', () => {
     }
     expect(want.length).toBeGreaterThan(512); // the buffer grew on the way
     expect([...encoder.buffer]).toEqual(want);
+  });
+
+  it('writes varlongs (a record timestamp delta) as 64-bit ZigZag varints, inside and outside the int32 range', () => {
+    const values = [
+      0,
+      1,
+      -1,
+      63,
+      -64,
+      64,
+      2 ** 30,
+      2 ** 31 - 1,
+      -(2 ** 31),
+      2 ** 31,
+      -(2 ** 31) - 1,
+      2 ** 32,
+      1_764_750_000_000,
+      -1_764_750_000_000,
+    ];
+    for (const v of values) {
+      const bytes = [...new EncoderClass().writeVarLong(v).buffer];
+      expect(bytes, String(v)).toEqual(varlong(v));
+      expect(EncoderClass.sizeOfVarLong(v), String(v)).toBe(bytes.length);
+    }
+  });
+
+  it('encodes a header given as an array of values as one header per value, in order', async () => {
+    const record = Record({ key: Buffer.from('k'), value: Buffer.from('v'), headers: { a: ['1', '2'], b: '3' } });
+    const batch = await RecordBatch({ firstTimestamp: 1, maxTimestamp: 1, records: [record] });
+    const { records } = await decodeBatch(new Decoder(batch.buffer));
+    const headers = records[0]!.headers as unknown as Record<string, Buffer | Buffer[]>;
+    expect((headers.a as Buffer[]).map(String)).toEqual(['1', '2']);
+    expect(String(headers.b)).toBe('3');
   });
 });
