@@ -74,12 +74,13 @@ export function createKafkaPublisher(kafka: Kafka, options: KafkaPublisherOption
   const send = async (messages: readonly PublishMessage[]): Promise<void> => {
     if (closed) throw new PublishError('publisher_closed', 'the publisher is closed', { retriable: false });
     if (messages.length === 0) return;
-    // Group by topic, keeping array order inside each topic (kafkajs keeps it per partition).
-    const byTopic = new Map<string, { key: string; value: string; headers: Record<string, string> }[]>();
+    // Group by topic, keeping array order inside each topic (kafkajs keeps it per partition). The
+    // messages go as they are: kafkajs reads key, value and headers and ignores their topic.
+    const byTopic = new Map<string, PublishMessage[]>();
     for (const m of messages) {
       let list = byTopic.get(m.topic);
       if (!list) byTopic.set(m.topic, (list = []));
-      list.push({ key: m.key, value: m.value, headers: m.headers });
+      list.push(m);
     }
     try {
       const p = await connect();
@@ -146,22 +147,30 @@ export interface AckCheck {
  * to record where each message went (kafkajs asks again on each retry, with the same answers).
  */
 export function createAckCheck(base: ICustomPartitioner): AckCheck {
-  let routed = new Set<string>();
+  // topic → a flag per partition a message went to (an array with holes: no string per message)
+  let routed = new Map<string, number[]>();
   return {
     createPartitioner: () => {
       const partition = base();
       return (args) => {
         const chosen = partition(args);
-        routed.add(`${args.topic}[${chosen}]`);
+        let flags = routed.get(args.topic);
+        if (!flags) routed.set(args.topic, (flags = []));
+        flags[chosen] = 1;
         return chosen;
       };
     },
     begin() {
-      routed = new Set();
+      routed = new Map();
     },
     verify(acks) {
       const acked = new Set(acks.map((a) => `${a.topicName}[${a.partition}]`));
-      const missing = [...routed].filter((r) => !acked.has(r));
+      const missing: string[] = [];
+      for (const [topic, flags] of routed) {
+        flags.forEach((_, partition) => {
+          if (!acked.has(`${topic}[${partition}]`)) missing.push(`${topic}[${partition}]`);
+        });
+      }
       if (missing.length > 0) throw new PartialAckError(missing);
     },
   };

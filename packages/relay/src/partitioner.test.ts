@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { Partitioners, type PartitionMetadata } from 'kafkajs';
 import { describe, expect, it } from 'vitest';
-import { keyedPartitioner, murmur2 } from './partitioner.js';
+import { keyedPartitioner, murmur2, murmur2String } from './partitioner.js';
 
 // kafkajs' own hash (not exported from the package root).
 const kafkajsMurmur2 = createRequire(import.meta.url)('kafkajs/src/producer/partitioners/default/murmur2') as (
@@ -25,6 +25,10 @@ describe('murmur2', () => {
       const bytes = randomBytes(i % 41);
       expect(murmur2(bytes)).toBe(kafkajsMurmur2(bytes));
     }
+  });
+
+  it('hashes a string as its UTF-8 bytes, ASCII or not', () => {
+    for (const key of keys()) expect(murmur2String(key), JSON.stringify(key)).toBe(kafkajsMurmur2(key));
   });
 
   it('gives the Java client’s partitions for known keys', () => {
@@ -55,6 +59,17 @@ describe('keyedPartitioner', () => {
       }
     const buffer = { topic: 't', partitionMetadata: metadata(6), message: { key: Buffer.from('ключ'), value: 'v' } };
     expect(ours(buffer)).toBe(theirs(buffer));
+  });
+
+  it('still agrees after its memo of recent keys fills and is cleared', () => {
+    const ours = keyedPartitioner();
+    const theirs = Partitioners.DefaultPartitioner();
+    const many = Array.from({ length: 20_000 }, (_, i) => `tenant-${i % 7}/email/user-${i}@example.com`);
+    for (const round of [1, 2])
+      for (const key of many) {
+        const args = { topic: 't', partitionMetadata: metadata(6), message: { key, value: 'v' } };
+        expect(ours(args), `${key}, round ${round}`).toBe(theirs(args));
+      }
   });
 
   it('keeps an explicit partition, and spreads messages without a key', () => {

@@ -3,12 +3,11 @@ import { type SqlExecutor } from '@notify/outbox';
 import { TOPICS, topicName } from '@notify/contract';
 import { type Logger, backoffDelayMs, errorSummary, withTimeout } from '@notify/runtime';
 import type { BatchSource, ClaimedBatch, RefusedRow } from './batch-source.js';
-import { messageBytes, refusedForGood } from './refusal.js';
+import { bytesOver, refusedForGood } from './refusal.js';
 import type { ResolvedRelayConfig } from './config.js';
 import type { BatchStage, RelayEvents } from './events.js';
 import { PublishError, type PublishMessage, type Publisher } from './publisher.js';
 import { queuedEventHeaders } from './queued-event.js';
-import type { ClaimedRow } from './sql/outbox-claim-batch.js';
 import { relayInstanceSleeping } from './sql/relay-instance-sleeping.js';
 import { WakeSignal } from './wake-signal.js';
 import { HOLDERS_SQL, trace, tracing } from './trace.js';
@@ -100,19 +99,21 @@ export function createPublishLoop(config: PublishLoopConfig, deps: PublishLoopDe
 
   const topics = new Map<string, string>(); // suffix → full name
   const toMessage = (topic: string, key: string, value: string, rowHeaders: Record<string, string>): PublishMessage => {
-    const headers: Record<string, string> = {};
+    // jsonb gives strings unless a writer stored another JSON value: only then is a copy made
+    let headers = rowHeaders;
     for (const k in rowHeaders) {
-      const v: unknown = rowHeaders[k];
-      headers[k] = typeof v === 'string' ? v : JSON.stringify(v);
+      if (typeof rowHeaders[k] !== 'string') {
+        headers = {};
+        for (const h in rowHeaders) {
+          const v: unknown = rowHeaders[h];
+          headers[h] = typeof v === 'string' ? v : JSON.stringify(v);
+        }
+        break;
+      }
     }
     let full = topics.get(topic);
     if (full === undefined) topics.set(topic, (full = topicName(config.topicPrefix, topic)));
     return { topic: full, key, value, headers };
-  };
-  /** A row's messages: its own, then the queued event it carries (migration 0150). */
-  const toMessages = (row: ClaimedRow): PublishMessage[] => {
-    const own = toMessage(row.topic, row.key, row.value, row.headers);
-    return row.event_value === null ? [own] : [own, toMessage(TOPICS.events, row.key, row.event_value, queuedEventHeaders(row.headers))];
   };
 
   const abandon = async (claimed: Promise<ClaimedBatch> | null): Promise<void> => {
@@ -254,12 +255,15 @@ export function createPublishLoop(config: PublishLoopConfig, deps: PublishLoopDe
     const messages: PublishMessage[] = [];
     const sent: string[] = [];
     for (const row of current.rows) {
-      const rowMessages = toMessages(row);
+      // A row's messages: its own, then the queued event it carries (migration 0150).
+      const own = toMessage(row.topic, row.key, row.value, row.headers);
+      const event = row.event_value === null ? null : toMessage(TOPICS.events, row.key, row.event_value, queuedEventHeaders(own.headers));
       // A row goes out whole or is set aside whole: its queued event never without its request.
-      const bytes = Math.max(...rowMessages.map(messageBytes));
-      if (bytes > config.maxMessageBytes) refused.push({ row, reason: `message_too_large: ${bytes} bytes > ${config.maxMessageBytes}` });
+      const over = Math.max(bytesOver(own, config.maxMessageBytes), event ? bytesOver(event, config.maxMessageBytes) : 0);
+      if (over > 0) refused.push({ row, reason: `message_too_large: ${over} bytes > ${config.maxMessageBytes}` });
       else {
-        messages.push(...rowMessages);
+        messages.push(own);
+        if (event) messages.push(event);
         sent.push(row.id);
       }
     }

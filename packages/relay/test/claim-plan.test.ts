@@ -56,6 +56,15 @@ describe('the claim of a 10,000-row backlog in batches of 1,000', () => {
       const claimed = await outboxClaimBatch(tx, { instanceId: 'r1', now, slots, slotCount, limit: 1_000, orderWaitMs: 500 });
       expect(claimed.rows).toHaveLength(1_000);
       expect(claimed.heldBack).toBe(false);
+      // That claim ran as a named prepared statement, and relaySlotLock made the transaction use
+      // generic plans: the generic plan (its filters name the parameters) is the same walk.
+      const generic = await client.query<{ 'QUERY PLAN': string }>(
+        `EXPLAIN EXECUTE relay_claim_v1('r1', now(), '{${slots.join(',')}}', ${slotCount}, 1000, 500)`,
+      );
+      const genericPlan = generic.rows.map((r) => r['QUERY PLAN']).join('\n');
+      expect(genericPlan).toContain('$6');
+      expect(genericPlan).toContain('Index Scan using outbox_unpublished_txid_idx');
+      expect(genericPlan).not.toMatch(/Sort|Seq Scan on outbox/);
     } finally {
       await client.query('ROLLBACK');
       client.release();

@@ -1,4 +1,4 @@
-import type { SqlExecutor } from '@notify/outbox';
+import { prepared, type SqlExecutor } from '@notify/outbox';
 
 /** Parameters of `outboxClaimBatch`. */
 export interface OutboxClaimBatchParams {
@@ -84,15 +84,29 @@ export interface OutboxClaimBatchResult {
  */
 export async function outboxClaimBatch(db: SqlExecutor, params: OutboxClaimBatchParams): Promise<OutboxClaimBatchResult> {
   if (params.slots.length === 0 || params.limit <= 0) return { rows: [], heldBack: false };
-  // The cursor is its own query text, not "$x IS NULL OR …": only a bare row comparison is an
-  // index condition, and without it each pipelined read walked the index from the start over
-  // every row marked earlier in the drain.
-  const after = params.after ? 'AND (o.txid, o.id) > ($7::xid8, $8::bigint)' : '';
-  // ORDER BY names the table's columns (o.txid), not a text output column "txid": that would
-  // sort by the text of the xid ("1000000" before "999999") and, no longer matching the index,
-  // sort every unpublished row for each batch.
-  const { rows } = await db.query<ClaimedRow & { held: boolean | null }>(
-    `WITH batch AS MATERIALIZED (
+  const { rows } = await db.query<ClaimedRow & { held: boolean | null }>(params.after ? CLAIM_AFTER_SQL : CLAIM_SQL, [
+    params.instanceId,
+    params.now,
+    params.slots,
+    params.slotCount,
+    params.limit,
+    params.orderWaitMs,
+    ...(params.after ? [params.after.txid, params.after.id] : []),
+  ]);
+  const last = rows[rows.length - 1];
+  if (last === undefined || last.id !== null) return { rows, heldBack: false };
+  rows.pop();
+  return { rows, heldBack: last.held === true };
+}
+
+// The cursor is its own query text, not "$x IS NULL OR …": only a bare row comparison is an
+// index condition, and without it each pipelined read walked the index from the start over
+// every row marked earlier in the drain. Each text is a named prepared statement, run with its
+// generic plan (`relaySlotLock` sets plan_cache_mode for the transaction).
+// ORDER BY names the table's columns (o.txid), not a text output column "txid": that would
+// sort by the text of the xid ("1000000" before "999999") and, no longer matching the index,
+// sort every unpublished row for each batch.
+const claimSql = (after: string) => `WITH batch AS MATERIALIZED (
        SELECT o.id, o.txid, o.topic, o.key, o.value, o.headers, o.event_value
          FROM outbox o
         WHERE o.published_at IS NULL
@@ -111,19 +125,6 @@ export async function outboxClaimBatch(db: SqlExecutor, params: OutboxClaimBatch
                  AND h.txid >= pg_snapshot_xmin(pg_current_snapshot())
                  AND h.created_at >= statement_timestamp() - $6 * interval '1 millisecond'
                  AND outbox_key_slot(h.key, $4) = ANY($3::int[]))
-      WHERE (SELECT count(*) FROM batch) < $5`,
-    [
-      params.instanceId,
-      params.now,
-      params.slots,
-      params.slotCount,
-      params.limit,
-      params.orderWaitMs,
-      ...(params.after ? [params.after.txid, params.after.id] : []),
-    ],
-  );
-  const last = rows[rows.length - 1];
-  if (last === undefined || last.id !== null) return { rows, heldBack: false };
-  rows.pop();
-  return { rows, heldBack: last.held === true };
-}
+      WHERE (SELECT count(*) FROM batch) < $5`;
+const CLAIM_SQL = prepared('relay_claim_v1', claimSql(''));
+const CLAIM_AFTER_SQL = prepared('relay_claim_after_v1', claimSql('AND (o.txid, o.id) > ($7::xid8, $8::bigint)'));

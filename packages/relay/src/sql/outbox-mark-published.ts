@@ -1,4 +1,4 @@
-import type { SqlExecutor } from '@notify/outbox';
+import { prepared, type SqlExecutor } from '@notify/outbox';
 
 /** Parameters of `outboxMarkPublished`. */
 export interface OutboxMarkPublishedParams {
@@ -23,13 +23,18 @@ export interface OutboxMarkPublishedParams {
  */
 export async function outboxMarkPublished(db: SqlExecutor, params: OutboxMarkPublishedParams): Promise<void> {
   const { kept, deleted, now } = params;
-  const mark = `UPDATE outbox SET published_at = $1 WHERE id = ANY($2::bigint[]) AND published_at IS NULL`;
   if (deleted.length === 0) {
-    if (kept.length > 0) await db.query(mark, [now, kept]);
+    if (kept.length > 0) await db.query(MARK_SQL, [now, kept]);
   } else if (kept.length === 0) {
-    await db.query(`DELETE FROM outbox WHERE id = ANY($1::bigint[])`, [deleted]);
+    await db.query(DELETE_SQL, [deleted]);
   } else {
-    // One round trip: the DELETE runs as a data-modifying CTE of the UPDATE (disjoint rows).
-    await db.query(`WITH gone AS (DELETE FROM outbox WHERE id = ANY($3::bigint[])) ${mark}`, [now, kept, deleted]);
+    await db.query(MARK_AND_DELETE_SQL, [now, kept, deleted]);
   }
 }
+
+// Named prepared statements, one per case.
+const MARK = `UPDATE outbox SET published_at = $1 WHERE id = ANY($2::bigint[]) AND published_at IS NULL`;
+const MARK_SQL = prepared('relay_mark_v1', MARK);
+const DELETE_SQL = prepared('relay_delete_v1', `DELETE FROM outbox WHERE id = ANY($1::bigint[])`);
+// One round trip: the DELETE runs as a data-modifying CTE of the UPDATE (disjoint rows).
+const MARK_AND_DELETE_SQL = prepared('relay_mark_delete_v1', `WITH gone AS (DELETE FROM outbox WHERE id = ANY($3::bigint[])) ${MARK}`);

@@ -1,4 +1,4 @@
-import type { SqlExecutor } from '@notify/outbox';
+import { prepared, type SqlExecutor } from '@notify/outbox';
 
 /** The first key of the relay's advisory locks (ASCII "RELY"); the second is the slot. Per database. */
 export const SLOT_LOCK_NAMESPACE = 0x52454c59;
@@ -51,18 +51,36 @@ export interface RelaySlotLockParams {
  * commit. What a server crash (not a clean stop) can forget is the last commits before it, in
  * commit order: those rows are published again, a suffix of what was published, in order, as
  * after a relay crash (at-least-once; docs/relay.md, "Guarantees").
+ *
+ * And makes the transaction's prepared statements (the claim, the mark) run their generic plan
+ * (`plan_cache_mode`, transaction-local). Left to choose, PostgreSQL kept planning the claim
+ * again for every execution (0.2–0.35 ms of planning for a 0.1 ms read of a short batch): its
+ * custom plans, which know the limit, always looked cheaper than the generic one. The generic
+ * plan is made with sorts and sequential scans off (above), so it is the same walk of
+ * outbox_unpublished_txid_idx.
  */
 export async function relaySlotLock(db: SqlExecutor, params: RelaySlotLockParams): Promise<number[]> {
-  const { rows } = await db.query<{ slot: number }>(
-    `SELECT slot, set_config('idle_in_transaction_session_timeout', $4, true) AS timeout,
-            set_config('enable_sort', 'off', true) AS sort,
-            set_config('enable_seqscan', 'off', true) AS scan,
-            set_config('synchronous_commit', 'off', true) AS durability
-       FROM relay_leases
-      WHERE CASE WHEN owner = $1 AND expires_at > $2 AND ($5::int[] IS NULL OR slot = ANY($5::int[]))
-                 THEN pg_try_advisory_xact_lock_shared($3, slot) ELSE false END
-      ORDER BY slot`,
-    [params.instanceId, params.now, SLOT_LOCK_NAMESPACE, `${Math.max(1, Math.round(params.idleTimeoutMs))}ms`, params.only ?? null],
-  );
+  const { rows } = await db.query<{ slot: number }>(SLOT_LOCK_SQL, [
+    params.instanceId,
+    params.now,
+    SLOT_LOCK_NAMESPACE,
+    `${Math.max(1, Math.round(params.idleTimeoutMs))}ms`,
+    params.only ?? null,
+  ]);
   return rows.map((r) => r.slot);
 }
+
+// A named prepared statement (parsed once per connection), as are the claim and the mark: a
+// relay runs these three every round.
+const SLOT_LOCK_SQL = prepared(
+  'relay_slot_lock_v1',
+  `SELECT slot, set_config('idle_in_transaction_session_timeout', $4, true) AS timeout,
+          set_config('enable_sort', 'off', true) AS sort,
+          set_config('enable_seqscan', 'off', true) AS scan,
+          set_config('synchronous_commit', 'off', true) AS durability,
+          set_config('plan_cache_mode', 'force_generic_plan', true) AS plans
+     FROM relay_leases
+    WHERE CASE WHEN owner = $1 AND expires_at > $2 AND ($5::int[] IS NULL OR slot = ANY($5::int[]))
+               THEN pg_try_advisory_xact_lock_shared($3, slot) ELSE false END
+    ORDER BY slot`,
+);
