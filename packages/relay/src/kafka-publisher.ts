@@ -168,7 +168,8 @@ export function createAckCheck(base: ICustomPartitioner): AckCheck {
       const missing: string[] = [];
       for (const [topic, flags] of routed) {
         flags.forEach((_, partition) => {
-          if (!acked.has(`${topic}[${partition}]`)) missing.push(`${topic}[${partition}]`);
+          const written = `${topic}[${partition}]`;
+          if (!acked.has(written)) missing.push(written);
         });
       }
       if (missing.length > 0) throw new PartialAckError(missing);

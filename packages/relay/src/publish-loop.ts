@@ -99,18 +99,7 @@ export function createPublishLoop(config: PublishLoopConfig, deps: PublishLoopDe
 
   const topics = new Map<string, string>(); // suffix → full name
   const toMessage = (topic: string, key: string, value: string, rowHeaders: Record<string, string>): PublishMessage => {
-    // jsonb gives strings unless a writer stored another JSON value: only then is a copy made
-    let headers = rowHeaders;
-    for (const k in rowHeaders) {
-      if (typeof rowHeaders[k] !== 'string') {
-        headers = {};
-        for (const h in rowHeaders) {
-          const v: unknown = rowHeaders[h];
-          headers[h] = typeof v === 'string' ? v : JSON.stringify(v);
-        }
-        break;
-      }
-    }
+    const headers = stringHeaders(rowHeaders);
     let full = topics.get(topic);
     if (full === undefined) topics.set(topic, (full = topicName(config.topicPrefix, topic)));
     return { topic: full, key, value, headers };
@@ -362,4 +351,19 @@ export function createPublishLoop(config: PublishLoopConfig, deps: PublishLoopDe
       signal.wake();
     },
   };
+}
+
+/** A row's headers as kafkajs takes them: jsonb gives strings unless a writer stored another JSON value; only then is a copy made, with that value as JSON text. */
+function stringHeaders(rowHeaders: Record<string, unknown>): Record<string, string> {
+  for (const k in rowHeaders) {
+    if (typeof rowHeaders[k] !== 'string') {
+      const headers: Record<string, string> = {};
+      for (const h in rowHeaders) {
+        const v = rowHeaders[h];
+        headers[h] = typeof v === 'string' ? v : JSON.stringify(v);
+      }
+      return headers;
+    }
+  }
+  return rowHeaders as Record<string, string>;
 }
