@@ -226,7 +226,7 @@ async function createTopics(kadmin: ReturnType<Kafka['admin']>, topics: readonly
 }
 
 async function prefill(pool: pg.Pool, n: number): Promise<Row[]> {
-  await pool.query('TRUNCATE outbox');
+  await pool.query('TRUNCATE outbox, outbox_published');
   const t0 = performance.now();
   await pool.query(PREFILL_SQL, [n]);
   await pool.query('VACUUM ANALYZE outbox');

@@ -26,7 +26,7 @@ export async function stageBreakdown(
   const { rows } = await pool.query<{ id: string; created_at: Date; published_at: Date | null; started_at: Date | null }>(
     `SELECT n.id, n.created_at, o.published_at, a.started_at
        FROM notifications n
-       JOIN outbox o ON o.topic = 'requests' AND o.headers->>'notification-id' = n.id
+       JOIN outbox_published o ON o.topic = 'requests' AND o.notification_id = n.id
        LEFT JOIN attempts a ON a.notification_id = n.id AND a.attempt = 1
       WHERE n.id = ANY($1::text[])`,
     [ids],

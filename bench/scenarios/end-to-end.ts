@@ -267,7 +267,8 @@ async function runNotify(ctx: BenchContext, receiver: Receiver, w: E2eWorkload, 
 
 /**
  * Tracing aid (BENCH_TRACE_DIR set): one JSON line per notification of a latency window with its
- * outbox row, txid, created_at, the bench's commit instant, published_at, attempt start and arrival
+ * outbox row id, created_at, the bench's commit instant, published_at (from the relay's record in
+ * outbox_published; the row itself, with its txid, is gone once published), attempt start and arrival
  * (wall-clock milliseconds), for joining with the relay's trace (NOTIFY_RELAY_TRACE).
  */
 async function dumpRows(
@@ -277,11 +278,11 @@ async function dumpRows(
   committed: ReadonlyMap<string, number>,
   arrivals: ReadonlyMap<string, number>,
 ): Promise<void> {
-  const { rows } = await pool.query<{ id: string; oid: string; txid: string; c: number; p: number | null; s: number | null }>(
-    `SELECT n.id, o.id::text AS oid, o.txid::text AS txid, extract(epoch FROM n.created_at) * 1000 AS c,
+  const { rows } = await pool.query<{ id: string; oid: string; c: number; p: number | null; s: number | null }>(
+    `SELECT n.id, o.outbox_id::text AS oid, extract(epoch FROM n.created_at) * 1000 AS c,
             extract(epoch FROM o.published_at) * 1000 AS p, extract(epoch FROM a.started_at) * 1000 AS s
        FROM notifications n
-       JOIN outbox o ON o.topic = 'requests' AND o.headers->>'notification-id' = n.id
+       JOIN outbox_published o ON o.topic = 'requests' AND o.notification_id = n.id
        LEFT JOIN attempts a ON a.notification_id = n.id AND a.attempt = 1
       WHERE n.id = ANY($1::text[])`,
     [[...committed.keys()]],

@@ -33,6 +33,24 @@ interface RetryRun {
   readonly attempts: readonly { outcome: string; n: number }[];
 }
 
+/**
+ * Keeps a copy of each retry message's topic, notification, attempt and due time as the dispatcher
+ * writes it to the outbox, in `bench_retries`: the relay deletes the outbox row once it is
+ * published (a delivery request's record in outbox_published has no headers).
+ */
+async function recordRetryMessages(pool: pg.Pool): Promise<void> {
+  await pool.query(`
+    CREATE TABLE bench_retries (topic text NOT NULL, notification_id text NOT NULL, attempt int NOT NULL, due timestamptz NOT NULL);
+    CREATE FUNCTION bench_record_retry() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      INSERT INTO bench_retries VALUES
+        (NEW.topic, NEW.headers->>'notification-id', (NEW.headers->>'attempt')::int, (NEW.headers->>'due-at')::timestamptz);
+      RETURN NULL;
+    END $$;
+    CREATE TRIGGER bench_record_retry AFTER INSERT ON outbox
+      FOR EACH ROW WHEN (NEW.topic LIKE 'retry.%') EXECUTE FUNCTION bench_record_retry();`);
+}
+
 async function runOnce(ctx: BenchContext, jitter: number, label: string): Promise<RetryRun> {
   const durationMs = ctx.quick ? 8_000 : 60_000;
   const settleMs = ctx.quick ? 4_000 : 15_000;
@@ -42,6 +60,7 @@ async function runOnce(ctx: BenchContext, jitter: number, label: string): Promis
   const pool = new pg.Pool({ connectionString: db.url, max: 2 });
   pool.on('error', () => {});
   try {
+    await recordRetryMessages(pool);
     const service = await startNotifyService({
       name: `retry-heavy-${label}-notify`,
       databaseUrl: db.url,
@@ -80,10 +99,9 @@ async function runOnce(ctx: BenchContext, jitter: number, label: string): Promis
         'SELECT outcome, count(*)::int AS n FROM attempts GROUP BY outcome',
       );
       const retries = await pool.query<RetryRow>(
-        `SELECT o.topic, (o.headers->>'due-at')::timestamptz AS due, a.started_at
-           FROM outbox o
-           LEFT JOIN attempts a ON a.notification_id = o.headers->>'notification-id' AND a.attempt = (o.headers->>'attempt')::int
-          WHERE o.topic LIKE 'retry.%'`,
+        `SELECT r.topic, r.due, a.started_at
+           FROM bench_retries r
+           LEFT JOIN attempts a ON a.notification_id = r.notification_id AND a.attempt = r.attempt`,
       );
       const all: number[] = [];
       const tiers = new Map<string, number[]>();

@@ -146,6 +146,18 @@ export interface OutboxMessagesView {
   published_at: ColumnType<Date | null, never, never>;
 }
 
+/**
+ * `outbox_published` (migration 0280): the relay's record of each published delivery request,
+ * which the dispatcher's repair sweep reads; the relay's retention purge deletes it.
+ */
+interface OutboxPublishedTable {
+  outbox_id: string;
+  notification_id: string | null;
+  topic: string;
+  key: string;
+  published_at: Timestamp;
+}
+
 /** The whole schema, for `new Kysely<Database>(…)`. */
 export interface Database extends OutboxDatabase {
   attempts: AttemptsTable;
@@ -159,6 +171,7 @@ export interface Database extends OutboxDatabase {
   dlq_redrives: DlqRedrivesTable;
   endpoints: EndpointsTable;
   outbox_messages: OutboxMessagesView;
+  outbox_published: OutboxPublishedTable;
 }
 
 /** An attempt row as read. */

@@ -52,7 +52,7 @@ export function createPurgeService(
     for (let i = 0; i < PURGE_MAX_STATEMENTS && !stopped; i++) {
       const n = await outboxPurgePublished(deps.db, { before, limit: config.purgeBatchSize });
       total += n;
-      if (n < config.purgeBatchSize) break;
+      if (n < config.purgeBatchSize) break; // both kinds of row done for now (outboxPurgePublished)
     }
     if (total > 0) logger.info({ count: total }, 'relay purged published outbox rows');
     events.emit('purged', { count: total });

@@ -18,7 +18,7 @@ beforeAll(async () => {
 
 afterEach(async () => {
   await Promise.all(running.splice(0).map((r) => r.stop()));
-  await tdb.pool.query('TRUNCATE outbox');
+  await tdb.pool.query('TRUNCATE outbox, outbox_published');
   await tdb.pool.query('UPDATE relay_leases SET owner = NULL, expires_at = NULL');
   await tdb.pool.query('DELETE FROM relay_instances');
 });

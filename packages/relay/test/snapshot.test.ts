@@ -34,7 +34,7 @@ afterEach(async () => {
     await c.query('ROLLBACK').catch(() => {});
     c.release();
   }
-  await tdb.pool.query('TRUNCATE outbox');
+  await tdb.pool.query('TRUNCATE outbox, outbox_published');
 });
 
 afterAll(async () => {

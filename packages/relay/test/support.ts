@@ -25,10 +25,15 @@ export async function insertMessages(pool: pg.Pool, messages: readonly OutboxMes
   }
 }
 
-/** Unpublished and total outbox rows. */
+/**
+ * Unpublished outbox rows, and the total: every outbox row plus the records of published delivery
+ * requests retained (such a request leaves the outbox and a record in `outbox_published`; 0280).
+ */
 export async function outboxCounts(pool: pg.Pool): Promise<{ unpublished: number; total: number }> {
   const { rows } = await pool.query<{ unpublished: number; total: number }>(
-    'SELECT count(*) FILTER (WHERE published_at IS NULL)::int AS unpublished, count(*)::int AS total FROM outbox',
+    `SELECT count(*) FILTER (WHERE published_at IS NULL)::int AS unpublished,
+            count(*)::int + (SELECT count(*) FROM outbox_published)::int AS total
+       FROM outbox`,
   );
   return rows[0]!;
 }

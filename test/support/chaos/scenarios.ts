@@ -357,9 +357,11 @@ export function postgresRestartScenario(
         ctx
           .until(
             async () => {
-              const { rows } = await ctx.db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM outbox WHERE published_at > $1', [
-                new Date(up),
-              ]);
+              // A published delivery request leaves its record in outbox_published (migration 0280).
+              const { rows } = await ctx.db.pool.query<{ n: number }>(
+                'SELECT count(*)::int AS n FROM outbox_published WHERE published_at > $1',
+                [new Date(up)],
+              );
               return rows[0]!.n > 0;
             },
             'the relay publishing again',

@@ -54,6 +54,10 @@ export interface OutboxTable {
   headers: Json<Record<string, string>>;
   created_at: Generated<Timestamp>;
   txid: ColumnType<string, never, never>;
+  /**
+   * Set only by relays before migration 0280, which marked a published row instead of deleting it.
+   * A published row now leaves the outbox (a delivery request leaves a record in `outbox_published`).
+   */
   published_at: Timestamp | null;
   /** The `notification.queued` event the relay publishes right after this row (an enqueue's request row; migration 0150). */
   event_value: ColumnType<string | null, string | null | undefined, string | null>;

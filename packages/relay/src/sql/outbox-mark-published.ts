@@ -2,24 +2,26 @@ import { prepared, type SqlExecutor } from '@notify/outbox';
 
 /** Parameters of `outboxMarkPublished`. */
 export interface OutboxMarkPublishedParams {
-  /** Published rows to keep, marked published at `now`; the retention purge deletes them later. Outbox ids (bigints as strings). */
+  /** Published delivery requests whose record the repair sweep needs for the retention: deleted, with a narrow row each in `outbox_published`, stamped `now`. Outbox ids (bigints as strings). */
   readonly kept: readonly string[];
-  /** Published rows to delete now: nothing reads them once they are in Kafka. Outbox ids. */
+  /** Published rows to delete now, with no record: nothing reads them once they are in Kafka. Outbox ids. */
   readonly deleted: readonly string[];
   readonly now: Date;
 }
 
 /**
- * Settles published rows, in one statement: marks `kept` published at `now` and deletes
- * `deleted`. Runs in the claim transaction after the broker acknowledged the rows; the commit that
- * follows makes it stick (a rollback leaves every row unpublished). This is the transaction's
- * first write, so it gets an xid only now, for the few milliseconds until the commit.
+ * Settles published rows, in one statement: every one leaves the outbox, and each of `kept` leaves
+ * its record (outbox id, notification id, topic, key, `now`) in `outbox_published`, which the
+ * repair sweep reads and the retention purge empties. Runs in the claim transaction after the
+ * broker acknowledged the rows; the commit that follows makes it stick (a rollback leaves every
+ * row unpublished). This is the transaction's first write, so it gets an xid only now, for the
+ * few milliseconds until the commit.
  *
- * Why delete: marking is an UPDATE that cannot be HOT (published_at is in both outbox indexes'
- * predicates), so it writes a whole new row version (value, headers and event_value copied, in
- * the WAL too) and two index entries, and the purge deletes that version later. A DELETE writes
- * neither, and leaves the purge nothing to do. The relay deletes what no reader needs once
- * published (see `settledRows` in batch-source.ts and docs/relay.md, "Retention").
+ * Why not mark the outbox row (`UPDATE outbox SET published_at`, before migration 0280): that
+ * UPDATE cannot be HOT (published_at is in both outbox indexes' predicates), so it writes a whole
+ * new row version (value, headers and event_value copied, in the WAL too) and two index entries,
+ * and the purge deletes that version later. A DELETE only stamps the row; the record is a few
+ * dozen bytes and one index entry. See docs/relay.md, "Retention".
  */
 export async function outboxMarkPublished(db: SqlExecutor, params: OutboxMarkPublishedParams): Promise<void> {
   const { kept, deleted, now } = params;
@@ -33,8 +35,15 @@ export async function outboxMarkPublished(db: SqlExecutor, params: OutboxMarkPub
 }
 
 // Named prepared statements, one per case.
-const MARK = `UPDATE outbox SET published_at = $1 WHERE id = ANY($2::bigint[]) AND published_at IS NULL`;
-const MARK_SQL = prepared('relay_mark_v1', MARK);
+const KEPT = `kept AS (
+    DELETE FROM outbox WHERE id = ANY($2::bigint[]) AND published_at IS NULL
+    RETURNING id, headers->>'notification-id' AS notification_id, topic, key)`;
+const RECORD = `INSERT INTO outbox_published (outbox_id, notification_id, topic, key, published_at)
+  SELECT id, notification_id, topic, key, $1 FROM kept`;
+const MARK_SQL = prepared('relay_mark_v2', `WITH ${KEPT} ${RECORD}`);
 const DELETE_SQL = prepared('relay_delete_v1', `DELETE FROM outbox WHERE id = ANY($1::bigint[])`);
-// One round trip: the DELETE runs as a data-modifying CTE of the UPDATE (disjoint rows).
-const MARK_AND_DELETE_SQL = prepared('relay_mark_delete_v1', `WITH gone AS (DELETE FROM outbox WHERE id = ANY($3::bigint[])) ${MARK}`);
+// One round trip: the other DELETE runs as one more data-modifying CTE (disjoint rows).
+const MARK_AND_DELETE_SQL = prepared(
+  'relay_mark_delete_v2',
+  `WITH gone AS (DELETE FROM outbox WHERE id = ANY($3::bigint[])), ${KEPT} ${RECORD}`,
+);
