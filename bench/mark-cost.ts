@@ -55,7 +55,9 @@ async function main(): Promise<void> {
   try {
     for (let i = 0; i < 2_000; i++) {
       const intent = { tenant_id: 'bench', channel: 'webhook', to: 'https://example.com/hook', body: `hello ${i} ${'x'.repeat(200)}` };
-      await c.query(`SELECT notify_enqueue_item($1::jsonb)`, [JSON.stringify({ ...intent, traceparent: `00-${'a'.repeat(32)}-${'b'.repeat(16)}-01` })]);
+      await c.query(`SELECT notify_enqueue_item($1::jsonb)`, [
+        JSON.stringify({ ...intent, traceparent: `00-${'a'.repeat(32)}-${'b'.repeat(16)}-01` }),
+      ]);
     }
     await c.query('VACUUM ANALYZE outbox');
     const ids = (await c.query<{ id: string }>(`SELECT id FROM outbox WHERE topic = 'requests' ORDER BY id`)).rows.map((r) => r.id);

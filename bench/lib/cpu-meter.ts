@@ -47,8 +47,12 @@ export interface CpuSnapshot {
   readonly kafka: number | undefined;
   /** This process (the load generator and the receiver). */
   readonly bench: number;
-  /** pg_stat_database counters of the database (flushed by PostgreSQL about once a second: approximate over short windows). */
-  readonly db: { readonly commits: number; readonly rowsWritten: number; readonly rowsRead: number };
+  /**
+   * pg_stat_database counters of the database, and the server's WAL bytes (pg_stat_wal: every
+   * database; the bench runs alone). Flushed by PostgreSQL about once a second: approximate over
+   * short windows.
+   */
+  readonly db: { readonly commits: number; readonly rowsWritten: number; readonly rowsRead: number; readonly walBytes: number };
 }
 
 /** Reads every part's CPU time now. */
@@ -59,8 +63,9 @@ export async function cpuSnapshot(parts: CpuParts): Promise<CpuSnapshot> {
     const ms = processCpuMs(pid);
     if (ms !== undefined) backends.set(pid, ms);
   }
-  const stats = await parts.admin.query<{ commits: string; written: string; read: string }>(
-    `SELECT xact_commit AS commits, tup_inserted + tup_updated + tup_deleted AS written, tup_returned + tup_fetched AS read
+  const stats = await parts.admin.query<{ commits: string; written: string; read: string; wal: string }>(
+    `SELECT xact_commit AS commits, tup_inserted + tup_updated + tup_deleted AS written, tup_returned + tup_fetched AS read,
+            (SELECT wal_bytes FROM pg_stat_wal) AS wal
        FROM pg_stat_database WHERE datname = $1`,
     [parts.database],
   );
@@ -72,7 +77,12 @@ export async function cpuSnapshot(parts: CpuParts): Promise<CpuSnapshot> {
     backends,
     kafka: brokerPid === undefined ? undefined : processCpuMs(brokerPid),
     bench: (self.user + self.system) / 1000,
-    db: { commits: Number(st?.commits ?? 0), rowsWritten: Number(st?.written ?? 0), rowsRead: Number(st?.read ?? 0) },
+    db: {
+      commits: Number(st?.commits ?? 0),
+      rowsWritten: Number(st?.written ?? 0),
+      rowsRead: Number(st?.read ?? 0),
+      walBytes: Number(st?.wal ?? 0),
+    },
   };
 }
 
@@ -88,8 +98,10 @@ export interface CpuPerUnit {
   readonly ceilingPerSec: number;
   /** Committed transactions in the database per unit (approximate: see CpuSnapshot.db). */
   readonly commits: number;
-  /** Rows inserted + updated + deleted per unit. */
+  /** Rows inserted + updated + deleted per unit (a row's size and its index entries not counted: see walBytes). */
   readonly rowsWritten: number;
+  /** WAL bytes the server wrote per unit (approximate: see CpuSnapshot.db). */
+  readonly walBytes: number;
 }
 
 /** Divides the CPU spent between `a` and `b` by `units`. Backends that started after `a` count whole. */
@@ -111,5 +123,6 @@ export function cpuPerUnit(a: CpuSnapshot, b: CpuSnapshot, units: number, cores:
     ceilingPerSec: (cores * 1000) / totalMs,
     commits: (b.db.commits - a.db.commits) / n,
     rowsWritten: (b.db.rowsWritten - a.db.rowsWritten) / n,
+    walBytes: (b.db.walBytes - a.db.walBytes) / n,
   };
 }

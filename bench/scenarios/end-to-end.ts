@@ -617,6 +617,14 @@ export const endToEndScenario: Scenario = {
           unit: '',
           baseline: { label: 'pg-boss', value: p.cpu.rowsWritten },
         },
+        {
+          id: 'db.wal',
+          label: 'WAL bytes per notification (server-wide)',
+          value: o.cpu.walBytes,
+          unit: 'B',
+          baseline: { label: 'pg-boss', value: p.cpu.walBytes },
+          note: 'pg_stat_wal over the drain window: row versions, index entries and full-page images together',
+        },
       ];
       return {
         figures,
