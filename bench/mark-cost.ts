@@ -12,7 +12,8 @@ import { ensureDatabase, migrateToLatest, withDatabase } from '@notify/migration
 import { createDb } from '@notify/runtime';
 
 const server = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-const url = withDatabase(server, `notify_mark_cost_${randomBytes(3).toString('hex')}`);
+const name = `notify_mark_cost_${randomBytes(3).toString('hex')}`;
+const url = withDatabase(server, name);
 
 const PAIRS = {
   'UPDATE published_at, purge DELETE (before 0280)': [
@@ -89,9 +90,9 @@ async function main(): Promise<void> {
     }
   } finally {
     await c.end();
-    const admin = new pg.Client(server);
+    const admin = new pg.Client({ connectionString: withDatabase(server, 'postgres') });
     await admin.connect();
-    await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(new URL(url).pathname.slice(1))}`);
+    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
     await admin.end();
   }
 }
