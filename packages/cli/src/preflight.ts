@@ -103,9 +103,14 @@ export interface EnsureTopicsOptions {
 /**
  * Creates the topics that do not exist yet, with `partitions` partitions each (and `replication`
  * when given), and waits (up to `timeoutMs`) until every partition of every named topic has a
- * leader. Returns the names it created. kafkajs' own `waitForLeaders` gives up when a
- * just-created topic briefly answers "This server does not host this topic-partition" (seen
- * here several times), so the metadata is polled instead.
+ * leader and every partition of a topic it created answers its leader. Returns the names it
+ * created. kafkajs' own `waitForLeaders` gives up when a just-created topic briefly answers
+ * "This server does not host this topic-partition" (seen here several times), so the metadata is
+ * polled instead. The metadata names a leader before that broker serves the partition: started
+ * then, a consumer's first fetches fail with NOT_LEADER_FOR_PARTITION and kafkajs re-joins the
+ * group after each one (about twenty re-joins per group in the first half second, seen in the
+ * bench's first round), and the producer retries its first sends; so each created topic's
+ * offsets are read from the leaders (ListOffsets) before this returns.
  */
 export async function ensureTopics(
   admin: Admin,
@@ -139,9 +144,19 @@ export async function ensureTopics(
           topics.length === names.length && topics.every((t) => t.partitions.length > 0 && t.partitions.every((p) => p.leader >= 0)),
       )
       .catch(() => false);
-    if (ready) return missing;
+    if (ready && (await leadersServe(admin, missing))) return missing;
     if (performance.now() > deadline) throw new CliError(`Kafka topics have no leader after ${timeoutMs} ms: ${names.join(', ')}`, 1);
     await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** Whether every partition of `topics` answers a ListOffsets request on its leader now. */
+async function leadersServe(admin: Admin, topics: readonly string[]): Promise<boolean> {
+  try {
+    for (const topic of topics) await admin.fetchTopicOffsets(topic);
+    return true;
+  } catch {
+    return false;
   }
 }
 
