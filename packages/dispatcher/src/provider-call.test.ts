@@ -77,6 +77,44 @@ describe('callProvider', () => {
     expect(await sent).toEqual({ kind: 'result', result: { kind: 'sent' } });
   });
 
+  it('one shutdown aborts every attempt in flight, with one listener on the signal however many there are', async () => {
+    const warnings: Error[] = [];
+    const onWarning = (w: Error) => warnings.push(w);
+    process.on('warning', onWarning);
+    try {
+      const shutdown = new AbortController();
+      const added = vi.spyOn(shutdown.signal, 'addEventListener');
+      // A call that finished before the shutdown is not called by it.
+      expect(
+        await callProvider(
+          provider(async () => ({ kind: 'sent' })),
+          delivery,
+          { timeoutMs: 1000, shutdown: shutdown.signal },
+        ),
+      ).toEqual({
+        kind: 'result',
+        result: { kind: 'sent' },
+      });
+      const calls = Array.from({ length: 40 }, () =>
+        callProvider(waitForAbort({ kind: 'transient', error: 'aborted' }), delivery, { timeoutMs: 10_000, shutdown: shutdown.signal }),
+      );
+      shutdown.abort();
+      expect(await Promise.all(calls)).toEqual(calls.map(() => ({ kind: 'abandoned' })));
+      expect(added).toHaveBeenCalledTimes(1);
+      // A call that starts after the shutdown is abandoned at once.
+      expect(
+        await callProvider(waitForAbort({ kind: 'transient', error: 'aborted' }), delivery, {
+          timeoutMs: 10_000,
+          shutdown: shutdown.signal,
+        }),
+      ).toEqual({ kind: 'abandoned' });
+      await new Promise((r) => setImmediate(r));
+      expect(warnings.filter((w) => w.name === 'MaxListenersExceededWarning')).toEqual([]);
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
+
   it('admits a rate-limited provider before the attempt timeout starts', async () => {
     let admitted!: (ok: boolean) => void;
     let sendSignal: AbortSignal | undefined;

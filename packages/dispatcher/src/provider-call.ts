@@ -7,6 +7,36 @@ export type ProviderCallResult = { readonly kind: 'result'; readonly result: Sen
 const ABORTED = Symbol('aborted');
 const GAVE_UP = Symbol('gave-up');
 
+// One 'abort' listener per shutdown signal, calling the attempts in flight, instead of a listener
+// per attempt: an EventTarget listener costs an add and a remove per call, and with more than 10
+// attempts in flight Node printed MaxListenersExceededWarning on every process (seen in the bench).
+const watchers = new WeakMap<AbortSignal, Set<() => void>>();
+
+/** Calls `fn` once when `signal` aborts (at once if it has); returns the function that stops watching. */
+function onAbort(signal: AbortSignal, fn: () => void): () => void {
+  if (signal.aborted) {
+    fn();
+    return () => {};
+  }
+  let set = watchers.get(signal);
+  if (!set) {
+    const calls = new Set<() => void>();
+    signal.addEventListener(
+      'abort',
+      () => {
+        for (const call of calls) call();
+        calls.clear();
+      },
+      { once: true },
+    );
+    watchers.set(signal, calls);
+    set = calls;
+  }
+  set.add(fn);
+  const watching = set;
+  return () => watching.delete(fn);
+}
+
 /**
  * Calls `provider.send` with an AbortSignal that fires after `timeoutMs` (the per-attempt
  * timeout) or when `shutdown` aborts.
@@ -36,9 +66,7 @@ export async function callProvider(
     settleAborted(ABORTED);
   };
   const timer = setTimeout(() => abort(new Error(`timeout after ${options.timeoutMs} ms`)), options.timeoutMs);
-  const onShutdown = () => abort(new Error('dispatcher shutting down'));
-  if (options.shutdown.aborted) onShutdown();
-  else options.shutdown.addEventListener('abort', onShutdown, { once: true });
+  const unwatch = onAbort(options.shutdown, () => abort(new Error('dispatcher shutting down')));
   let graceTimer: NodeJS.Timeout | undefined;
   try {
     const asTransient = (err: unknown): SendResult => ({ kind: 'transient', error: errorMessage(err) });
@@ -61,6 +89,6 @@ export async function callProvider(
   } finally {
     clearTimeout(timer);
     clearTimeout(graceTimer);
-    options.shutdown.removeEventListener('abort', onShutdown);
+    unwatch();
   }
 }
