@@ -43,6 +43,8 @@ export async function startNotifyService(options: NotifyServiceOptions): Promise
       ...options.env,
     },
     profileDir: options.cpuProfDir,
+    // V8 flags for the service only (NODE_OPTIONS takes few of them), e.g. --trace-deopt.
+    ...(process.env.BENCH_SERVICE_NODE_FLAGS ? { nodeFlags: process.env.BENCH_SERVICE_NODE_FLAGS.split(/\s+/) } : {}),
   });
   try {
     const line = await child.line(/listening on http:\/\/\S+/, options.startTimeoutMs ?? 120_000);
