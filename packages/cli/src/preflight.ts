@@ -145,7 +145,8 @@ export async function ensureTopics(
       )
       .catch(() => false);
     if (ready && (await leadersServe(admin, missing))) return missing;
-    if (performance.now() > deadline) throw new CliError(`Kafka topics have no leader after ${timeoutMs} ms: ${names.join(', ')}`, 1);
+    if (performance.now() > deadline)
+      throw new CliError(`Kafka topics have no leader that serves them after ${timeoutMs} ms: ${names.join(', ')}`, 1);
     await new Promise((r) => setTimeout(r, 100));
   }
 }
