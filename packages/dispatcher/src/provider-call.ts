@@ -1,4 +1,4 @@
-import { errorMessage } from '@notify/runtime';
+import { errorMessage, onAbort } from '@notify/runtime';
 import type { Delivery, Provider, SendResult } from '@notify/providers';
 
 /** How a provider call ended: its classified result, or cut short by shutdown. */
@@ -6,36 +6,6 @@ export type ProviderCallResult = { readonly kind: 'result'; readonly result: Sen
 
 const ABORTED = Symbol('aborted');
 const GAVE_UP = Symbol('gave-up');
-
-// One 'abort' listener per shutdown signal, calling the attempts in flight, instead of a listener
-// per attempt: an EventTarget listener costs an add and a remove per call, and with more than 10
-// attempts in flight Node printed MaxListenersExceededWarning on every process (seen in the bench).
-const watchers = new WeakMap<AbortSignal, Set<() => void>>();
-
-/** Calls `fn` once when `signal` aborts (at once if it has); returns the function that stops watching. */
-function onAbort(signal: AbortSignal, fn: () => void): () => void {
-  if (signal.aborted) {
-    fn();
-    return () => {};
-  }
-  let set = watchers.get(signal);
-  if (!set) {
-    const calls = new Set<() => void>();
-    signal.addEventListener(
-      'abort',
-      () => {
-        for (const call of calls) call();
-        calls.clear();
-      },
-      { once: true },
-    );
-    watchers.set(signal, calls);
-    set = calls;
-  }
-  set.add(fn);
-  const watching = set;
-  return () => watching.delete(fn);
-}
 
 /**
  * Calls `provider.send` with an AbortSignal that fires after `timeoutMs` (the per-attempt

@@ -1,4 +1,4 @@
-import type { Clock } from '@notify/runtime';
+import { type Clock, onAbort } from '@notify/runtime';
 import type { Delivery, Provider, SendResult } from './provider.js';
 
 /** A provider's send budget: `perSecond` on average, at most `burst` at once. */
@@ -35,7 +35,8 @@ export interface TokenBucket {
 
 interface Waiter {
   readonly resolve: (granted: boolean) => void;
-  readonly signal: AbortSignal;
+  /** Stops watching the waiter's signal. */
+  unwatch: () => void;
 }
 
 /**
@@ -56,40 +57,15 @@ export function createTokenBucket(limit: RateLimit, deps: RateLimitDeps): TokenB
   let tat = Number.NEGATIVE_INFINITY;
   const queue: Waiter[] = [];
   let timer: unknown;
-  // One 'abort' listener per signal, however many waiters share it (a dispatcher may pass one
-  // shutdown signal to every admit): no MaxListenersExceeded warnings, no listener leak.
-  const bySignal = new Map<AbortSignal, { readonly waiters: Set<Waiter>; readonly onAbort: () => void }>();
-
-  function watch(waiter: Waiter): void {
-    let entry = bySignal.get(waiter.signal);
-    if (!entry) {
-      const waiters = new Set<Waiter>();
-      const onAbort = () => {
-        bySignal.delete(waiter.signal);
-        for (const w of waiters) {
-          const i = queue.indexOf(w);
-          if (i >= 0) queue.splice(i, 1);
-          w.resolve(false);
-        }
-        if (queue.length === 0 && timer !== undefined) {
-          timers.clearTimeout(timer);
-          timer = undefined;
-        }
-      };
-      entry = { waiters, onAbort };
-      bySignal.set(waiter.signal, entry);
-      waiter.signal.addEventListener('abort', onAbort, { once: true });
-    }
-    entry.waiters.add(waiter);
-  }
-
-  function unwatch(waiter: Waiter): void {
-    const entry = bySignal.get(waiter.signal);
-    if (!entry) return;
-    entry.waiters.delete(waiter);
-    if (entry.waiters.size === 0) {
-      waiter.signal.removeEventListener('abort', entry.onAbort);
-      bySignal.delete(waiter.signal);
+  // A waiter's signal is watched with onAbort: one 'abort' listener per signal, however many
+  // waiters share it (a dispatcher may pass one shutdown signal to every admit).
+  function leave(waiter: Waiter): void {
+    const i = queue.indexOf(waiter);
+    if (i >= 0) queue.splice(i, 1);
+    waiter.resolve(false);
+    if (queue.length === 0 && timer !== undefined) {
+      timers.clearTimeout(timer);
+      timer = undefined;
     }
   }
 
@@ -104,7 +80,7 @@ export function createTokenBucket(limit: RateLimit, deps: RateLimitDeps): TokenB
     while (queue.length > 0 && conforms(now)) {
       grant(now);
       const waiter = queue.shift()!;
-      unwatch(waiter);
+      waiter.unwatch();
       waiter.resolve(true);
     }
     if (queue.length > 0) timer = timers.setTimeout(pump, Math.max(1, Math.ceil(tat - tolerance - now)));
@@ -119,8 +95,8 @@ export function createTokenBucket(limit: RateLimit, deps: RateLimitDeps): TokenB
         return Promise.resolve(true);
       }
       return new Promise<boolean>((resolve) => {
-        const waiter: Waiter = { resolve, signal };
-        watch(waiter);
+        const waiter: Waiter = { resolve, unwatch: () => {} };
+        waiter.unwatch = onAbort(signal, () => leave(waiter));
         queue.push(waiter);
         if (timer === undefined) pump();
       });

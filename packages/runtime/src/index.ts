@@ -7,6 +7,7 @@ export { createEmitter, type Emitter, type Listener } from './events.js';
 export { backoffDelayMs, type BackoffParams } from './backoff.js';
 export { createPeriodicService, type PeriodicService, type PeriodicServiceOptions } from './periodic.js';
 export { withTimeout, settlesWithin, delay } from './timeout.js';
+export { onAbort } from './abort.js';
 export { createBatchTimer, type BatchTimer } from './batch-timer.js';
 export { parseTraceparent, formatTraceparent, type TraceContext } from './traceparent.js';
 export { createDb, type CreateDbOptions } from './db.js';
