@@ -9,7 +9,8 @@ import type { Scenario } from './types.js';
  * and 16 concurrent clients, against a plain single-row INSERT + COMMIT into a comparable table
  * with the same transaction shape, the same pool and the same database. Rounds alternate; each
  * rate is the median round and each ratio the median of per-round ratios. The load runs in a child process whose peak RSS is reported.
- * Full mode adds diagnostic variants (the statement unprepared, the NOTIFY trigger off) that show
+ * Full mode adds diagnostic variants (notify_enqueue_item called directly, as other languages and
+ * enqueue() off its plain path do; the statement unprepared; the NOTIFY trigger off) that show
  * what the gap is made of; they carry no target.
  */
 export const enqueueScenario: Scenario = {
@@ -19,7 +20,9 @@ export const enqueueScenario: Scenario = {
   async run(ctx) {
     const db = await ctx.stack.freshDatabase('enqueue');
     try {
-      const variants: EnqueueVariant[] = ctx.quick ? ['plain', 'enqueue'] : ['plain', 'enqueue', 'kysely', 'unprepared', 'noTrigger'];
+      const variants: EnqueueVariant[] = ctx.quick
+        ? ['plain', 'enqueue']
+        : ['plain', 'enqueue', 'kysely', 'sqlFunction', 'unprepared', 'noTrigger'];
       const input: EnqueueLoadInput = {
         url: db.url,
         concurrencies: [4, 16],
@@ -63,7 +66,7 @@ export const enqueueScenario: Scenario = {
             ratio: paired('kysely'),
           });
         }
-        for (const v of ['unprepared', 'noTrigger'] as const) {
+        for (const v of ['sqlFunction', 'unprepared', 'noTrigger'] as const) {
           if (r[v]) {
             figures.push({
               id: `c${c}.${v}`,

@@ -22,6 +22,8 @@ export const ENQUEUE_VARIANTS = {
   unprepared: 'enqueue() without a prepared statement',
   /** enqueue() with the outbox NOTIFY trigger disabled (what the trigger costs). */
   noTrigger: 'enqueue() without the outbox NOTIFY trigger',
+  /** notify_enqueue_item called directly: what other languages pay, and enqueue() for an intent off its plain path. */
+  sqlFunction: 'notify_enqueue_item() (the SQL function)',
 } as const;
 /** A variant name. */
 export type EnqueueVariant = keyof typeof ENQUEUE_VARIANTS;
@@ -66,6 +68,9 @@ const INTENT: NotificationIntent = {
   to: 'http://127.0.0.1:9/hook',
   body: 'Your order has shipped.',
 };
+
+const INTENT_JSON = JSON.stringify(INTENT);
+const SQL_FUNCTION = 'SELECT (notify_enqueue_item($1::jsonb)).created';
 
 type Op = (client: pg.PoolClient) => Promise<void>;
 
@@ -162,6 +167,11 @@ async function run(input: EnqueueLoadInput): Promise<EnqueueLoadOutput> {
       await client.query('COMMIT');
     },
     noTrigger: enqueueOp,
+    sqlFunction: async (client) => {
+      await client.query('BEGIN');
+      await client.query({ name: 'bench_enqueue_item', text: SQL_FUNCTION, values: [INTENT_JSON] });
+      await client.query('COMMIT');
+    },
   };
   // The trigger is a table property: switch it only around the noTrigger rounds.
   const setTrigger = (on: boolean) => pool.query(`ALTER TABLE outbox ${on ? 'ENABLE' : 'DISABLE'} TRIGGER outbox_notify_insert`);

@@ -486,3 +486,34 @@ export const validIntentArbitrary: fc.Arbitrary<Record<string, unknown>> = fc
     return intent;
   })
   .filter(storable);
+
+/**
+ * Intents of the fields enqueue()'s plain path takes (tenant_id, channel, to, body, subject,
+ * traceparent), each good or a near-miss (another channel's recipient, lengths at the bounds in
+ * every character width, wrong types, a subject on a channel without one, content just over
+ * 64 KiB): the plain path must write the function's rows for each intent it takes, and leave every
+ * other one to the function.
+ */
+export const plainIntentArbitrary: fc.Arbitrary<Record<string, unknown>> = fc
+  .constantFrom('email', 'sms', 'webhook')
+  .chain((channel) =>
+    fc.record(
+      {
+        channel: fc.oneof({ weight: 19, arbitrary: fc.constant(channel) }, fc.constantFrom('pager', 'Email', '')),
+        to: fc.oneof({ weight: 5, arbitrary: recipient(channel).good }, { weight: 1, arbitrary: recipient(channel).bad }),
+        tenant_id: fc.oneof(
+          { weight: 5, arbitrary: fc.constantFrom('acme', 'tenant "quoted"\\ \u0001 ünïcödé 😀', 'a/b') },
+          { weight: 1, arbitrary: FIELDS.tenant_id!.bad },
+        ),
+        body: fc.oneof({ weight: 9, arbitrary: FIELDS.body!.good }, { weight: 1, arbitrary: FIELDS.body!.bad }),
+        // present but undefined: JSON leaves it out, and so must the plain path
+        subject:
+          channel === 'email'
+            ? fc.oneof({ weight: 4, arbitrary: FIELDS.subject!.good }, { weight: 1, arbitrary: FIELDS.subject!.bad })
+            : fc.oneof({ weight: 9, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: FIELDS.subject!.good }),
+        traceparent: fc.oneof(FIELDS.traceparent!.good, FIELDS.traceparent!.bad),
+      },
+      { requiredKeys: ['channel', 'to', 'tenant_id', 'body'] },
+    ),
+  )
+  .filter(storable);

@@ -14,7 +14,7 @@ import { buildDeliveryRequest, buildStatusEvent, type Channel } from '@notify/co
 import { enqueue, type NotificationIntent, type NotifyError, ValidationError } from '@notify/outbox';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { ulidTime } from '../support/ulid.js';
-import { intentArbitrary, validIntentArbitrary } from './arbitraries.js';
+import { intentArbitrary, plainIntentArbitrary, validIntentArbitrary } from './arbitraries.js';
 import { psql, psqlError } from './psql.js';
 
 const RUNS = Math.max(10, Math.floor(Number(process.env.FUZZ_RUNS ?? 300) / 7));
@@ -53,6 +53,30 @@ async function enqueueWithPg(intent: unknown): Promise<Outcome> {
   } catch (err) {
     await client.query('ROLLBACK');
     return refusalOf(err);
+  } finally {
+    client.release();
+  }
+}
+
+/** enqueueWithPg, telling also whether enqueue() took its plain path (its statement's name). */
+async function enqueuePlainWithPg(intent: unknown): Promise<{ outcome: Outcome; plain: boolean }> {
+  const client = await viaPg.pool.connect();
+  const names: string[] = [];
+  const recording = {
+    query: (config: string | { name?: string; text: string; values?: unknown[] }, values?: unknown[]) => {
+      if (typeof config === 'string') return client.query(config, values);
+      names.push(config.name ?? '');
+      return client.query(config);
+    },
+  };
+  try {
+    await client.query('BEGIN');
+    const { notification } = await enqueue(recording, intent as NotificationIntent);
+    await client.query('COMMIT');
+    return { outcome: { id: notification.id }, plain: names.includes('notify_enqueue_plain_v1') };
+  } catch (err) {
+    await client.query('ROLLBACK');
+    return { outcome: refusalOf(err), plain: names.includes('notify_enqueue_plain_v1') };
   } finally {
     client.release();
   }
@@ -152,6 +176,40 @@ describe('enqueue from TypeScript (pg and Kysely) and notify_enqueue from psql',
     );
     expect(refused).toBeGreaterThan(0);
   });
+});
+
+describe("enqueue()'s plain path (rows computed in TypeScript, one INSERT)", () => {
+  it(
+    'writes the rows notify_enqueue writes for each intent it takes, and leaves every other one to it',
+    { timeout: TIMEOUT_MS },
+    async () => {
+      let plain = 0;
+      let refused = 0;
+      await fc.assert(
+        fc.asyncProperty(plainIntentArbitrary, async (intent) => {
+          const [viaPlain, sql] = await Promise.all([enqueuePlainWithPg(intent), enqueueWithPsql(intent)]);
+          const { outcome } = viaPlain;
+          const shape = (o: Outcome) => ('id' in o ? 'created' : o);
+          expect(shape(outcome), JSON.stringify(intent).slice(0, 400)).toEqual(shape(sql));
+          if (!('id' in outcome)) {
+            expect(viaPlain.plain, "a refusal is notify_enqueue_item's").toBe(false);
+            refused += 1;
+            return;
+          }
+          if (viaPlain.plain) plain += 1;
+          const [mine, theirs] = await Promise.all([
+            written(viaPg, outcome.id, false),
+            written(viaPsql, (sql as { id: string }).id, false),
+          ]);
+          expect(mine, JSON.stringify(intent).slice(0, 400)).toEqual(theirs);
+        }),
+        { numRuns: RUNS * 2 },
+      );
+      // Both ways are exercised: most valid intents here take the plain path, and refusals happen.
+      expect(plain).toBeGreaterThan(RUNS / 2);
+      expect(refused).toBeGreaterThan(0);
+    },
+  );
 });
 
 describe('the rows PostgreSQL writes', () => {

@@ -1,17 +1,11 @@
 import { prepared, toExecutor, type TransactionLike } from './db/executor.js';
 import type { Notification } from './db/schema.js';
 import { type FieldIssue, IdempotencyConflictError, IdempotencyInProgressError, type NotifyError, ValidationError } from './errors.js';
+import type { EnqueueOptions } from './enqueue-options.js';
+import { PLAIN_ENQUEUE_SQL, plainWrite, UNSTORABLE } from './enqueue-plain.js';
 import type { NotificationIntent } from './model/intent.js';
 
-/** What `enqueue` needs besides the transaction. */
-export interface EnqueueOptions {
-  /** When the notification is created and first due (a test clock's now), truncated to milliseconds. Default: the database clock. */
-  readonly now?: Date;
-  /** Attempts before a notification is declared dead. Default: `notify_settings.max_attempts` (the service's NOTIFY_MAX_ATTEMPTS). */
-  readonly maxAttempts?: number;
-  /** Expiry when the intent names none. Default: `notify_settings.default_ttl_ms` (the service's NOTIFY_DEFAULT_TTL_MS). */
-  readonly defaultTtlMs?: number;
-}
+export type { EnqueueOptions } from './enqueue-options.js';
 
 /** The notification, and whether this call created it (false: an earlier request with the same key did). */
 export interface EnqueueResult {
@@ -75,8 +69,6 @@ const NOTIFICATION_SQL = prepared('notification_by_id_v1', 'SELECT * FROM notifi
 // JSON.stringify writes U+0000 as \u0000 and an unpaired surrogate as \udXXX (paired ones as
 // themselves). PostgreSQL's jsonb input refuses both, so they never reach notify_enqueue_row.
 const UNSTORABLE_ESCAPE = /(?<!\\)(?:\\\\)*\\u(?:0000|d[89a-f][0-9a-f]{2})/;
-// eslint-disable-next-line no-control-regex -- U+0000 is exactly what PostgreSQL cannot store
-const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 // SQLSTATEs of the jsonb input function: invalid text, untranslatable character, stack depth.
 const JSON_INPUT_SQLSTATES = new Set(['22P02', '22P05', '54001']);
 const SERIALIZATION_FAILURE = '40001';
@@ -90,8 +82,11 @@ const SERIALIZATION_FAILURE = '40001';
  * `tx` may be a Kysely `Transaction` (or `Kysely`), or a `pg` client inside `BEGIN`.
  *
  * Validation, the rows and idempotency are PostgreSQL's `notify_enqueue_item` (migrations 0006, 0150,
- * docs/sql-enqueue.md), the same function other languages call: one implementation, one round
- * trip. With an idempotency key, a repeat of the same request returns the original with
+ * docs/sql-enqueue.md), the same function other languages call, in one round trip. A plain intent
+ * (tenant_id, channel, to, body, optionally subject and traceparent, every value one the function
+ * accepts) takes a faster path to the same rows: computed here, written by one INSERT
+ * (enqueue-plain.ts); its instants then come from this process's clock unless `options.now` is
+ * given. With an idempotency key, a repeat of the same request returns the original with
  * `created: false`.
  *
  * Throws `ValidationError` (a stable `code` and every field issue) or `IdempotencyConflictError`
@@ -100,6 +95,25 @@ const SERIALIZATION_FAILURE = '40001';
  * READ snapshot) means: roll back and retry the transaction.
  */
 export async function enqueue(tx: TransactionLike, intent: NotificationIntent, options: EnqueueOptions = {}): Promise<EnqueueResult> {
+  const plain = plainWrite(intent, options);
+  if (plain !== null) {
+    const { rows } = await toExecutor(tx).query<Pick<ComputedColumns, 'max_attempts' | 'expires_at'>>(PLAIN_ENQUEUE_SQL, plain.values);
+    const row = rows[0];
+    if (!row) throw new Error('the plain enqueue statement returned no row');
+    const computed: ComputedColumns = {
+      id: plain.id,
+      data: null,
+      metadata: {},
+      request_hash: null,
+      max_attempts: row.max_attempts,
+      expires_at: row.expires_at,
+      traceparent: plain.traceparent,
+      created_at: plain.createdAt,
+      send_at: null,
+      held: null,
+    };
+    return { notification: createdNotification(intent, computed), created: true };
+  }
   const json = intentJson(intent);
   const settings = enqueueSettings(options);
   let rows: EnqueueRow[];

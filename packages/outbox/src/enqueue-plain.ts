@@ -1,0 +1,172 @@
+import { createHash } from 'node:crypto';
+import { prepared } from './db/executor.js';
+import type { EnqueueOptions } from './enqueue-options.js';
+import { newNotificationId } from './model/id.js';
+import type { NotificationIntent } from './model/intent.js';
+
+// enqueue()'s fast path: a plain intent's rows computed in this process and written by one INSERT.
+//
+// notify_enqueue_item spends more on computing and checking the rows in SQL (ulid, instants,
+// message texts, headers, key, the intent check) than on writing them: pgbench measured the two
+// rows with constant values at 0.59x a plain one-row INSERT and the function at 0.36x
+// (bench/enqueue-parts, BENCHMARKS.md "session 16"). So for the intent most callers pass inside
+// their own transaction (tenant_id, channel, to, body, optionally subject and traceparent; no
+// idempotency key, no delivery options, no data), enqueue() computes here exactly what the
+// function would write and sends the values. Everything else, valid or not, still goes to
+// notify_enqueue_item, which stays the only judge of refusals: `plainWrite` answers null unless
+// the intent passes 0270's plain-intent expression (the conjunction of every test the function
+// applies to such an intent), so it never accepts what the function refuses.
+// test/sql-enqueue/differential.test.ts holds the rows equal to the function's, byte for byte.
+//
+// One difference, documented in docs/sql-enqueue.md: without `options.now` the instants come
+// from this process's clock, not the database's.
+
+/** The statement parameters of a plain intent's write, and what `createdNotification` needs of them. */
+export interface PlainWrite {
+  readonly id: string;
+  readonly createdAt: Date;
+  readonly traceparent: string | null;
+  readonly values: readonly unknown[];
+}
+
+/**
+ * Both rows in one statement. notify_settings supplies what the options leave out (its one row;
+ * none: the built-in defaults, as in notify_enqueue_item), and its event policy decides whether
+ * the request carries the queued event. The other columns take their defaults: metadata '{}',
+ * state queued, attempts 0, priority normal, ordering relaxed.
+ */
+export const PLAIN_ENQUEUE_SQL = prepared(
+  'notify_enqueue_plain_v1',
+  `WITH s AS (
+     SELECT coalesce($9::integer, t.max_attempts, 8) AS max_attempts,
+            $7::timestamptz + coalesce($10::bigint, t.default_ttl_ms, 86400000) * interval '1 millisecond' AS expires_at,
+            coalesce(t.events, 'all') = 'all' AS all_events
+       FROM (SELECT) AS one LEFT JOIN notify_settings AS t ON true
+   ), n AS (
+     INSERT INTO notifications (id, tenant_id, channel, recipient, subject, body, max_attempts, next_attempt_at, expires_at,
+                                traceparent, created_at, updated_at)
+     SELECT $1, $2, $3, $4, $5, $6, s.max_attempts, $7::timestamptz, s.expires_at, $8, $7::timestamptz, $7::timestamptz FROM s
+   ), o AS (
+     INSERT INTO outbox (topic, key, value, headers, event_value)
+     SELECT 'requests', $11, $12, $13::jsonb, CASE WHEN s.all_events THEN $14 END FROM s
+   )
+   SELECT s.max_attempts, s.expires_at FROM s`,
+);
+
+// JSON.stringify writes U+0000 as \u0000 and an unpaired surrogate as itself; PostgreSQL stores neither.
+// eslint-disable-next-line no-control-regex -- U+0000 is exactly what PostgreSQL cannot store
+export const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+// The fields a plain intent may carry (0270's first test).
+const PLAIN_FIELDS = new Set(['tenant_id', 'channel', 'to', 'body', 'subject', 'traceparent']);
+// notify_recipient_problem's email and sms expressions, the same character classes.
+const SPACELESS = '[^\\t\\n\\v\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff@<>()[\\]\\\\,;:"]+';
+const EMAIL = new RegExp(`^${SPACELESS}@${SPACELESS}\\.${SPACELESS}$`);
+const SMS = /^\+[1-9][0-9]{6,14}$/;
+// notify_webhook_url_plain() (0160): every URL it matches notify_webhook_url_problem accepts. In
+// JavaScript `.` stops at line terminators, where PostgreSQL's does not: this one matches fewer.
+const WEBHOOK_PLAIN =
+  /^https?:\/\/(?:(?:[A-Za-z0-9-]+\.)*[A-Za-z][A-Za-z0-9-]*\.?|(?:(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\.){3}(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9]))(?::[0-9]{1,4})?(?:[/?#].*)?$/;
+// The W3C form notify_enqueue_item keeps; anything else is dropped.
+const TRACEPARENT = /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
+const MAX_INT4 = 2_147_483_647;
+
+function bytes(s: string): number {
+  return Buffer.byteLength(s, 'utf8');
+}
+
+function recipientAccepted(channel: string, to: string): boolean {
+  switch (channel) {
+    case 'email':
+      // notify_too_long(to, 254): UTF-8 bytes and UTF-16 units both over; units never exceed bytes.
+      return to.length <= 254 && EMAIL.test(to);
+    case 'sms':
+      return SMS.test(to);
+    case 'webhook':
+      return WEBHOOK_PLAIN.test(to);
+    default:
+      return false;
+  }
+}
+
+// What notify_enqueue_item would accept as an option; anything else takes its path (and its error).
+function optionsPlain(options: EnqueueOptions): boolean {
+  const { now, maxAttempts, defaultTtlMs } = options;
+  return (
+    (now === undefined || (now instanceof Date && Number.isFinite(now.getTime()))) &&
+    (maxAttempts === undefined || (Number.isInteger(maxAttempts) && maxAttempts >= 1 && maxAttempts <= MAX_INT4)) &&
+    (defaultTtlMs === undefined || (Number.isSafeInteger(defaultTtlMs) && defaultTtlMs >= 1))
+  );
+}
+
+/**
+ * The write of a plain intent, or null: then notify_enqueue_item decides (it validates, refuses,
+ * and handles idempotency keys, delivery options, templates, data and expiries).
+ */
+export function plainWrite(intent: NotificationIntent, options: EnqueueOptions): PlainWrite | null {
+  if (intent === null || typeof intent !== 'object') return null;
+  // A plain object, so its JSON is its own keys (a class instance may have a toJSON of its own).
+  const prototype: unknown = Object.getPrototypeOf(intent);
+  if (prototype !== Object.prototype && prototype !== null) return null;
+  if (!optionsPlain(options)) return null;
+  for (const field of Object.keys(intent)) {
+    const value: unknown = (intent as unknown as Record<string, unknown>)[field];
+    if (value === undefined) continue; // JSON.stringify leaves it out, and so does the function
+    if (!PLAIN_FIELDS.has(field) || typeof value !== 'string') return null;
+    if (field !== 'traceparent' && UNSTORABLE.test(value)) return null;
+  }
+  const { tenant_id: tenantId, channel, to, body, subject } = intent;
+  if (body === undefined) return null;
+  const tenantBytes = bytes(tenantId);
+  const bodyBytes = bytes(body);
+  const subjectBytes = subject === undefined ? 0 : bytes(subject);
+  if (tenantBytes < 1 || tenantBytes > 200 || bodyBytes < 1) return null;
+  if (subject !== undefined && (channel !== 'email' || subjectBytes > 998)) return null;
+  if (subjectBytes + bodyBytes > 65_536) return null;
+  const toBytes = bytes(to);
+  if (toBytes < 1 || toBytes > 2048 || !recipientAccepted(channel, to)) return null;
+
+  const createdAt = options.now === undefined ? new Date() : new Date(options.now.getTime());
+  const id = newNotificationId(createdAt);
+  const at = createdAt.toISOString();
+  const traceparent = intent.traceparent !== undefined && TRACEPARENT.test(intent.traceparent) ? intent.traceparent : null;
+  const tenantJson = JSON.stringify(tenantId);
+  // The texts notify_enqueue_item formats (0270), which are buildDeliveryRequest's and
+  // buildStatusEvent's (@notify/contract) byte for byte.
+  const request = `{"v":1,"type":"notification.deliver","id":"${id}","tenant_id":${tenantJson},"channel":"${channel}","attempt":1,"due_at":"${at}"}`;
+  const event =
+    `{"v":1,"type":"notification.queued","id":"${id}","tenant_id":${tenantJson},"channel":"${channel}","state":"queued",` +
+    `"attempts":0,"dead_reason":null,"last_error":null,"next_attempt_at":"${at}","occurred_at":"${at}"}`;
+  const headers: Record<string, string> = {
+    'notification-id': id,
+    'tenant-id': tenantId,
+    'schema-version': '1',
+    'message-type': 'notification.deliver',
+    attempt: '1',
+    'due-at': at,
+  };
+  if (traceparent !== null) headers.traceparent = traceparent;
+  // notify_message_key: tenant/channel/ + the first 22 characters of base64url(sha256(recipient)).
+  const key = `${tenantId}/${channel}/${createHash('sha256').update(to).digest('base64url').slice(0, 22)}`;
+  return {
+    id,
+    createdAt,
+    traceparent,
+    values: [
+      id,
+      tenantId,
+      channel,
+      to,
+      subject ?? null,
+      body,
+      at,
+      traceparent,
+      options.maxAttempts ?? null,
+      options.defaultTtlMs ?? null,
+      key,
+      request,
+      JSON.stringify(headers),
+      event,
+    ],
+  };
+}
