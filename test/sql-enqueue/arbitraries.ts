@@ -491,7 +491,7 @@ export const validIntentArbitrary: fc.Arbitrary<Record<string, unknown>> = fc
  * Intents of the fields enqueue()'s plain path takes (tenant_id, channel, to, body, subject,
  * traceparent), each good or a near-miss (another channel's recipient, lengths at the bounds in
  * every character width, wrong types, a subject on a channel without one, content just over
- * 64 KiB): the plain path must write the function's rows for each intent it takes, and leave every
+ * 64 KiB, a required field missing): the plain path must write the function's rows for each intent it takes, and leave every
  * other one to the function.
  */
 export const plainIntentArbitrary: fc.Arbitrary<Record<string, unknown>> = fc
@@ -512,8 +512,14 @@ export const plainIntentArbitrary: fc.Arbitrary<Record<string, unknown>> = fc
             ? fc.oneof({ weight: 4, arbitrary: FIELDS.subject!.good }, { weight: 1, arbitrary: FIELDS.subject!.bad })
             : fc.oneof({ weight: 9, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: FIELDS.subject!.good }),
         traceparent: fc.oneof(FIELDS.traceparent!.good, FIELDS.traceparent!.bad),
+        // now and then a required field goes missing
+        missing: fc.oneof({ weight: 12, arbitrary: fc.constant(undefined) }, fc.constantFrom('tenant_id', 'channel', 'to', 'body')),
       },
-      { requiredKeys: ['channel', 'to', 'tenant_id', 'body'] },
+      { requiredKeys: ['channel', 'to', 'tenant_id', 'body', 'missing'] },
     ),
   )
+  .map(({ missing, ...intent }) => {
+    if (missing !== undefined) delete (intent as Record<string, unknown>)[missing];
+    return intent;
+  })
   .filter(storable);

@@ -116,7 +116,8 @@ export function plainWrite(intent: NotificationIntent, options: EnqueueOptions):
     if (field !== 'traceparent' && UNSTORABLE.test(value)) return null;
   }
   const { tenant_id: tenantId, channel, to, body, subject } = intent;
-  if (body === undefined) return null;
+  // Each present one is a string (above); these four must be present.
+  if (tenantId === undefined || channel === undefined || to === undefined || body === undefined) return null;
   const tenantBytes = bytes(tenantId);
   const bodyBytes = bytes(body);
   const subjectBytes = subject === undefined ? 0 : bytes(subject);

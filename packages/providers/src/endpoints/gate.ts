@@ -1,5 +1,5 @@
 import { toExecutor, type TransactionLike } from '@notify/outbox';
-import { type Clock, type Logger, errorMessage } from '@notify/runtime';
+import { type Clock, type Logger, errorMessage, onAbort } from '@notify/runtime';
 import type { SendResult } from '../provider.js';
 import type { RateLimit } from '../rate-limit.js';
 import { type EndpointState, type EndpointTarget, endpointId } from './endpoint.js';
@@ -292,21 +292,20 @@ export function createEndpointGate(
   };
 }
 
-/** Waits `ms`; false when `signal` aborted first. */
+/** Waits `ms`; false when `signal` aborted first. Waiters share one 'abort' listener per signal (onAbort). */
 function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
   if (signal.aborted) return Promise.resolve(false);
   return new Promise((resolve) => {
-    const onAbort = () => {
-      clearTimeout(timer);
-      resolve(false);
-    };
     const timer = setTimeout(
       () => {
-        signal.removeEventListener('abort', onAbort);
+        unwatch();
         resolve(true);
       },
       Math.max(0, ms),
     );
-    signal.addEventListener('abort', onAbort, { once: true });
+    const unwatch = onAbort(signal, () => {
+      clearTimeout(timer);
+      resolve(false);
+    });
   });
 }
