@@ -44,22 +44,11 @@ afterAll(async () => {
 type Outcome = { readonly id: string } | { readonly code: string; readonly paths: readonly string[] };
 
 async function enqueueWithPg(intent: unknown): Promise<Outcome> {
-  const client = await viaPg.pool.connect();
-  try {
-    await client.query('BEGIN');
-    const { notification } = await enqueue(client, intent as NotificationIntent);
-    await client.query('COMMIT');
-    return { id: notification.id };
-  } catch (err) {
-    await client.query('ROLLBACK');
-    return refusalOf(err);
-  } finally {
-    client.release();
-  }
+  return (await enqueueRecordingPath(intent)).outcome;
 }
 
-/** enqueueWithPg, telling also whether enqueue() took its plain path (its statement's name). */
-async function enqueuePlainWithPg(intent: unknown): Promise<{ outcome: Outcome; plain: boolean }> {
+/** enqueue() on a raw pg client inside BEGIN … COMMIT, telling also whether it took its plain path (its statement's name). */
+async function enqueueRecordingPath(intent: unknown): Promise<{ outcome: Outcome; plain: boolean }> {
   const client = await viaPg.pool.connect();
   const names: string[] = [];
   const recording = {
@@ -187,7 +176,7 @@ describe("enqueue()'s plain path (rows computed in TypeScript, one INSERT)", () 
       let refused = 0;
       await fc.assert(
         fc.asyncProperty(plainIntentArbitrary, async (intent) => {
-          const [viaPlain, sql] = await Promise.all([enqueuePlainWithPg(intent), enqueueWithPsql(intent)]);
+          const [viaPlain, sql] = await Promise.all([enqueueRecordingPath(intent), enqueueWithPsql(intent)]);
           const { outcome } = viaPlain;
           const shape = (o: Outcome) => ('id' in o ? 'created' : o);
           expect(shape(outcome), JSON.stringify(intent).slice(0, 400)).toEqual(shape(sql));

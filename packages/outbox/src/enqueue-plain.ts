@@ -53,7 +53,7 @@ export const PLAIN_ENQUEUE_SQL = prepared(
    SELECT s.max_attempts, s.expires_at FROM s`,
 );
 
-// JSON.stringify writes U+0000 as \u0000 and an unpaired surrogate as itself; PostgreSQL stores neither.
+// U+0000 and unpaired surrogates, which PostgreSQL's text and jsonb cannot store.
 // eslint-disable-next-line no-control-regex -- U+0000 is exactly what PostgreSQL cannot store
 export const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
