@@ -72,6 +72,8 @@ export interface Config extends ProvidersConfig {
     readonly maxMessageBytes: number;
     /** NOTIFY_RELAY_ORDER_WAIT_MS: the bound on how long a committed row waits behind an older open transaction (docs/relay.md, "Long transactions"). */
     readonly orderWaitMs: number;
+    /** NOTIFY_RELAY_LINGER_MS: under a steady trickle, how long the relay waits after a short batch so the next rows share a round. */
+    readonly lingerMs: number;
   };
   /** `tenant:key,…` seeded at start, for development and tests. */
   readonly seedApiKeys: readonly { readonly tenantId: string; readonly key: string }[];
@@ -275,6 +277,7 @@ export function loadConfig(env: Env): Config {
       retentionMs: int(env, 'NOTIFY_OUTBOX_RETENTION_MS', 3_600_000, 0, 30 * 86_400_000),
       maxMessageBytes: int(env, 'NOTIFY_KAFKA_MAX_MESSAGE_BYTES', 1_000_000, 1_024, 100_000_000),
       orderWaitMs: int(env, 'NOTIFY_RELAY_ORDER_WAIT_MS', 500, 0, 86_400_000),
+      lingerMs: int(env, 'NOTIFY_RELAY_LINGER_MS', 5, 0, 1_000),
     },
     webhook: {
       allowCidrs: list(env, 'NOTIFY_WEBHOOK_ALLOW_CIDRS', ''),

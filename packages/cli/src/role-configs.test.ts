@@ -53,7 +53,7 @@ describe('dispatcherConfigFrom', () => {
 });
 
 describe('relayConfigFrom', () => {
-  it('takes prefix, batch size, poll interval, retention and the message size limit from the service config', () => {
+  it('takes prefix, batch size, poll interval, retention, the message size limit and the linger from the service config', () => {
     const c = relayConfigFrom(
       loadConfig({
         NOTIFY_TOPIC_PREFIX: 'acme',
@@ -61,6 +61,7 @@ describe('relayConfigFrom', () => {
         NOTIFY_RELAY_POLL_MS: '500',
         NOTIFY_OUTBOX_RETENTION_MS: '1000',
         NOTIFY_KAFKA_MAX_MESSAGE_BYTES: '500000',
+        NOTIFY_RELAY_LINGER_MS: '0',
       }),
     );
     expect(c).toEqual({
@@ -70,6 +71,7 @@ describe('relayConfigFrom', () => {
       retentionMs: 1000,
       maxMessageBytes: 500_000,
       orderWaitMs: 500,
+      lingerMs: 0,
     });
   });
 });

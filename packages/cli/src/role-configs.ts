@@ -11,6 +11,7 @@ export function relayConfigFrom(config: Config): RelayConfig {
     retentionMs: config.relay.retentionMs,
     maxMessageBytes: config.relay.maxMessageBytes,
     orderWaitMs: config.relay.orderWaitMs,
+    lingerMs: config.relay.lingerMs,
   };
 }
 

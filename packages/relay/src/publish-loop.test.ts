@@ -3,7 +3,7 @@ import { silentLogger } from '@notify/runtime';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { BatchSource, ClaimedBatch, RefusedRow } from './batch-source.js';
 import { type RelayEventMap, createRelayEvents } from './events.js';
-import { type PublishLoopConfig, createPublishLoop } from './publish-loop.js';
+import { type PublishLoop, type PublishLoopConfig, createPublishLoop } from './publish-loop.js';
 import { PublishError, type Publisher } from './publisher.js';
 import type { ClaimedRow } from './sql/outbox-claim-batch.js';
 import { createMemoryPublisher } from './testing/index.js';
@@ -19,6 +19,7 @@ const CONFIG: PublishLoopConfig = {
   backoff: { baseMs: 50, maxMs: 400, jitter: 0 },
   heldBackRetryMs: 20,
   heldBackMaxMs: 1_000,
+  lingerMs: 0,
   publishTimeoutMs: 1_000,
   maxMessageBytes: 1_024,
 };
@@ -260,6 +261,16 @@ async function claimTimes(batches: { readonly claims: number }, untilMs: number)
   return claimsAt;
 }
 
+/** `stop()` resolves without fake time passing (the wait in progress ends at once), and no claim is made meanwhile. */
+async function expectStopsAtOnce(loop: PublishLoop, batches: { readonly claims: number }): Promise<void> {
+  const claims = batches.claims;
+  let stopped = false;
+  void loop.stop().then(() => (stopped = true));
+  await vi.advanceTimersByTimeAsync(0);
+  expect(stopped).toBe(true);
+  expect(batches.claims).toBe(claims);
+}
+
 describe('publish loop: running (start/stop)', () => {
   it('re-polls held-back rows after 20 ms, doubling up to heldBackMaxMs', async () => {
     vi.useFakeTimers();
@@ -333,6 +344,46 @@ describe('publish loop: running (start/stop)', () => {
     await loop.stop();
   });
 
+  it('lingerMs: after a short batch the next look waits lingerMs; after a full batch, or when woken from its sleep, it looks at once', async () => {
+    vi.useFakeTimers();
+    const { loop, batches, log } = setup([{ ids: [1] }, { ids: [2] }, { ids: [3, 4] }, { ids: [5] }, {}, {}, { ids: [6] }], {
+      config: { lingerMs: 50 },
+    });
+    loop.start();
+    const claimsAt = await claimTimes(batches, 190);
+    // [1] and [2] are short: 50 ms each; [3,4] is full: [5] is read at once (ahead); [5] is
+    // short: 50 ms; the empty look raises the flag and looks once more at once, then sleeps.
+    expect(claimsAt).toEqual([0, 50, 100, 100, 150, 150]);
+    expect(log.filter((l) => l.startsWith('claim'))).toEqual([
+      'claim [1]',
+      'claim [2]',
+      'claim [3,4]',
+      'claim [5] after 4',
+      'claim []',
+      'claim []',
+    ]);
+    loop.wake(); // a writer rang the sleeping relay: it claims at once
+    await vi.advanceTimersByTimeAsync(0);
+    expect(batches.claims).toBe(7);
+    expect(log.at(-1)).toBe('committed [6]');
+    await vi.advanceTimersByTimeAsync(49);
+    expect(batches.claims).toBe(7);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(batches.claims).toBe(8);
+    await loop.stop();
+  });
+
+  it('a linger is not cut short by wake() (the writers of a trickle do not ring), but stop() ends it at once', async () => {
+    vi.useFakeTimers();
+    const { loop, batches } = setup([{ ids: [1] }], { config: { lingerMs: 60_000 } });
+    loop.start();
+    await vi.advanceTimersByTimeAsync(0);
+    loop.wake();
+    await vi.advanceTimersByTimeAsync(30_000);
+    expect(batches.claims).toBe(1);
+    await expectStopsAtOnce(loop, batches);
+  });
+
   it('a backoff wait is not cut short by wake(), but stop() ends it at once', async () => {
     vi.useFakeTimers();
     const { loop, batches } = setup([{ claimError: new Error('down') }, { claimError: new Error('down') }], {
@@ -344,11 +395,7 @@ describe('publish loop: running (start/stop)', () => {
     loop.wake();
     await vi.advanceTimersByTimeAsync(30_000);
     expect(batches.claims).toBe(1);
-    let stopped = false;
-    void loop.stop().then(() => (stopped = true));
-    await vi.advanceTimersByTimeAsync(0);
-    expect(stopped).toBe(true);
-    expect(batches.claims).toBe(1);
+    await expectStopsAtOnce(loop, batches);
   });
 
   it('stop() lets the round in progress finish, commits its batch, and rolls back the read-ahead', async () => {

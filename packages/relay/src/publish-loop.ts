@@ -22,6 +22,7 @@ export type PublishLoopConfig = Pick<
   | 'backoff'
   | 'heldBackRetryMs'
   | 'heldBackMaxMs'
+  | 'lingerMs'
   | 'publishTimeoutMs'
   | 'maxMessageBytes'
 >;
@@ -324,9 +325,14 @@ export function createPublishLoop(config: PublishLoopConfig, deps: PublishLoopDe
         // that were open a moment ago, and under a steady stream of short ones they are free
         // within milliseconds. The doubling is for rounds that publish nothing, i.e. a long wait.
         if (r.kind === 'published') heldBackDelay = config.heldBackRetryMs;
-        // A short batch went out: look again at once. The flag goes up only after a look that
-        // found nothing (idle), so a steady stream does not write it before every claim.
-        if (r.kind === 'published' && !r.heldBack) continue;
+        // A short batch went out: look again after `lingerMs` (Kafka's linger.ms, for the same
+        // reason), so the rows committed meanwhile share the next round. The flag goes up only
+        // after a look that found nothing (idle), so a steady stream does not write it before
+        // every claim, and a relay woken from its sleep claims at once.
+        if (r.kind === 'published' && !r.heldBack) {
+          if (config.lingerMs > 0) await signal.wait(config.lingerMs, { wakeable: false });
+          continue;
+        }
         await idle(r.heldBack);
       }
     }
