@@ -24,6 +24,13 @@ interface LatencyPoint {
   readonly stages?: StageBreakdown;
   /** Event-loop delay (ms) of the load generator's process and of the receiving bench process over the window. */
   readonly loopDelayMs?: { readonly generator: LatencyLoadOutput['loopDelayMs']; readonly receiver: LatencyLoadOutput['loopDelayMs'] };
+  /**
+   * CPU ms per delivered notification over the window (from the generator's start to the last
+   * arrival). Its PostgreSQL part includes the generator's own enqueue transactions; the service
+   * part is the service process alone (what a steady trickle costs it, batching being thinner
+   * than in a drain).
+   */
+  readonly cpu?: CpuPerUnit;
 }
 
 /** A log line of one latency window: offered vs target rate and both processes' event-loop delay. */
@@ -174,8 +181,9 @@ async function arrivals(receiver: Receiver, committed: ReadonlyMap<string, numbe
  * instants are wall-clock ms (performance.timeOrigin + now); they are moved onto this process's
  * performance.now() clock (minus this process's timeOrigin) to compare with the arrivals.
  */
-async function latencyFromLoadProcess(receiver: Receiver, input: Omit<LatencyLoadInput, 'receiverUrl' | 'maxInFlight'>) {
+async function latencyFromLoadProcess(receiver: Receiver, input: Omit<LatencyLoadInput, 'receiverUrl' | 'maxInFlight'>, parts: CpuParts) {
   receiver.reset();
+  const before = await cpuSnapshot(parts);
   const {
     result: { output, result },
     loopDelayMs,
@@ -189,7 +197,14 @@ async function latencyFromLoadProcess(receiver: Receiver, input: Omit<LatencyLoa
     const committed = new Map(output.committed.map(([id, wall]) => [id, wall - performance.timeOrigin]));
     return { output, result: await arrivals(receiver, committed) };
   });
-  return { rate: input.rate, offered: output.offered, ...result, loopDelayMs: { generator: output.loopDelayMs, receiver: loopDelayMs } };
+  const cpu = cpuPerUnit(before, await cpuSnapshot(parts), result.ids.length - result.undelivered, os.availableParallelism());
+  return {
+    rate: input.rate,
+    offered: output.offered,
+    ...result,
+    loopDelayMs: { generator: output.loopDelayMs, receiver: loopDelayMs },
+    cpu,
+  };
 }
 
 async function runNotify(ctx: BenchContext, receiver: Receiver, w: E2eWorkload, round: number): Promise<PipelineResult> {
@@ -243,12 +258,16 @@ async function runNotify(ctx: BenchContext, receiver: Receiver, w: E2eWorkload, 
         await vacuumAfterDrains(pool);
         for (const rate of w.rates) {
           ctx.log(`end-to-end/notify: ${rate}/s for ${w.latencyWindowMs} ms`);
-          const { ids, committed, ...point } = await latencyFromLoadProcess(receiver, {
-            system: 'notify',
-            url: db.url,
-            rate,
-            durationMs: w.latencyWindowMs,
-          });
+          const { ids, committed, ...point } = await latencyFromLoadProcess(
+            receiver,
+            {
+              system: 'notify',
+              url: db.url,
+              rate,
+              durationMs: w.latencyWindowMs,
+            },
+            { service: service.child.pid, database: db.name, admin: pool, kafka: true },
+          );
           ctx.log(loadLine('notify', point));
           latency.push({ ...point, stages: await stageBreakdown(pool, receiver.firstDelivered, ids) });
           if (process.env.BENCH_TRACE_DIR) await dumpRows(pool, process.env.BENCH_TRACE_DIR, rate, committed, receiver.firstDelivered);
@@ -396,13 +415,17 @@ export async function runPgBoss(
             ids: _ids,
             committed: _committed,
             ...point
-          } = await latencyFromLoadProcess(receiver, {
-            system: 'pg-boss',
-            url: db.url,
-            queue: PGBOSS_QUEUE,
-            rate,
-            durationMs: w.latencyWindowMs,
-          });
+          } = await latencyFromLoadProcess(
+            receiver,
+            {
+              system: 'pg-boss',
+              url: db.url,
+              queue: PGBOSS_QUEUE,
+              rate,
+              durationMs: w.latencyWindowMs,
+            },
+            { service: worker.pid, database: db.name, admin: pool },
+          );
           ctx.log(loadLine('pg-boss', point));
           latency.push(point);
         }
@@ -523,6 +546,17 @@ function latencyFigures(ours: LatencyPoint, peer: LatencyPoint | undefined, targ
       ...(targetP99Ms !== undefined ? { targets: [{ on: 'value' as const, op: '<=' as const, value: targetP99Ms }] } : {}),
       note: `offered ${Math.round(ours.offered.achievedRate)}/s to notify${peer ? `, ${Math.round(peer.offered.achievedRate)}/s to pg-boss` : ''}; undelivered ${ours.undelivered}${peer ? ` / ${peer.undelivered}` : ''}`,
     },
+    ...(ours.cpu
+      ? [
+          {
+            id: `cpu.service.${ours.rate}`,
+            label: `CPU ms per notification, service process, ${at} (steady trickle)`,
+            value: ours.cpu.serviceMs,
+            unit: 'ms',
+            ...(peer?.cpu ? { baseline: { label: 'pg-boss worker', value: peer.cpu.serviceMs } } : {}),
+          },
+        ]
+      : []),
     ...stageFigures(ours.stages, at),
   ];
 }
