@@ -46,8 +46,9 @@ export interface PublishLoopDeps {
  * What one round of the loop did.
  * - `published`: a batch is in Kafka and handed to its mark + commit. `full` batches are followed
  *   at once by the next round, whose read may already be under way (pipelining); otherwise the
- *   commit has finished (unless the loop is stopping) and the loop looks again at once (rows held
- *   back: after the held-back re-poll delay); only a claim that finds nothing makes it go idle.
+ *   commit has finished (unless the loop is stopping) and the loop looks again after `lingerMs`
+ *   (rows held back: after the held-back re-poll delay); only a claim that finds nothing makes it
+ *   go idle.
  * - `idle`: nothing to publish; `heldBack` when rows wait behind an older open transaction.
  * - `failed`: a claim, publish or mark failed and was reported (`publishError`); every batch not
  *   committed was rolled back. The loop waits `retryInMs` before the next round.
