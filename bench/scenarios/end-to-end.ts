@@ -227,13 +227,15 @@ async function runNotify(ctx: BenchContext, receiver: Receiver, w: E2eWorkload, 
       cpuProfDir: round === 0 ? ctx.cpuProfDir : undefined,
       ...(ctx.serviceEnv ? { env: ctx.serviceEnv } : {}),
     });
+    // The processes whose CPU every window of this service counts: both drains and the latency windows.
+    const parts: CpuParts = { service: service.child.pid, database: db.name, admin: pool, kafka: true };
     try {
       const drain = await measureDrain({
         pool,
         countSql: "SELECT count(*)::int AS n FROM notifications WHERE state = 'sent'",
         target: w.backlog,
         receiver,
-        parts: { service: service.child.pid, database: db.name, admin: pool, kafka: true },
+        parts,
         timeoutMs: Math.max(120_000, w.backlog * 20), // a busy shared machine drained at ~150/s
       });
       ctx.log(
@@ -247,7 +249,7 @@ async function runNotify(ctx: BenchContext, receiver: Receiver, w: E2eWorkload, 
         countSql: `SELECT count(*)::int - ${w.backlog} AS n FROM notifications WHERE state = 'sent'`,
         target: w.backlog,
         receiver,
-        parts: { service: service.child.pid, database: db.name, admin: pool, kafka: true },
+        parts,
         timeoutMs: Math.max(120_000, w.backlog * 20),
       });
       ctx.log(
@@ -266,7 +268,7 @@ async function runNotify(ctx: BenchContext, receiver: Receiver, w: E2eWorkload, 
               rate,
               durationMs: w.latencyWindowMs,
             },
-            { service: service.child.pid, database: db.name, admin: pool, kafka: true },
+            parts,
           );
           ctx.log(loadLine('notify', point));
           latency.push({ ...point, stages: await stageBreakdown(pool, receiver.firstDelivered, ids) });
@@ -372,6 +374,7 @@ export async function runPgBoss(
       ipc: true,
       profileDir: round === 0 ? ctx.cpuProfDir : undefined,
     });
+    const parts: CpuParts = { service: worker.pid, database: db.name, admin: pool };
     try {
       const ready = worker.message((m): m is { type: 'ready' } => (m as { type?: string })?.type === 'ready', 60_000);
       const input: PgBossWorkerInput = { connectionString: db.url, queue: PGBOSS_QUEUE, receiverUrl: receiver.url, ...settings };
@@ -382,7 +385,7 @@ export async function runPgBoss(
         countSql: `SELECT count(*)::int AS n FROM pgboss.job WHERE name = '${PGBOSS_QUEUE}' AND state = 'completed'`,
         target: w.backlog,
         receiver,
-        parts: { service: worker.pid, database: db.name, admin: pool },
+        parts,
         timeoutMs: Math.max(120_000, w.backlog * 5),
       });
       ctx.log(
@@ -400,7 +403,7 @@ export async function runPgBoss(
         countSql: `SELECT count(*)::int - ${w.backlog} AS n FROM pgboss.job WHERE name = '${PGBOSS_QUEUE}' AND state = 'completed'`,
         target: w.backlog,
         receiver,
-        parts: { service: worker.pid, database: db.name, admin: pool },
+        parts,
         timeoutMs: Math.max(120_000, w.backlog * 5),
       });
       ctx.log(
@@ -424,7 +427,7 @@ export async function runPgBoss(
               rate,
               durationMs: w.latencyWindowMs,
             },
-            { service: worker.pid, database: db.name, admin: pool },
+            parts,
           );
           ctx.log(loadLine('pg-boss', point));
           latency.push(point);
