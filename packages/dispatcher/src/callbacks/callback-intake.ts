@@ -175,9 +175,9 @@ export function createCallbackIntake(config: CallbackIntakeConfig, deps: Callbac
         allowAutoTopicCreation: false,
         sessionTimeout: config.sessionTimeoutMs ?? 30_000,
         // A fetch waits up to 250 ms for a full MiB of events instead of returning with the first
-        // one: under a trickle each fetch carried an event or two. At 100/s the service's Kafka
-        // requests per notification fell from 1.85-2.16 to 1.40-1.46 with it (BENCHMARKS.md,
-        // session 18). The sender claims every 250 ms anyway; a callback is at most this much later.
+        // one: under a trickle each fetch carried an event or two. At 100/s the data segments the
+        // service sent to Kafka per notification fell from 1.85-2.16 to 1.40-1.46 with it
+        // (BENCHMARKS.md, session 18). The sender claims every 250 ms anyway; a callback is at most this much later.
         maxWaitTimeInMs: 250,
         minBytes: 1_048_576,
       });
