@@ -159,6 +159,46 @@ describe('group commit of outcomes (recordOutcomes, createOutcomeWriter)', () =>
     expect(await strip(y.id)).toEqual(await strip(x.id));
   });
 
+  it('stores texts exactly as recordOutcome does: quotes, backslashes, line breaks, non-ASCII, and a lone surrogate as U+FFFD', async () => {
+    const to = `https://example.com/hook/texts-${++seq}`; // one recipient: the same message key
+    const [x, y] = [await add({ to }), await add({ to })] as [Notification, Notification];
+    const exec = fromKysely(tdb.db);
+    // A provider reply cut in the middle of a surrogate pair ends in a lone high surrogate.
+    const error = 'receiver said "no" \\ C:\\path\n\ttab ✓ é \uD83D';
+    const failed = (n: Notification): RecordOutcomeParams => {
+      const now = clock.now();
+      const plan = planOutcome({
+        notification: n,
+        attempt: 1,
+        result: { kind: 'transient', error, providerStatus: '5"03\\' },
+        now,
+        retry,
+        tiers: config.tiers,
+        random: () => 0.5,
+      });
+      return { notification: n, plan, startedAt: now, finishedAt: now };
+    };
+    expect(await recordOutcome(exec, failed(x))).toBe(true);
+    expect(await recordOutcomes(exec, [failed(y)])).toEqual([true]);
+    const stored = async (n: Notification) => {
+      const row = await tdb.db.selectFrom('notifications').select(['last_error']).where('id', '=', n.id).executeTakeFirstOrThrow();
+      const attempt = await tdb.db
+        .selectFrom('attempts')
+        .select(['error', 'provider_status'])
+        .where('notification_id', '=', n.id)
+        .executeTakeFirstOrThrow();
+      const { rows } = await sql<{ topic: string; key: string; value: string; headers: unknown }>`
+        SELECT topic, key, value, headers FROM outbox WHERE headers->>'notification-id' = ${n.id} ORDER BY id`.execute(tdb.db);
+      const messages = rows.slice(1).map((m) => JSON.parse(JSON.stringify(m).replaceAll(n.id, 'ID')) as unknown);
+      return { lastError: row.last_error, attempt, messages };
+    };
+    const single = await stored(x);
+    expect(single.lastError).toBe(error.replace('\uD83D', '\uFFFD'));
+    expect(single.attempt).toEqual({ error: error.replace('\uD83D', '\uFFFD'), provider_status: '5"03\\' });
+    expect(single.messages).toHaveLength(2);
+    expect(await stored(y)).toEqual(single);
+  });
+
   it('refuses two outcomes of one notification in one statement', async () => {
     const n = await add();
     await expect(recordOutcomes(fromKysely(tdb.db), [outcome(n, 'sent'), outcome(n, 'sent')])).rejects.toThrow(/appears twice/);

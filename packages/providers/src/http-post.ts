@@ -2,25 +2,14 @@ import type { LookupFunction } from 'node:net';
 import { Agent, type Dispatcher } from 'undici';
 
 /**
- * A signal that aborts when `parent` does or after `ms`, whichever comes first; `clear()` stops
- * the timer and lets go of `parent` once the request is over. Not
- * `AbortSignal.any([parent, AbortSignal.timeout(ms)])`: on Node 20 the timeout signal inside a
- * composite can be garbage-collected before it fires (nodejs/node#57736), and a hung request
- * then never times out (seen in CI: a 200 ms timeout that had not fired after 60 s).
+ * The error `httpPost` rejects with when its `timeoutMs` ran out (name `TimeoutError`, as
+ * `AbortSignal.timeout`'s reason).
  */
-export function attemptSignal(parent: AbortSignal, ms: number): { readonly signal: AbortSignal; clear(): void } {
-  const controller = new AbortController();
-  const onAbort = () => controller.abort(parent.reason);
-  const timer = setTimeout(() => controller.abort(new DOMException('the attempt timed out', 'TimeoutError')), ms);
-  if (parent.aborted) onAbort();
-  else parent.addEventListener('abort', onAbort, { once: true });
-  return {
-    signal: controller.signal,
-    clear() {
-      clearTimeout(timer);
-      parent.removeEventListener('abort', onAbort);
-    },
-  };
+export class HttpTimeoutError extends Error {
+  override readonly name = 'TimeoutError';
+  constructor(ms: number) {
+    super(`the request timed out after ${ms} ms`);
+  }
 }
 
 /** Open connections per origin of an HTTP adapter's pool when its options name none (NOTIFY_HTTP_CONNECTIONS_PER_ORIGIN's default). */
@@ -68,6 +57,13 @@ export interface HttpPostRequest {
   readonly body: string;
   /** Aborts the request (waiting for a connection, connect, send or read). */
   readonly signal: AbortSignal;
+  /**
+   * Ends the request like `signal` does, this long after the call, rejecting with an
+   * `HttpTimeoutError`. A timer of the call's own rather than a second signal: an attempt used to
+   * make an AbortController, its signal and a listener on the caller's signal for this, 2.5 KB of
+   * the 72 KB the service allocated per notification in a drain (docs/providers.md).
+   */
+  readonly timeoutMs?: number;
   /** The connection pool (`createHttpAgent`); its `lookup` resolves the host of every new connection. */
   readonly agent: Dispatcher;
   /** At most this many bytes of the response body are kept; the rest is not read. */
@@ -117,8 +113,8 @@ function abortError(): Error {
 /**
  * POSTs through `agent` (undici). Redirects are never followed (the caller classifies 3xx).
  * Rejects with the socket's error (its `code` is the errno; undici's own socket codes are mapped
- * to the errno node:http gave, see UNDICI_ERRNOS) or an `AbortError` as soon as `signal` aborts,
- * even while the request waits for a connection. Reads at most `maxResponseBytes` of the answer
+ * to the errno node:http gave, see UNDICI_ERRNOS), an `AbortError` as soon as `signal` aborts or
+ * an `HttpTimeoutError` once `timeoutMs` has passed, even while the request waits for a connection. Reads at most `maxResponseBytes` of the answer
  * and then destroys the connection, so a hostile receiver cannot make us buffer without limit.
  */
 export function httpPost(request: HttpPostRequest): Promise<HttpPostResponse> {
@@ -129,6 +125,7 @@ export function httpPost(request: HttpPostRequest): Promise<HttpPostResponse> {
       return;
     }
     let controller: Dispatcher.DispatchController | null = null;
+    let timer: NodeJS.Timeout | undefined;
     let settled = false;
     let status = 0;
     let headers: HttpResponseHeaders = {};
@@ -138,6 +135,7 @@ export function httpPost(request: HttpPostRequest): Promise<HttpPostResponse> {
       if (settled) return false;
       settled = true;
       signal.removeEventListener('abort', onAbort);
+      clearTimeout(timer);
       return true;
     };
     const fail = (err: Error) => {
@@ -152,6 +150,14 @@ export function httpPost(request: HttpPostRequest): Promise<HttpPostResponse> {
       controller?.abort(abortError());
     }
     signal.addEventListener('abort', onAbort, { once: true });
+    const { timeoutMs } = request;
+    if (timeoutMs !== undefined) {
+      timer = setTimeout(() => {
+        const err = new HttpTimeoutError(timeoutMs);
+        fail(err);
+        controller?.abort(err);
+      }, timeoutMs);
+    }
     const handler: Dispatcher.DispatchHandler = {
       onRequestStart(c) {
         // Aborted while it waited: throwing here fails the request before a byte is written and

@@ -24,6 +24,7 @@ export {
 } from './webhook/ssrf.js';
 export {
   DEFAULT_CONNECTIONS_PER_ORIGIN,
+  HttpTimeoutError,
   createHttpAgent,
   httpPost,
   type HttpAgentOptions,

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import http, { type IncomingHttpHeaders, type ServerResponse } from 'node:http';
 import https from 'node:https';
 import type { AddressInfo, LookupFunction, Socket } from 'node:net';
-import { createHttpAgent, httpPost } from '@notify/providers';
+import { HttpTimeoutError, createHttpAgent, httpPost } from '@notify/providers';
 import { waitFor } from '../../../test/support/wait.js';
 
 /** A receiver that counts connections and can hold answers until the test releases them. */
@@ -207,6 +207,45 @@ describe('httpPost over an undici agent', () => {
     });
     expect(third.status).toBe(200);
     expect(receiver.requests.map((r) => r.body.toString())).toEqual(['first', 'third']);
+    expect(receiver.connections()).toBe(1);
+  });
+
+  it('timeoutMs ends a held request with HttpTimeoutError and drops its connection; one waiting for a connection is never sent', async () => {
+    const { receiver, agent } = await setup({ connectionsPerOrigin: 1 });
+    receiver.hold = true;
+    const post = (body: string, timeoutMs: number) =>
+      httpPost({ url: new URL(receiver.url), headers: {}, body, signal: never(), timeoutMs, agent, maxResponseBytes: 1024 });
+    const first = post('first', 300);
+    await waitFor(() => receiver.held.length === 1, { timeoutMs: 5_000, message: 'the first request held' });
+    // The only connection is busy: the second waits for it and times out first.
+    const second = post('second', 50);
+    await expect(second).rejects.toBeInstanceOf(HttpTimeoutError);
+    await expect(second).rejects.toMatchObject({ name: 'TimeoutError', message: 'the request timed out after 50 ms' });
+    await expect(first).rejects.toBeInstanceOf(HttpTimeoutError);
+    receiver.hold = false;
+    receiver.release();
+    // The timed-out request's connection was destroyed; the next POST opens another and is answered.
+    expect((await post('third', 5_000)).status).toBe(200);
+    expect(receiver.requests.map((r) => r.body.toString())).toEqual(['first', 'third']);
+  });
+
+  it('a request answered within timeoutMs resolves, and its timer fires nothing later', async () => {
+    const { receiver, agent } = await setup();
+    const res = await httpPost({
+      url: new URL(receiver.url),
+      headers: {},
+      body: 'x',
+      signal: never(),
+      timeoutMs: 100,
+      agent,
+      maxResponseBytes: 1024,
+    });
+    expect(res.status).toBe(200);
+    // Past its timeout the connection is still open and reused: the timer did not abort it.
+    await new Promise((r) => setTimeout(r, 150));
+    expect(
+      (await httpPost({ url: new URL(receiver.url), headers: {}, body: 'y', signal: never(), agent, maxResponseBytes: 1024 })).status,
+    ).toBe(200);
     expect(receiver.connections()).toBe(1);
   });
 

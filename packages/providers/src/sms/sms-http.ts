@@ -1,6 +1,6 @@
 import type { Clock, Logger } from '@notify/runtime';
 import { classifyCode, classifyErrno, errorCode, parseRetryAfter } from '../classify.js';
-import { DEFAULT_CONNECTIONS_PER_ORIGIN, attemptSignal, createHttpAgent, httpPost } from '../http-post.js';
+import { DEFAULT_CONNECTIONS_PER_ORIGIN, HttpTimeoutError, createHttpAgent, httpPost } from '../http-post.js';
 import type { Delivery, Provider, SendResult } from '../provider.js';
 import { originOf } from '../endpoints/endpoint.js';
 
@@ -81,9 +81,8 @@ export function createSmsHttpProvider(options: SmsHttpProviderOptions, deps: Sms
       'idempotency-key': delivery.id,
     };
     if (authorization) headers.authorization = authorization;
-    const attempt = attemptSignal(signal, timeoutMs);
     try {
-      const res = await httpPost({ url: endpoint, headers, body: form.toString(), signal: attempt.signal, agent, maxResponseBytes });
+      const res = await httpPost({ url: endpoint, headers, body: form.toString(), signal, timeoutMs, agent, maxResponseBytes });
       const status = String(res.status);
       const verdict = classifyCode('sms', res.status);
       log.debug({ notificationId: delivery.id, attempt: delivery.attempt, status }, 'sms gateway answered');
@@ -94,7 +93,7 @@ export function createSmsHttpProvider(options: SmsHttpProviderOptions, deps: Sms
       const notBefore = parseRetryAfter(res.headers['retry-after'], deps.clock.now());
       return { kind: 'transient', error, providerStatus: status, ...(notBefore ? { notBefore } : {}) };
     } catch (err) {
-      if (attempt.signal.aborted) return { kind: 'transient', error: 'timeout', providerStatus: 'timeout' };
+      if (signal.aborted || err instanceof HttpTimeoutError) return { kind: 'transient', error: 'timeout', providerStatus: 'timeout' };
       const code = errorCode(err);
       log.debug({ notificationId: delivery.id, attempt: delivery.attempt, status: code }, 'sms gateway unreachable');
       return {
@@ -102,8 +101,6 @@ export function createSmsHttpProvider(options: SmsHttpProviderOptions, deps: Sms
         error: `sms gateway request failed: ${code ?? (err as Error).message}`,
         providerStatus: code ?? 'error',
       };
-    } finally {
-      attempt.clear();
     }
   }
 

@@ -1,6 +1,6 @@
 import type { Clock, Logger } from '@notify/runtime';
 import { classifyCode, classifyErrno, errorCode, parseRetryAfter } from '../classify.js';
-import { DEFAULT_CONNECTIONS_PER_ORIGIN, attemptSignal, createHttpAgent, httpPost } from '../http-post.js';
+import { DEFAULT_CONNECTIONS_PER_ORIGIN, HttpTimeoutError, createHttpAgent, httpPost } from '../http-post.js';
 import { memoizeByString } from '../memo.js';
 import type { Delivery, Provider, SendResult } from '../provider.js';
 import { type Resolver, TargetRefusedError, createTargetGuard } from './ssrf.js';
@@ -147,9 +147,8 @@ export function createWebhookProvider(options: WebhookProviderOptions, deps: Web
         };
       }
     }
-    const attempt = attemptSignal(signal, timeoutMs);
     try {
-      const res = await httpPost({ url, headers, body, signal: attempt.signal, agent, maxResponseBytes });
+      const res = await httpPost({ url, headers, body, signal, timeoutMs, agent, maxResponseBytes });
       const status = String(res.status);
       const verdict = classifyCode('webhook', res.status);
       log.debug({ notificationId: delivery.id, attempt: delivery.attempt, status }, 'webhook answered');
@@ -171,7 +170,7 @@ export function createWebhookProvider(options: WebhookProviderOptions, deps: Web
         ...(notBefore ? { notBefore } : {}),
       };
     } catch (err) {
-      if (signal.aborted || attempt.signal.aborted) return timeoutResult();
+      if (signal.aborted || err instanceof HttpTimeoutError) return timeoutResult();
       const code = errorCode(err);
       if (err instanceof TargetRefusedError) {
         log.warn({ notificationId: delivery.id, reason: err.message }, 'webhook target refused');
@@ -180,8 +179,6 @@ export function createWebhookProvider(options: WebhookProviderOptions, deps: Web
       const verdict = classifyErrno('webhook', code);
       log.debug({ notificationId: delivery.id, attempt: delivery.attempt, status: code }, 'webhook failed');
       return { kind: verdict, error: `webhook request failed: ${code ?? (err as Error).message}`, providerStatus: code ?? 'error' };
-    } finally {
-      attempt.clear();
     }
   }
 
