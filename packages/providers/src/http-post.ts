@@ -114,8 +114,9 @@ function abortError(): Error {
  * POSTs through `agent` (undici). Redirects are never followed (the caller classifies 3xx).
  * Rejects with the socket's error (its `code` is the errno; undici's own socket codes are mapped
  * to the errno node:http gave, see UNDICI_ERRNOS), an `AbortError` as soon as `signal` aborts or
- * an `HttpTimeoutError` once `timeoutMs` has passed, even while the request waits for a connection. Reads at most `maxResponseBytes` of the answer
- * and then destroys the connection, so a hostile receiver cannot make us buffer without limit.
+ * an `HttpTimeoutError` once `timeoutMs` has passed, even while the request waits for a
+ * connection. Reads at most `maxResponseBytes` of the answer and then destroys the connection, so
+ * a hostile receiver cannot make us buffer without limit.
  */
 export function httpPost(request: HttpPostRequest): Promise<HttpPostResponse> {
   const { url, signal, maxResponseBytes } = request;
