@@ -146,19 +146,16 @@ export function httpPost(request: HttpPostRequest): Promise<HttpPostResponse> {
       if (settle()) resolve({ status, headers, body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size), truncated });
     };
     // undici drops a request that waits for a connection only once it gets one; settle at once.
+    const end = (err: Error) => {
+      fail(err);
+      controller?.abort(err);
+    };
     function onAbort() {
-      fail(abortError());
-      controller?.abort(abortError());
+      end(abortError());
     }
     signal.addEventListener('abort', onAbort, { once: true });
     const { timeoutMs } = request;
-    if (timeoutMs !== undefined) {
-      timer = setTimeout(() => {
-        const err = new HttpTimeoutError(timeoutMs);
-        fail(err);
-        controller?.abort(err);
-      }, timeoutMs);
-    }
+    if (timeoutMs !== undefined) timer = setTimeout(() => end(new HttpTimeoutError(timeoutMs)), timeoutMs);
     const handler: Dispatcher.DispatchHandler = {
       onRequestStart(c) {
         // Aborted while it waited: throwing here fails the request before a byte is written and

@@ -68,12 +68,11 @@ WITH input AS (
 SELECT ord::int AS ord FROM n`,
 );
 
-// A lone UTF-16 surrogate: JSON.stringify writes it as an escape PostgreSQL's json refuses (the
-// statement would fail), where node-postgres' UTF-8 encoding of a parameter made it U+FFFD. The
-// values are JSON texts, the keys and the headers carry ids and stored texts, so none should hold
-// one; `storable` keeps it so if one does.
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
-const storable = (s: string): string => s.replace(LONE_SURROGATE, '\uFFFD');
+// Every text in the JSON is well-formed UTF-16, which PostgreSQL's json requires (JSON.stringify
+// writes a lone surrogate as an escape json refuses): the values are JSON texts (JSON.stringify
+// escapes any lone surrogate in them as ASCII), the keys and headers are built from the
+// notification's stored fields, which PostgreSQL only holds as valid UTF-8. Free texts (errors)
+// go in the arrays, which node-postgres encodes as UTF-8 (a lone surrogate becomes U+FFFD).
 
 /**
  * Records several attempts in one statement: for each outcome, moves its notification from
@@ -103,8 +102,7 @@ export async function notificationRecordOutcomes(db: SqlExecutor, params: Notifi
   const messages: { owner: number; topic: string; key: string; value: string; headers: Readonly<Record<string, string>> }[] = [];
   rows.forEach((o, k) => {
     // WITH ORDINALITY counts from 1
-    for (const m of o.messages)
-      messages.push({ owner: k + 1, topic: m.topic, key: storable(m.key), value: storable(m.value), headers: m.headers });
+    for (const m of o.messages) messages.push({ owner: k + 1, topic: m.topic, key: m.key, value: m.value, headers: m.headers });
   });
   const iso = (d: Date | null): string | null => (d === null ? null : d.toISOString());
   const { rows: recorded } = await db.query<{ ord: number }>(SQL, [
