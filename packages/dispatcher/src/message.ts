@@ -92,8 +92,11 @@ function headerValueText(raw: IHeaders[string]): string | undefined {
 export function headersToStrings(headers: IHeaders | undefined): Record<string, string> {
   const out: Record<string, string> = {};
   if (!headers) return out;
-  for (const [name, raw] of Object.entries(headers)) {
-    const v = headerValueText(raw);
+  // for…in, not Object.entries: no [name, value] array per header of every message (kafkajs
+  // builds `headers` as a plain object of its own keys).
+  for (const name in headers) {
+    if (!Object.prototype.hasOwnProperty.call(headers, name)) continue;
+    const v = headerValueText(headers[name]);
     if (v !== undefined) out[name] = v;
   }
   return out;

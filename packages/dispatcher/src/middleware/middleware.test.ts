@@ -1,5 +1,16 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { ROOT_CONTEXT, context, trace, type Context, type ContextManager } from '@opentelemetry/api';
+import {
+  ROOT_CONTEXT,
+  context,
+  trace,
+  type Attributes,
+  type Context,
+  type ContextManager,
+  type Span,
+  type SpanOptions,
+  type Tracer,
+  type TracerProvider,
+} from '@opentelemetry/api';
 import { silentLogger } from '@notify/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDispatcherEvents } from '../events.js';
@@ -33,6 +44,60 @@ class TestContextManager implements ContextManager {
   }
 }
 
+/** What a test SDK's span recorded. */
+interface RecordedSpan {
+  readonly name: string;
+  readonly traceId: string | undefined;
+  readonly parentSpanId: string | undefined;
+  readonly attributes: Attributes;
+  ended: boolean;
+}
+
+/** The smallest tracer provider an SDK would register: records every span it starts. */
+class RecordingTracerProvider implements TracerProvider {
+  readonly spans: RecordedSpan[] = [];
+  getTracer(): Tracer {
+    const spans = this.spans;
+    const startSpan = (name: string, options: SpanOptions = {}, ctx: Context = context.active()): Span => {
+      const parent = trace.getSpanContext(ctx);
+      const recorded: RecordedSpan = {
+        name,
+        traceId: parent?.traceId,
+        parentSpanId: parent?.spanId,
+        attributes: { ...options.attributes },
+        ended: false,
+      };
+      spans.push(recorded);
+      const spanContext = { traceId: parent?.traceId ?? 'a'.repeat(32), spanId: 'b'.repeat(16), traceFlags: 1 };
+      const span = {
+        spanContext: () => spanContext,
+        setAttribute: (key: string, value: string) => {
+          (recorded.attributes as Record<string, unknown>)[key] = value;
+          return span;
+        },
+        setAttributes: () => span,
+        addEvent: () => span,
+        addLink: () => span,
+        addLinks: () => span,
+        setStatus: () => span,
+        updateName: () => span,
+        end: () => void (recorded.ended = true),
+        isRecording: () => true,
+        recordException: () => {},
+      };
+      return span;
+    };
+    const startActiveSpan = (name: string, ...rest: unknown[]) => {
+      const fn = rest.at(-1) as (span: Span) => unknown;
+      const options = (rest.length > 1 ? rest[0] : {}) as SpanOptions;
+      const ctx = (rest.length > 2 ? rest[1] : context.active()) as Context;
+      const span = startSpan(name, options, ctx);
+      return context.with(trace.setSpan(ctx, span), fn, undefined, span);
+    };
+    return { startSpan, startActiveSpan };
+  }
+}
+
 const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
 const message = (headers: Record<string, string> = {}): InboundMessage => ({
   topic: 'p.requests',
@@ -58,16 +123,58 @@ describe('tracing middleware', () => {
     expect(trace.getSpanContext(extractTraceContext({ traceparent: `00-${'0'.repeat(32)}-00f067aa0ba902b7-01` }))).toBeUndefined();
   });
 
-  it('runs the handler in a span whose parent is the message trace', async () => {
-    let seen: string | undefined;
+  it('without an SDK hands the message straight to the handler: no span, the trace id still read from the header', async () => {
+    let active: unknown = 'unset';
+    let traceId: string | undefined;
     const handler: MessageHandler = async (m) => {
-      seen = trace.getActiveSpan()?.spanContext().traceId;
+      active = trace.getActiveSpan();
+      traceId = deliveryTraceId(m.headers);
+      return { kind: 'skipped', notificationId: 'x', reason: 'terminal' };
+    };
+    const result = await tracing()(handler)(message({ traceparent: `00-${TRACE_ID}-00f067aa0ba902b7-01` }), new AbortController().signal);
+    expect(result).toEqual({ kind: 'skipped', notificationId: 'x', reason: 'terminal' });
+    expect(active).toBeUndefined();
+    expect(traceId).toBe(TRACE_ID);
+    expect(deliveryTraceId({})).toBeUndefined();
+  });
+
+  it('with an SDK, also one registered after start-up, runs the handler in a span whose parent is the message trace', async () => {
+    const middleware = tracing(); // made before the SDK registers, as the service's is
+    const handler: MessageHandler = async (m) => {
+      expect(trace.getActiveSpan()?.spanContext().traceId).toBe(TRACE_ID);
       expect(deliveryTraceId(m.headers)).toBe(TRACE_ID);
       return { kind: 'skipped', notificationId: 'x', reason: 'terminal' };
     };
-    await tracing()(handler)(message({ traceparent: `00-${TRACE_ID}-00f067aa0ba902b7-01` }), new AbortController().signal);
-    expect(seen).toBe(TRACE_ID);
-    expect(deliveryTraceId({})).toBeUndefined();
+    // A delivery before the SDK registers runs without a span.
+    await middleware(async () => {
+      expect(trace.getActiveSpan()).toBeUndefined();
+      return { kind: 'skipped', notificationId: 'x', reason: 'terminal' };
+    })(message({ traceparent: `00-${TRACE_ID}-00f067aa0ba902b7-01` }), new AbortController().signal);
+    const sdk = new RecordingTracerProvider();
+    expect(trace.setGlobalTracerProvider(sdk)).toBe(true);
+    try {
+      await middleware(handler)(
+        message({ traceparent: `00-${TRACE_ID}-00f067aa0ba902b7-01`, 'notification-id': 'n1', attempt: '2' }),
+        new AbortController().signal,
+      );
+    } finally {
+      trace.disable();
+    }
+    expect(sdk.spans).toEqual([
+      {
+        name: 'notify.deliver',
+        traceId: TRACE_ID,
+        parentSpanId: '00f067aa0ba902b7',
+        attributes: expect.objectContaining({
+          'messaging.destination.name': 'p.requests',
+          'messaging.kafka.message.offset': 41,
+          'notify.notification_id': 'n1',
+          'notify.attempt': 2,
+          'notify.result': 'skipped',
+        }) as Attributes,
+        ended: true,
+      },
+    ]);
   });
 });
 

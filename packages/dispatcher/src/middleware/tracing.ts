@@ -1,4 +1,4 @@
-import { ROOT_CONTEXT, SpanKind, SpanStatusCode, propagation, trace, type Context } from '@opentelemetry/api';
+import { ProxyTracerProvider, ROOT_CONTEXT, SpanKind, SpanStatusCode, propagation, trace, type Context } from '@opentelemetry/api';
 import { HEADERS } from '@notify/contract';
 import { parseTraceparent } from '@notify/runtime';
 import type { Middleware } from '../message.js';
@@ -29,13 +29,29 @@ export function deliveryTraceId(headers: Readonly<Record<string, string>>): stri
 }
 
 /**
+ * Whether a tracer provider (an OpenTelemetry SDK) is registered. The API's own global is a
+ * `ProxyTracerProvider` that delegates to the SDK's once one registers; a global that is not this
+ * copy's proxy came from another copy of the API, so an SDK is assumed.
+ */
+function tracerRegistered(tracerName: string): boolean {
+  const provider = trace.getTracerProvider();
+  return !(provider instanceof ProxyTracerProvider) || provider.getDelegateTracer(tracerName) !== undefined;
+}
+
+/**
  * Middleware: one CONSUMER span per delivered message, child of the message's `traceparent`
- * (the request that created the notification). Without an SDK the span records nothing but
- * still carries the parent's trace id, which the handler puts in its log lines.
+ * (the request that created the notification), once an OpenTelemetry SDK is registered.
+ * Without one the message goes straight to the handler: a span of the no-op tracer records
+ * nothing, and nothing reads the active context (`notify start` installs no context manager;
+ * the handler's log lines take the trace id from the message's header, `deliveryTraceId`), so
+ * its span, attributes, context and wrapper promise per delivery would be work for nothing.
+ * The check is made per message until an SDK is seen (one may register after start-up).
  */
 export function tracing(tracerName = '@notify/dispatcher'): Middleware {
   const tracer = trace.getTracer(tracerName);
+  let sdk = false;
   return (next) => (message, signal, hooks) => {
+    if (!sdk && !(sdk = tracerRegistered(tracerName))) return next(message, signal, hooks);
     const parent = extractTraceContext(message.headers);
     return tracer.startActiveSpan(
       'notify.deliver',
