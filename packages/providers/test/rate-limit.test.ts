@@ -47,25 +47,29 @@ describe('rate limit on the real clock', () => {
       );
     const to = `${receiver.url}/admit`;
 
-    // With admit (the dispatcher's way): 15 sends at 10/s take ≥ 1.4 s, each attempt still gets its 500 ms.
+    // With admit (the dispatcher's way): 30 sends at 10/s take ≥ 2.9 s, and each attempt still gets
+    // its own 2 s. The timeout is shorter than the wait (so counting the wait would fail the later
+    // sends) and long enough for a local POST on a loaded machine (500 ms once was not, 1 run in 9).
+    const sends = 30;
+    const timeoutMs = 2_000;
     const admitted = make();
     const shutdown = new AbortController().signal;
     const withAdmit = await Promise.all(
-      Array.from({ length: 15 }, async () => {
+      Array.from({ length: sends }, async () => {
         const d = contractDelivery({ channel: 'webhook', to });
         expect(await admitted.admit!(d, shutdown)).toBe(true);
-        return admitted.send(d, AbortSignal.timeout(500));
+        return admitted.send(d, AbortSignal.timeout(timeoutMs));
       }),
     );
-    expect(withAdmit.map((r) => r.kind)).toEqual(Array(15).fill('sent'));
+    expect(withAdmit.map((r) => r.kind)).toEqual(Array(sends).fill('sent'));
 
-    // Without admit the 15th grant is ≥ 1.4 s away, past its 500 ms timeout: it must come back transient, never thrown.
+    // Without admit the last grant is ≥ 2.9 s away, past its 2 s timeout: it must come back transient, never thrown.
     const bare = make();
     const withoutAdmit = await Promise.all(
-      Array.from({ length: 15 }, () => bare.send(contractDelivery({ channel: 'webhook', to }), AbortSignal.timeout(500))),
+      Array.from({ length: sends }, () => bare.send(contractDelivery({ channel: 'webhook', to }), AbortSignal.timeout(timeoutMs))),
     );
     expect(withoutAdmit.at(-1)).toEqual({ kind: 'transient', error: 'timeout', providerStatus: 'rate_limited' });
-    // The others are sent, or transient: a send granted just before its 500 ms deadline may time out in
+    // The others are sent, or transient: a send granted just before its 2 s deadline may time out in
     // the HTTP call on a loaded machine ("timeout" without rate_limited). What never happens is a throw or a permanent.
     expect(withoutAdmit.every((r) => r.kind === 'sent' || (r.kind === 'transient' && r.error === 'timeout'))).toBe(true);
     await admitted.close?.();
