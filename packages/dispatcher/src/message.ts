@@ -95,7 +95,7 @@ export function headersToStrings(headers: IHeaders | undefined): Record<string, 
   // for…in, not Object.entries: no [name, value] array per header of every message (kafkajs
   // builds `headers` as a plain object of its own keys).
   for (const name in headers) {
-    if (!Object.prototype.hasOwnProperty.call(headers, name)) continue;
+    if (!Object.hasOwn(headers, name)) continue;
     const v = headerValueText(headers[name]);
     if (v !== undefined) out[name] = v;
   }
