@@ -1,6 +1,6 @@
 import { type SpanContext, SpanKind, SpanStatusCode, TraceFlags, context, isSpanContextValid, trace } from '@opentelemetry/api';
 import { formatTraceparent as formatTraceContext, parseTraceparent as parseTraceContext } from '@notify/runtime';
-import { pooledRandomBytes } from './random-pool.js';
+import { pooledRandomBytes } from '@notify/outbox';
 
 /** The tracer name of the API's spans. */
 export const TRACER_NAME = '@notify/api';

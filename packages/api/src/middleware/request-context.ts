@@ -4,7 +4,7 @@ import { routePath } from 'hono/route';
 import type { Logger } from '@notify/runtime';
 import type { AppEnv } from '../env.js';
 import type { HttpMetrics } from '../metrics.js';
-import { pooledRandomBytes } from '../random-pool.js';
+import { pooledRandomBytes } from '@notify/outbox';
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
 

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { pooledRandomBytes } from './random-pool.js';
 
 // Crockford base32: no I, L, O, U, so ids read aloud and copy safely.
 const ALPHABET = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
@@ -9,9 +9,10 @@ export const NOTIFICATION_ID_PREFIX = 'ntf_';
 /**
  * A new notification id: `ntf_` + 26 Crockford base32 characters (a ULID: 48 bits of
  * milliseconds, then 80 random bits). Time-ordered, so ids sort by creation time and index
- * well; 80 random bits, so they cannot be guessed.
+ * well; 80 random bits, so they cannot be guessed (from the operating system's CSPRNG through
+ * `pooledRandomBytes`).
  */
-export function newNotificationId(now: Date, random: (n: number) => Uint8Array = randomBytes): string {
+export function newNotificationId(now: Date, random: (n: number) => Uint8Array = pooledRandomBytes): string {
   let ms = now.getTime();
   let time = '';
   for (let i = 0; i < 10; i++) {
