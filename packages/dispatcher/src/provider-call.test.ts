@@ -116,6 +116,81 @@ describe('callProvider', () => {
     }
   });
 
+  it('attempts starting within 1 % of the timeout share one signal, aborted never before each one’s own timeout', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
+    try {
+      const shutdown = live();
+      const signals: AbortSignal[] = [];
+      const abortedAt = new Map<AbortSignal, number>();
+      const recording = provider(
+        (_d, signal) =>
+          new Promise((resolve) => {
+            signals.push(signal);
+            signal.addEventListener('abort', () => {
+              abortedAt.set(signal, performance.now());
+              resolve({ kind: 'transient', error: 'timeout', providerStatus: 'timeout' });
+            });
+          }),
+      );
+      const t0 = performance.now();
+      const first = callProvider(recording, delivery, { timeoutMs: 1000, shutdown });
+      await vi.advanceTimersByTimeAsync(9); // inside the 10 ms window: joins the first attempt's deadline
+      const second = callProvider(recording, delivery, { timeoutMs: 1000, shutdown });
+      await vi.advanceTimersByTimeAsync(1); // the window has closed: a deadline of its own
+      const third = callProvider(recording, delivery, { timeoutMs: 1000, shutdown });
+      expect(signals).toHaveLength(3);
+      expect(signals[1]).toBe(signals[0]);
+      expect(signals[2]).not.toBe(signals[0]);
+      expect(getEventListeners(shutdown, 'abort')).toHaveLength(1); // one watch for every deadline (onAbort)
+      // The second attempt started at +9 ms: nothing is aborted before +1009 ms.
+      await vi.advanceTimersByTimeAsync(999);
+      expect(abortedAt.size).toBe(0);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(abortedAt.get(signals[0]!)! - t0).toBe(1010);
+      const timedOut = { kind: 'result', result: { kind: 'transient', error: 'timeout', providerStatus: 'timeout' } };
+      expect(await first).toEqual(timedOut);
+      expect(await second).toEqual(timedOut);
+      // The third started at +10 ms: at least 1000 ms later, at most 10 ms past that.
+      await vi.advanceTimersByTimeAsync(9);
+      expect(abortedAt.has(signals[2]!)).toBe(false);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(abortedAt.get(signals[2]!)! - t0).toBe(1020);
+      expect(await third).toEqual(timedOut);
+      // Every deadline was let go: no timer left, no watch on the shutdown signal.
+      expect(vi.getTimerCount()).toBe(0);
+      expect(getEventListeners(shutdown, 'abort')).toHaveLength(0);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('a shared signal takes a listener per attempt without a MaxListenersExceededWarning', async () => {
+    const warnings: Error[] = [];
+    const onWarning = (w: Error) => warnings.push(w);
+    process.on('warning', onWarning);
+    try {
+      const shutdown = new AbortController();
+      const signals = new Set<AbortSignal>();
+      const listening = provider(
+        (_d, signal) =>
+          new Promise((resolve) => {
+            signals.add(signal);
+            signal.addEventListener('abort', () => resolve({ kind: 'transient', error: 'aborted' }));
+          }),
+      );
+      // 50 attempts in one tick: one signal with 50 listeners (httpPost adds one per request).
+      const calls = Array.from({ length: 50 }, () => callProvider(listening, delivery, { timeoutMs: 10_000, shutdown: shutdown.signal }));
+      expect(signals.size).toBe(1);
+      expect(getEventListeners([...signals][0]!, 'abort')).toHaveLength(50);
+      shutdown.abort();
+      expect(await Promise.all(calls)).toEqual(calls.map(() => ({ kind: 'abandoned' })));
+      await new Promise((r) => setImmediate(r));
+      expect(warnings.filter((w) => w.name === 'MaxListenersExceededWarning')).toEqual([]);
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
+
   it('admits a rate-limited provider before the attempt timeout starts', async () => {
     let admitted!: (ok: boolean) => void;
     let sendSignal: AbortSignal | undefined;
