@@ -26,6 +26,19 @@ const waitForAbort = (onAbort: SendResult | null) =>
       }),
   );
 const live = () => new AbortController().signal;
+/** Runs `body`, then expects that no MaxListenersExceededWarning was emitted meanwhile. */
+async function withoutMaxListenersWarning(body: () => Promise<void>): Promise<void> {
+  const warnings: Error[] = [];
+  const onWarning = (w: Error) => warnings.push(w);
+  process.on('warning', onWarning);
+  try {
+    await body();
+    await new Promise((r) => setImmediate(r));
+    expect(warnings.filter((w) => w.name === 'MaxListenersExceededWarning')).toEqual([]);
+  } finally {
+    process.off('warning', onWarning);
+  }
+}
 
 describe('callProvider', () => {
   it('returns the provider answer', async () => {
@@ -79,10 +92,7 @@ describe('callProvider', () => {
   });
 
   it('one shutdown aborts every attempt in flight, with one listener on the signal however many there are', async () => {
-    const warnings: Error[] = [];
-    const onWarning = (w: Error) => warnings.push(w);
-    process.on('warning', onWarning);
-    try {
+    await withoutMaxListenersWarning(async () => {
       const shutdown = new AbortController();
       // A call that finished before the shutdown is not called by it.
       expect(
@@ -109,11 +119,7 @@ describe('callProvider', () => {
           shutdown: shutdown.signal,
         }),
       ).toEqual({ kind: 'abandoned' });
-      await new Promise((r) => setImmediate(r));
-      expect(warnings.filter((w) => w.name === 'MaxListenersExceededWarning')).toEqual([]);
-    } finally {
-      process.off('warning', onWarning);
-    }
+    });
   });
 
   it('attempts starting within 1 % of the timeout share one signal, aborted never before each one’s own timeout', async () => {
@@ -165,30 +171,18 @@ describe('callProvider', () => {
   });
 
   it('a shared signal takes a listener per attempt without a MaxListenersExceededWarning', async () => {
-    const warnings: Error[] = [];
-    const onWarning = (w: Error) => warnings.push(w);
-    process.on('warning', onWarning);
-    try {
+    await withoutMaxListenersWarning(async () => {
       const shutdown = new AbortController();
       const signals = new Set<AbortSignal>();
-      const listening = provider(
-        (_d, signal) =>
-          new Promise((resolve) => {
-            signals.add(signal);
-            signal.addEventListener('abort', () => resolve({ kind: 'transient', error: 'aborted' }));
-          }),
-      );
+      const aborting = waitForAbort({ kind: 'transient', error: 'aborted' });
+      const listening = provider((d, signal) => (signals.add(signal), aborting.send(d, signal)));
       // 50 attempts in one tick: one signal with 50 listeners (httpPost adds one per request).
       const calls = Array.from({ length: 50 }, () => callProvider(listening, delivery, { timeoutMs: 10_000, shutdown: shutdown.signal }));
       expect(signals.size).toBe(1);
       expect(getEventListeners([...signals][0]!, 'abort')).toHaveLength(50);
       shutdown.abort();
       expect(await Promise.all(calls)).toEqual(calls.map(() => ({ kind: 'abandoned' })));
-      await new Promise((r) => setImmediate(r));
-      expect(warnings.filter((w) => w.name === 'MaxListenersExceededWarning')).toEqual([]);
-    } finally {
-      process.off('warning', onWarning);
-    }
+    });
   });
 
   it('admits a rate-limited provider before the attempt timeout starts', async () => {
