@@ -113,6 +113,51 @@ async function send(tenantId: string, n: number): Promise<string[]> {
 }
 
 describe('status callbacks', () => {
+  // First: no tenant has an endpoint yet.
+  it('reads no events while no tenant has a callback endpoint; one registered later gets what follows, not what it missed', async () => {
+    await waitFor(() => callbacks.intakePaused(), { timeoutMs: 10_000, message: 'the intake to pause with no endpoint' });
+    const topic = h.kafka.topic('events');
+    const groupId = `${h.kafka.prefix}.callbacks`;
+    const admin = h.kafka.kafka.admin();
+    await admin.connect();
+    const late = await startCallbackReceiver(() => 200);
+    try {
+      const ends = async () =>
+        (await admin.fetchTopicOffsets(topic)).map(({ partition, offset }) => ({ partition, offset: Number(offset) }));
+      const published = async () => (await ends()).reduce((n, p) => n + p.offset, 0);
+      const start = await published();
+      const missed = await send('cb-late', 2);
+      // Their queued and sent events reach the topic, and the group's offsets move past them: skipped, not left behind.
+      await waitFor(async () => (await published()) >= start + 4, { timeoutMs: 30_000, message: 'four status events published' });
+      await waitFor(
+        async () => {
+          const [committed] = await admin.fetchOffsets({ groupId, topics: [topic] });
+          const end = await ends();
+          return end.every((e) => Number(committed!.partitions.find((p) => p.partition === e.partition)?.offset) === e.offset);
+        },
+        { timeoutMs: 10_000, message: "the group's offsets at the end of the topic" },
+      );
+      expect(callbacks.intakePaused()).toBe(true);
+
+      await register('cb-late', late.url, ['notification.queued', 'notification.sent']);
+      await waitFor(() => !callbacks.intakePaused(), { timeoutMs: 10_000, message: 'the intake to resume' });
+      const [id] = await send('cb-late', 1);
+      await waitFor(() => late.calls.length >= 2, { timeoutMs: 30_000, message: 'two callbacks after the registration' });
+      const { rows } = await h.db.pool.query<{ notification_id: string; event_type: string }>(
+        "SELECT notification_id, event_type FROM callback_deliveries WHERE tenant_id = 'cb-late' ORDER BY id",
+      );
+      expect(rows).toEqual([
+        { notification_id: id, event_type: 'notification.queued' },
+        { notification_id: id, event_type: 'notification.sent' },
+      ]);
+      expect(late.calls.map((c) => (JSON.parse(c.body) as { id: string }).id)).not.toContain(missed[0]);
+    } finally {
+      await admin.disconnect();
+      await late.close();
+      await h.db.pool.query("DELETE FROM callback_endpoints WHERE tenant_id = 'cb-late'");
+    }
+  });
+
   it('POSTs the chosen status events, signed (standardwebhooks verifies them), with the StatusEvent v1 payload', async () => {
     const receiver = await startCallbackReceiver(() => 204);
     receivers.push(receiver);

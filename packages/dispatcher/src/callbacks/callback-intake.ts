@@ -2,13 +2,14 @@ import { createHash } from 'node:crypto';
 import { HEADERS, TOPICS, parseStatusEvent, topicName } from '@notify/contract';
 import type { SqlExecutor } from '@notify/outbox';
 import { type Clock, type Logger, errorSummary } from '@notify/runtime';
-import type { Consumer, EachBatchPayload, Kafka } from 'kafkajs';
+import type { Admin, Consumer, EachBatchPayload, Kafka } from 'kafkajs';
 import { type DeadLetterSink, createKafkaDeadLetterSink, deadLetterFor } from '../middleware/dead-letter.js';
 import { restartAfterFatalCrash } from '../consumer-restart.js';
 import { fromKafkaMessage, headerText } from '../message.js';
 import type { CallbackOutcomeObserver } from './callback-sender.js';
 import { type CallbackEventRow, callbackDeliveryEnqueue } from './sql/callback-delivery-enqueue.js';
 import { callbackEndpointEvents } from './sql/callback-endpoint-events.js';
+import { callbackEndpointsExist } from './sql/callback-endpoints-exist.js';
 
 /** Settings of the callback intake. */
 export interface CallbackIntakeConfig {
@@ -25,6 +26,12 @@ export interface CallbackIntakeConfig {
    * read from at most this long after. 0: read for every batch.
    */
   readonly endpointCacheMs?: number;
+  /**
+   * How often the intake asks whether any tenant has a callback endpoint, ms. While none has, it
+   * reads no events: it pauses its consumer and, at each check, moves its offsets to the end of
+   * the topic (what reading and skipping every event would do). Default 1 s; 0: always read.
+   */
+  readonly idleCheckMs?: number;
 }
 
 /** What the intake needs. */
@@ -43,6 +50,8 @@ export interface CallbackIntakeDeps {
 export interface CallbackIntake {
   start(): Promise<void>;
   stop(): Promise<void>;
+  /** True while no tenant has a callback endpoint and the intake reads nothing. */
+  paused(): boolean;
 }
 
 /** The webhook-id of an event: the same bytes (a re-read, a duplicate publish) give the same id. */
@@ -64,7 +73,8 @@ const COMMIT_INTERVAL_MS = 1_000;
  * crash re-reads at most the last second's batches), and a re-read batch is not queued twice
  * (unique event id). An event whose `tenant-id` header names a tenant without a callback endpoint
  * (or whose `message-type` header names a type its endpoint did not ask for) is skipped unread;
- * what a tenant's endpoint wants is read at most once per `endpointCacheMs` (1 s). The dispatcher's consumers never wait
+ * what a tenant's endpoint wants is read at most once per `endpointCacheMs` (1 s). While no tenant
+ * has an endpoint at all, it reads nothing (`idleCheckMs`, see `checkIdle`). The dispatcher's consumers never wait
  * for it, and it never waits for a callback receiver (the sender does, from PostgreSQL). A
  * malformed event that is not skipped so goes to the DLQ.
  */
@@ -85,6 +95,15 @@ export function createCallbackIntake(config: CallbackIntakeConfig, deps: Callbac
   /** The batch being handled (settled). */
   let running: Promise<void> = Promise.resolve();
   let stopping = false;
+  const idleCheckMs = config.idleCheckMs ?? 1_000;
+  let admin: Admin | undefined;
+  /** The partitions of `topic` this member owns (the last GROUP_JOIN's assignment). */
+  let owned: readonly number[] = [];
+  let idle = false;
+  let idleTimer: NodeJS.Timeout | undefined;
+  let checking: Promise<void> = Promise.resolve();
+  /** Per partition: the offset the last idle check moved it to (nothing to commit when unchanged). */
+  const skippedTo = new Map<number, string>();
 
   const commitHandled = (): Promise<void> => {
     clearTimeout(commitTimer);
@@ -105,6 +124,8 @@ export function createCallbackIntake(config: CallbackIntakeConfig, deps: Callbac
   /** One batch: its wanted events queued in one statement, malformed ones dead-lettered; its offset noted for the next commit. */
   const handleBatch = async (payload: EachBatchPayload): Promise<void> => {
     const { batch } = payload;
+    // Fetched before the consumer paused: the idle check moves the offsets past it (no tenant wants it).
+    if (idle) return;
     const rows: CallbackEventRow[] = [];
     // Which of the tenants the batch's `tenant-id` headers name have a callback, and for which
     // types: read at most `endpointCacheMs` before the batch is handled.
@@ -167,7 +188,58 @@ export function createCallbackIntake(config: CallbackIntakeConfig, deps: Callbac
     await payload.heartbeat();
   };
 
+  /**
+   * While no tenant has a callback endpoint the events would all be skipped: the consumer is paused
+   * (no fetch, no decoding: two status events per notification; in a warm drain the service's
+   * CPU per notification fell from 0.192 to 0.166 ms, BENCHMARKS.md session 23) and, at each check, every owned
+   * partition is moved to the topic's end and that offset committed, which is what reading and
+   * skipping them would have done. When an endpoint appears the consumer resumes from the last
+   * check's offsets, so the events of at most `idleCheckMs` before it appeared are read, with it.
+   */
+  const checkIdle = async (c: Consumer, a: Admin): Promise<void> => {
+    try {
+      if (await callbackEndpointsExist(deps.db)) {
+        if (idle) {
+          idle = false;
+          skippedTo.clear();
+          c.resume([{ topic }]);
+          log.info({ topic }, 'callback intake resumed: a tenant has a callback endpoint');
+        }
+        return;
+      }
+      if (!idle) {
+        c.pause([{ topic }]);
+        idle = true;
+        await running; // a batch in hand finishes (and notes its offset) before the offsets move past it
+        log.info({ topic }, 'callback intake paused: no tenant has a callback endpoint');
+      }
+      const ends = await a.fetchTopicOffsets(topic);
+      // Asked again after the ends were read: an endpoint registered before that may want events
+      // below them; the next check resumes from the offsets already committed. With none now, every
+      // event below the ends was published before any endpoint existed.
+      if (stopping || (await callbackEndpointsExist(deps.db))) return;
+      for (const { partition, offset } of ends) {
+        if (!owned.includes(partition) || skippedTo.get(partition) === offset) continue;
+        c.seek({ topic, partition, offset });
+        skippedTo.set(partition, offset);
+        handled.set(`${topic}|${partition}`, { topic, partition, offset });
+      }
+      if (handled.size > 0) await commitHandled();
+    } catch (err) {
+      log.warn({ err: errorSummary(err) }, 'callback intake idle check failed');
+    }
+  };
+
+  const scheduleIdleCheck = (c: Consumer, a: Admin): void => {
+    idleTimer = setTimeout(() => {
+      checking = checkIdle(c, a).finally(() => {
+        if (!stopping) scheduleIdleCheck(c, a);
+      });
+    }, idleCheckMs).unref();
+  };
+
   return {
+    paused: () => idle,
     async start() {
       await ownSink?.connect();
       const c = deps.kafka.consumer({
@@ -186,6 +258,8 @@ export function createCallbackIntake(config: CallbackIntakeConfig, deps: Callbac
       c.on(c.events.GROUP_JOIN, (e) => {
         const assignment = e.payload.memberAssignment as Record<string, number[]>;
         for (const [k, o] of handled) if (!assignment[o.topic]?.includes(o.partition)) handled.delete(k);
+        owned = assignment[topic] ?? [];
+        skippedTo.clear(); // a partition handed back may have moved on meanwhile
       });
       const run = () =>
         c.run({
@@ -203,6 +277,14 @@ export function createCallbackIntake(config: CallbackIntakeConfig, deps: Callbac
       // (only tenants with a registered callback get anything).
       await c.subscribe({ topic, fromBeginning: true });
       await run();
+      if (idleCheckMs > 0) {
+        const a = deps.kafka.admin();
+        await a.connect();
+        admin = a;
+        checking = checkIdle(c, a).finally(() => {
+          if (!stopping) scheduleIdleCheck(c, a);
+        });
+      }
     },
     async stop() {
       stopping = true;
@@ -213,12 +295,15 @@ export function createCallbackIntake(config: CallbackIntakeConfig, deps: Callbac
         } catch {
           // not running: nothing to pause
         }
+        clearTimeout(idleTimer);
+        await checking;
         await running;
         await commitHandled();
         await consumer?.disconnect();
       } catch (err) {
         log.warn({ err: errorSummary(err) }, 'callback consumer disconnect failed');
       }
+      await admin?.disconnect().catch(() => {});
       await ownSink?.disconnect();
     },
   };

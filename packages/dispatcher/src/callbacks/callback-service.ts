@@ -28,6 +28,8 @@ export interface CallbackService {
   start(): Promise<void>;
   /** Leaves the group, stops sending (waits up to `timeoutMs` for POSTs in flight), closes connections. */
   stop(timeoutMs?: number): Promise<void>;
+  /** True while no tenant has a callback endpoint and the intake reads no events. */
+  intakePaused(): boolean;
   /** The sender, for tests that drive a round. */
   readonly sender: CallbackSender;
 }
@@ -41,6 +43,7 @@ export function createCallbackService(config: CallbackServiceConfig, deps: Callb
   const sender = createCallbackSender(config, deps);
   return {
     sender,
+    intakePaused: () => intake.paused(),
     async start() {
       await intake.start();
       sender.start();
