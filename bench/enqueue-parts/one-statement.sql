@@ -41,7 +41,7 @@ WITH a AS (
   SELECT c.id_, c.tenant_id_, c.channel_, c.intent ->> 'to', c.intent ->> 'subject', c.intent ->> 'body', '{}', c.key_, c.hash_, 'queued', 0,
          c.max_attempts, c.now_, c.expires_at, c.traceparent_, c.now_, c.now_, 'normal', 'relaxed'
     FROM c WHERE c.plain
-  ON CONFLICT ON CONSTRAINT notifications_tenant_idempotency_key DO NOTHING
+  ON CONFLICT (tenant_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
   RETURNING id, recipient
 ), o AS (
   INSERT INTO outbox (topic, key, value, headers, event_value)

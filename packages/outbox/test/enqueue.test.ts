@@ -147,6 +147,17 @@ describe('idempotency', () => {
     expect(b.notification.id).not.toBe(a.notification.id);
   });
 
+  it('indexes keyed rows only (0290): keyless ones never conflict and cost the key index nothing', async () => {
+    const keyless = await Promise.all([1, 2, 3].map(() => t.db.transaction().execute((trx) => enqueue(trx, intent()))));
+    expect(new Set(keyless.map((r) => r.notification.id)).size).toBe(3);
+    // The unique rule lives in a partial index; no index of notifications has every row's key.
+    const { rows } = await sql<{ indexdef: string }>`
+      SELECT indexdef FROM pg_indexes WHERE tablename = 'notifications' AND indexdef LIKE '%idempotency_key%'`.execute(t.db);
+    expect(rows.map((r) => r.indexdef)).toEqual([
+      'CREATE UNIQUE INDEX notifications_tenant_idempotency_key_idx ON public.notifications USING btree (tenant_id, idempotency_key) WHERE (idempotency_key IS NOT NULL)',
+    ]);
+  });
+
   it('creates exactly one row when parallel transactions race on one key', async () => {
     const results = await Promise.all(
       Array.from({ length: 8 }, () => t.db.transaction().execute((trx) => enqueue(trx, intent({ idempotency_key: 'race-1' })))),
