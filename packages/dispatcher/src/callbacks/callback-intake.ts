@@ -124,8 +124,13 @@ export function createCallbackIntake(config: CallbackIntakeConfig, deps: Callbac
   /** One batch: its wanted events queued in one statement, malformed ones dead-lettered; its offset noted for the next commit. */
   const handleBatch = async (payload: EachBatchPayload): Promise<void> => {
     const { batch } = payload;
-    // Fetched before the consumer paused: the idle check moves the offsets past it (no tenant wants it).
-    if (idle) return;
+    // Fetched before the consumer paused, or by a consumer that restarted after a crash without
+    // its pause: paused (again), and left unresolved; the idle check moves the offsets past it, or
+    // the consumer resumes from it when an endpoint has appeared meanwhile.
+    if (idle) {
+      payload.pause();
+      return;
+    }
     const rows: CallbackEventRow[] = [];
     // Which of the tenants the batch's `tenant-id` headers name have a callback, and for which
     // types: read at most `endpointCacheMs` before the batch is handled.
@@ -207,8 +212,8 @@ export function createCallbackIntake(config: CallbackIntakeConfig, deps: Callbac
         }
         return;
       }
+      c.pause([{ topic }]); // again at each check: a consumer restarted after a crash forgot it
       if (!idle) {
-        c.pause([{ topic }]);
         idle = true;
         await running; // a batch in hand finishes (and notes its offset) before the offsets move past it
         log.info({ topic }, 'callback intake paused: no tenant has a callback endpoint');
