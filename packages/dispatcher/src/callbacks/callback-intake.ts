@@ -204,7 +204,7 @@ export function createCallbackIntake(config: CallbackIntakeConfig, deps: Callbac
   const checkIdle = async (c: Consumer, a: Admin): Promise<void> => {
     try {
       if (await callbackEndpointsExist(deps.db)) {
-        if (idle) {
+        if (idle && !stopping) {
           idle = false;
           skippedTo.clear();
           c.resume([{ topic }]);
@@ -235,12 +235,11 @@ export function createCallbackIntake(config: CallbackIntakeConfig, deps: Callbac
     }
   };
 
-  const scheduleIdleCheck = (c: Consumer, a: Admin): void => {
-    idleTimer = setTimeout(() => {
-      checking = checkIdle(c, a).finally(() => {
-        if (!stopping) scheduleIdleCheck(c, a);
-      });
-    }, idleCheckMs).unref();
+  /** One check now, the next `idleCheckMs` after it ends (until the intake stops). */
+  const runIdleCheck = (c: Consumer, a: Admin): void => {
+    checking = checkIdle(c, a).finally(() => {
+      if (!stopping) idleTimer = setTimeout(() => runIdleCheck(c, a), idleCheckMs).unref();
+    });
   };
 
   return {
@@ -286,9 +285,7 @@ export function createCallbackIntake(config: CallbackIntakeConfig, deps: Callbac
         const a = deps.kafka.admin();
         await a.connect();
         admin = a;
-        checking = checkIdle(c, a).finally(() => {
-          if (!stopping) scheduleIdleCheck(c, a);
-        });
+        runIdleCheck(c, a);
       }
     },
     async stop() {
