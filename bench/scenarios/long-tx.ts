@@ -11,6 +11,7 @@ const RATE = 50;
 async function window(url: string, receiver: Receiver, windowMs: number, afterOffer: () => Promise<void>) {
   const enqueuer = createEnqueuer(url, 8);
   try {
+    await enqueuer.warm(webhookIntent(receiver.url, 0));
     return await latencyAtRate(receiver, RATE, windowMs, (n) => enqueuer.enqueueOne(webhookIntent(receiver.url, n)), {
       maxInFlight: 32,
       waitMs: 60_000,

@@ -74,6 +74,7 @@ async function runOnce(ctx: BenchContext, jitter: number, label: string): Promis
       await warmUp(db.url, receiver.url, () => receiver.delivered(), { rate: RATE, durationMs: ctx.quick ? 3_000 : 5_000 });
       receiver.setFailureRate(FAILURE_RATE);
       const enqueuer = createEnqueuer(db.url, 8);
+      await enqueuer.warm(webhookIntent(receiver.url, 0));
       ctx.log(
         `retry-heavy (${label}): ${RATE}/s for ${durationMs / 1000} s, receiver fails ${FAILURE_RATE * 100} %, NOTIFY_JITTER=${jitter}`,
       );

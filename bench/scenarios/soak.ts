@@ -45,6 +45,7 @@ export const soakScenario: Scenario = {
         await warmUp(db.url, receiver.url, () => receiver.delivered(), { rate, durationMs: ctx.quick ? 3_000 : 10_000 });
         receiver.reset();
         const enqueuer = createEnqueuer(db.url, 8);
+        await enqueuer.warm(webhookIntent(receiver.url, 0));
         const committed = new Map<string, number>();
         ctx.log(`soak: ${rate}/s for ${durationMs / 1000} s`);
         const startAt = service.child.memory.sample()?.atMs ?? 0;
