@@ -46,6 +46,12 @@ export interface Config extends ProvidersConfig {
   readonly events: 'all' | 'terminal' | 'none';
   readonly topicPrefix: string;
   readonly topicPartitions: number;
+  /**
+   * NOTIFY_RETRY_TOPIC_PARTITIONS: partitions of each delay topic (`retry.<tier>`) `notify start`
+   * creates. Default 1: the normal lane's consumer fetches every partition of every delay topic
+   * with each fetch, and with one tier every 1–1.5× of the backoff there are 25 of them by default.
+   */
+  readonly retryTopicPartitions: number;
   /** NOTIFY_TOPIC_REPLICATION: replicas of each topic `notify start` creates; unset: min(3, brokers the cluster lists). */
   readonly topicReplication: number | undefined;
   readonly retry: RetryConfig;
@@ -253,6 +259,7 @@ export function loadConfig(env: Env): Config {
     events: events as Config['events'],
     topicPrefix,
     topicPartitions: int(env, 'NOTIFY_TOPIC_PARTITIONS', 6, 1, 1_000),
+    retryTopicPartitions: int(env, 'NOTIFY_RETRY_TOPIC_PARTITIONS', 1, 1, 1_000),
     topicReplication: optionalInt(env, 'NOTIFY_TOPIC_REPLICATION', 1, 100),
     retry: {
       maxAttempts: int(env, 'NOTIFY_MAX_ATTEMPTS', 8, 1, 100),

@@ -115,7 +115,7 @@ export interface EnsureTopicsOptions {
 export async function ensureTopics(
   admin: Admin,
   names: readonly string[],
-  partitions: number,
+  partitions: number | ((topic: string) => number),
   { timeoutMs = 30_000, replication }: EnsureTopicsOptions = {},
 ): Promise<string[]> {
   const existing = new Set(await admin.listTopics());
@@ -124,7 +124,7 @@ export async function ensureTopics(
     await admin.createTopics({
       topics: missing.map((topic) => ({
         topic,
-        numPartitions: partitions,
+        numPartitions: typeof partitions === 'number' ? partitions : partitions(topic),
         ...(replication
           ? {
               replicationFactor: replication.replicationFactor,

@@ -111,7 +111,8 @@ export async function startNotify(config: Config, roles: readonly Role[], deps: 
     const preflightAdmin = await connectKafkaAdmin(preflight, config.kafkaBrokers);
     let createdTopics: string[];
     try {
-      const topics = dispatcherTopicSuffixes(config.retry).map((s) => topicName(config.topicPrefix, s));
+      const suffixes = dispatcherTopicSuffixes(config.retry);
+      const topics = suffixes.map((s) => topicName(config.topicPrefix, s));
       const plan = await planTopicReplication(preflightAdmin, topics, config.topicReplication, config.kafkaBrokers.join(','));
       if (plan.lowerExisting.length > 0) {
         logger.warn(
@@ -120,12 +121,16 @@ export async function startNotify(config: Config, roles: readonly Role[], deps: 
             'raise their replication with kafka-reassign-partitions, or they lose messages with their broker',
         );
       }
-      createdTopics = await ensureTopics(preflightAdmin, topics, config.topicPartitions, { replication: plan });
+      // Delay topics get their own partition count (NOTIFY_RETRY_TOPIC_PARTITIONS, config.ts).
+      const delayTopics = new Set(suffixes.filter((s) => s.startsWith(TOPICS.retry(''))).map((s) => topicName(config.topicPrefix, s)));
+      const partitionsOf = (topic: string) => (delayTopics.has(topic) ? config.retryTopicPartitions : config.topicPartitions);
+      createdTopics = await ensureTopics(preflightAdmin, topics, partitionsOf, { replication: plan });
       if (createdTopics.length > 0) {
         logger.info(
           {
             topics: createdTopics,
             partitions: config.topicPartitions,
+            delay_topic_partitions: config.retryTopicPartitions,
             replication: plan.replicationFactor,
             min_insync_replicas: plan.minInsyncReplicas,
           },

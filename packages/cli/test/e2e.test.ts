@@ -66,11 +66,13 @@ async function waitForState(id: string, state: string, timeoutMs = 30_000) {
 }
 
 describe('notify start, end to end', () => {
-  it('created every topic it needs, with the configured partitions', async () => {
+  it('created every topic it needs, with the configured partitions (delay topics: NOTIFY_RETRY_TOPIC_PARTITIONS, default 1)', async () => {
     const meta = await kafka.admin.fetchTopicMetadata({ topics: [kafka.topic('requests'), kafka.topic('events'), kafka.topic('dlq')] });
     expect(meta.topics.map((m) => m.partitions.length)).toEqual([2, 2, 2]);
-    const names = await kafka.admin.listTopics();
-    expect(names.some((n) => n.startsWith(`${kafka.prefix}.retry.`))).toBe(true);
+    const delayTopics = (await kafka.admin.listTopics()).filter((n) => n.startsWith(`${kafka.prefix}.retry.`));
+    expect(delayTopics.length).toBeGreaterThan(0);
+    const delay = await kafka.admin.fetchTopicMetadata({ topics: delayTopics });
+    expect(delay.topics.map((m) => m.partitions.length)).toEqual(delayTopics.map(() => 1));
   });
 
   it('publishes its attempt budget, default expiry and event policy to notify_settings, for every enqueuer', async () => {
