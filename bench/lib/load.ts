@@ -186,8 +186,11 @@ export function createEnqueuer(url: string, clients: number) {
      * is queued.
      */
     async warm(intent: NotificationIntent): Promise<void> {
-      const held = await Promise.all(Array.from({ length: clients }, () => pool.connect()));
+      const opened = await Promise.allSettled(Array.from({ length: clients }, () => pool.connect()));
+      const held = opened.flatMap((o) => (o.status === 'fulfilled' ? [o.value] : []));
       try {
+        const failed = opened.find((o) => o.status === 'rejected');
+        if (failed) throw failed.reason;
         for (const client of held) {
           client.on('error', () => {});
           guarded.add(client);
