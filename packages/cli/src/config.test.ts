@@ -55,6 +55,14 @@ describe('loadConfig', () => {
       /NOTIFY_API_GROUP_COMMIT_IN_FLIGHT: expected a number from 1/,
     );
   });
+  it('creates topics with 6 partitions and delay topics with 1 by default, each settable, and rejects 0 by name', () => {
+    expect(loadConfig({})).toMatchObject({ topicPartitions: 6, retryTopicPartitions: 1 });
+    expect(loadConfig({ NOTIFY_TOPIC_PARTITIONS: '12', NOTIFY_RETRY_TOPIC_PARTITIONS: '6' })).toMatchObject({
+      topicPartitions: 12,
+      retryTopicPartitions: 6,
+    });
+    expect(() => loadConfig({ NOTIFY_RETRY_TOPIC_PARTITIONS: '0' })).toThrow(/NOTIFY_RETRY_TOPIC_PARTITIONS: expected a number from 1/);
+  });
   it('defaults the shutdown deadline to 15 s', () => {
     expect(loadConfig({}).shutdownTimeoutMs).toBe(15_000);
     expect(loadConfig({ NOTIFY_SHUTDOWN_TIMEOUT_MS: '2000' }).shutdownTimeoutMs).toBe(2000);

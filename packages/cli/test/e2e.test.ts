@@ -28,6 +28,8 @@ beforeAll(async () => {
     KAFKA_BROKERS: kafka.brokers.join(','),
     NOTIFY_TOPIC_PREFIX: kafka.prefix,
     NOTIFY_TOPIC_PARTITIONS: '2',
+    // Not the default (1), and not NOTIFY_TOPIC_PARTITIONS: the first test tells which topics got which.
+    NOTIFY_RETRY_TOPIC_PARTITIONS: '3',
     PORT: '0',
     NOTIFY_API_KEYS: `acme:${KEY}`,
     NOTIFY_WEBHOOK_ALLOW_CIDRS: '127.0.0.1/32',
@@ -66,13 +68,13 @@ async function waitForState(id: string, state: string, timeoutMs = 30_000) {
 }
 
 describe('notify start, end to end', () => {
-  it('created every topic it needs, with the configured partitions (delay topics: NOTIFY_RETRY_TOPIC_PARTITIONS, default 1)', async () => {
+  it('created every topic it needs, with the configured partitions (delay topics: NOTIFY_RETRY_TOPIC_PARTITIONS)', async () => {
     const meta = await kafka.admin.fetchTopicMetadata({ topics: [kafka.topic('requests'), kafka.topic('events'), kafka.topic('dlq')] });
     expect(meta.topics.map((m) => m.partitions.length)).toEqual([2, 2, 2]);
     const delayTopics = (await kafka.admin.listTopics()).filter((n) => n.startsWith(`${kafka.prefix}.retry.`));
     expect(delayTopics.length).toBeGreaterThan(0);
     const delay = await kafka.admin.fetchTopicMetadata({ topics: delayTopics });
-    expect(delay.topics.map((m) => m.partitions.length)).toEqual(delayTopics.map(() => 1));
+    expect(delay.topics.map((m) => m.partitions.length)).toEqual(delayTopics.map(() => 3));
   });
 
   it('publishes its attempt budget, default expiry and event policy to notify_settings, for every enqueuer', async () => {
