@@ -494,32 +494,39 @@ export const validIntentArbitrary: fc.Arbitrary<Record<string, unknown>> = fc
  * 64 KiB, a required field missing): the plain path must write the function's rows for each intent it takes, and leave every
  * other one to the function.
  */
-export const plainIntentArbitrary: fc.Arbitrary<Record<string, unknown>> = fc
-  .constantFrom('email', 'sms', 'webhook')
-  .chain((channel) =>
-    fc.record(
-      {
-        channel: fc.oneof({ weight: 19, arbitrary: fc.constant(channel) }, fc.constantFrom('pager', 'Email', '')),
-        to: fc.oneof({ weight: 5, arbitrary: recipient(channel).good }, { weight: 1, arbitrary: recipient(channel).bad }),
-        tenant_id: fc.oneof(
-          { weight: 5, arbitrary: fc.constantFrom('acme', 'tenant "quoted"\\ \u0001 ünïcödé 😀', 'a/b') },
-          { weight: 1, arbitrary: FIELDS.tenant_id!.bad },
-        ),
-        body: fc.oneof({ weight: 9, arbitrary: FIELDS.body!.good }, { weight: 1, arbitrary: FIELDS.body!.bad }),
-        // present but undefined: JSON leaves it out, and so must the plain path
-        subject:
-          channel === 'email'
-            ? fc.oneof({ weight: 4, arbitrary: FIELDS.subject!.good }, { weight: 1, arbitrary: FIELDS.subject!.bad })
-            : fc.oneof({ weight: 9, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: FIELDS.subject!.good }),
-        traceparent: fc.oneof(FIELDS.traceparent!.good, FIELDS.traceparent!.bad),
-        // now and then a required field goes missing
-        missing: fc.oneof({ weight: 12, arbitrary: fc.constant(undefined) }, fc.constantFrom('tenant_id', 'channel', 'to', 'body')),
-      },
-      { requiredKeys: ['channel', 'to', 'tenant_id', 'body', 'missing'] },
-    ),
-  )
-  .map(({ missing, ...intent }) => {
-    if (missing !== undefined) delete (intent as Record<string, unknown>)[missing];
-    return intent;
-  })
-  .filter(storable);
+export const plainIntentArbitrary: fc.Arbitrary<Record<string, unknown>> = plainIntents(true);
+
+/** plainIntentArbitrary's good values only (no near-miss, nothing missing): intents most of which the plain path takes. */
+export const goodPlainIntentArbitrary: fc.Arbitrary<Record<string, unknown>> = plainIntents(false);
+
+function plainIntents(nearMisses: boolean): fc.Arbitrary<Record<string, unknown>> {
+  // A good value, or with nearMisses now and then a bad one.
+  const either = <T>(goodWeight: number, good: fc.Arbitrary<T>, bad: fc.Arbitrary<T>): fc.Arbitrary<T> =>
+    nearMisses ? fc.oneof({ weight: goodWeight, arbitrary: good }, { weight: 1, arbitrary: bad }) : good;
+  return fc
+    .constantFrom('email', 'sms', 'webhook')
+    .chain((channel) =>
+      fc.record(
+        {
+          channel: either(19, fc.constant(channel), fc.constantFrom('pager', 'Email', '')),
+          to: either(5, recipient(channel).good, recipient(channel).bad),
+          tenant_id: either(5, fc.constantFrom('acme', 'tenant "quoted"\\ \u0001 ünïcödé 😀', 'a/b'), FIELDS.tenant_id!.bad),
+          body: either(9, FIELDS.body!.good, FIELDS.body!.bad),
+          // present but undefined: JSON leaves it out, and so must the plain path
+          subject:
+            channel === 'email'
+              ? either(4, FIELDS.subject!.good, FIELDS.subject!.bad)
+              : either(9, fc.constant(undefined), FIELDS.subject!.good),
+          traceparent: fc.oneof(FIELDS.traceparent!.good, FIELDS.traceparent!.bad),
+          // now and then a required field goes missing
+          missing: either(12, fc.constant(undefined), fc.constantFrom('tenant_id', 'channel', 'to', 'body')),
+        },
+        { requiredKeys: ['channel', 'to', 'tenant_id', 'body', 'missing'] },
+      ),
+    )
+    .map(({ missing, ...intent }) => {
+      if (missing !== undefined) delete (intent as Record<string, unknown>)[missing];
+      return intent;
+    })
+    .filter(storable);
+}

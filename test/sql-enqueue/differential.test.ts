@@ -9,12 +9,13 @@
  * FUZZ_RUNS sets the runs per property (default 40 here: every run spawns psql).
  */
 import fc from 'fast-check';
+import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildDeliveryRequest, buildStatusEvent, type Channel } from '@notify/contract';
-import { enqueue, type NotificationIntent, type NotifyError, ValidationError } from '@notify/outbox';
+import { enqueue, enqueueMany, type NotificationIntent, type NotifyError, ValidationError } from '@notify/outbox';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { ulidTime } from '../support/ulid.js';
-import { intentArbitrary, plainIntentArbitrary, validIntentArbitrary } from './arbitraries.js';
+import { goodPlainIntentArbitrary, intentArbitrary, plainIntentArbitrary, validIntentArbitrary } from './arbitraries.js';
 import { psql, psqlError } from './psql.js';
 
 const RUNS = Math.max(10, Math.floor(Number(process.env.FUZZ_RUNS ?? 300) / 7));
@@ -47,17 +48,22 @@ async function enqueueWithPg(intent: unknown): Promise<Outcome> {
   return (await enqueueRecordingPath(intent)).outcome;
 }
 
-/** enqueue() on a raw pg client inside BEGIN … COMMIT, telling also whether it took its plain path (its statement's name). */
-async function enqueueRecordingPath(intent: unknown): Promise<{ outcome: Outcome; plain: boolean }> {
-  const client = await viaPg.pool.connect();
-  const names: string[] = [];
-  const recording = {
+/** `client`, recording the name of each prepared statement it runs into `names`. */
+function recordingNames(client: pg.PoolClient, names: string[]) {
+  return {
     query: (config: string | { name?: string; text: string; values?: unknown[] }, values?: unknown[]) => {
       if (typeof config === 'string') return client.query(config, values);
       names.push(config.name ?? '');
       return client.query(config);
     },
   };
+}
+
+/** enqueue() on a raw pg client inside BEGIN … COMMIT, telling also whether it took its plain path (its statement's name). */
+async function enqueueRecordingPath(intent: unknown): Promise<{ outcome: Outcome; plain: boolean }> {
+  const client = await viaPg.pool.connect();
+  const names: string[] = [];
+  const recording = recordingNames(client, names);
   try {
     await client.query('BEGIN');
     const { notification } = await enqueue(recording, intent as NotificationIntent);
@@ -197,6 +203,89 @@ describe("enqueue()'s plain path (rows computed in TypeScript, one INSERT)", () 
       // Both ways are exercised: most valid intents here take the plain path, and refusals happen.
       expect(plain).toBeGreaterThan(RUNS / 2);
       expect(refused).toBeGreaterThan(0);
+    },
+  );
+});
+
+/** enqueueMany() on a raw pg client inside BEGIN … COMMIT, telling also whether it took its plain batch statement. */
+async function enqueueManyRecordingPath(intents: readonly unknown[], now: Date): Promise<{ outcomes: Outcome[]; plain: boolean }> {
+  const client = await viaPg.pool.connect();
+  const names: string[] = [];
+  const recording = recordingNames(client, names);
+  try {
+    await client.query('BEGIN');
+    const results = await enqueueMany(recording, intents as NotificationIntent[], { now });
+    await client.query('COMMIT');
+    return {
+      outcomes: results.map((r) => (r.ok ? { id: r.notification.id } : refusalOf(r.error))),
+      plain: names.includes('notify_enqueue_plain_batch_v1'),
+    };
+  } finally {
+    client.release();
+  }
+}
+
+/** notify_enqueue_batch through psql, as another language would call it: one outcome per intent, in order. */
+async function enqueueBatchWithPsql(intents: readonly unknown[], now: Date): Promise<Outcome[]> {
+  const r = await psql(
+    viaPsql.url,
+    "BEGIN;\nSELECT (notification).id, refusal FROM notify_enqueue_batch(:'intents', :'options') ORDER BY ord;\nCOMMIT;\n",
+    { intents: JSON.stringify(intents), options: JSON.stringify({ now: now.toISOString() }) },
+  );
+  if (r.exitCode !== 0) throw new Error(`psql failed: ${r.stderr}`);
+  return r.stdout
+    .trim()
+    .split('\n')
+    .map((line) => {
+      const bar = line.indexOf('|');
+      const id = line.slice(0, bar);
+      if (id) return { id };
+      const { code, errors } = JSON.parse(line.slice(bar + 1)) as { code: string; errors: { path: string }[] };
+      return { code, paths: errors.map((e) => e.path).sort() };
+    });
+}
+
+describe("enqueueMany()'s plain batch (rows computed in TypeScript, one INSERT per table)", () => {
+  it(
+    'writes, in order, the rows notify_enqueue_batch writes when every intent is plain, and leaves any other batch to it',
+    { timeout: TIMEOUT_MS },
+    async () => {
+      let plainBatches = 0;
+      let otherBatches = 0;
+      // Half the batches of good values only (most of them plain), half with near-misses (most not).
+      const batches = fc.oneof(
+        fc.array(goodPlainIntentArbitrary, { minLength: 1, maxLength: 4 }),
+        fc.array(plainIntentArbitrary, { minLength: 1, maxLength: 6 }),
+      );
+      await fc.assert(
+        fc.asyncProperty(batches, async (intents) => {
+          const now = new Date(Date.UTC(2026, 11, 5, 12, 0, 0, Math.floor(Math.random() * 1000)));
+          const [mine, sql] = await Promise.all([enqueueManyRecordingPath(intents, now), enqueueBatchWithPsql(intents, now)]);
+          const shape = (o: Outcome) => ('id' in o ? 'created' : o);
+          expect(mine.outcomes.map(shape), JSON.stringify(intents).slice(0, 400)).toEqual(sql.map(shape));
+          if (mine.outcomes.some((o) => !('id' in o))) expect(mine.plain, "a refusal is notify_enqueue_batch's").toBe(false);
+          if (mine.plain) plainBatches += 1;
+          else otherBatches += 1;
+          for (const [i, o] of mine.outcomes.entries()) {
+            if (!('id' in o)) continue;
+            const theirs = sql[i] as { id: string };
+            const [a, b] = await Promise.all([written(viaPg, o.id, false), written(viaPsql, theirs.id, false)]);
+            expect(a, JSON.stringify(intents[i]).slice(0, 400)).toEqual(b);
+            expect((a.notification as { created_at?: unknown }).created_at).toBe('<now>');
+          }
+          // The outbox rows follow the batch's order, as notify_enqueue_batch's do.
+          const created = mine.outcomes.flatMap((o) => ('id' in o ? [o.id] : []));
+          const { rows } = await viaPg.pool.query<{ id: string }>(
+            "SELECT headers->>'notification-id' AS id FROM outbox WHERE headers->>'notification-id' = ANY($1) ORDER BY outbox.id",
+            [created],
+          );
+          expect(rows.map((r) => r.id)).toEqual(created);
+        }),
+        { numRuns: RUNS * 2 },
+      );
+      // Both ways are exercised.
+      expect(plainBatches).toBeGreaterThan(RUNS / 4);
+      expect(otherBatches).toBeGreaterThan(0);
     },
   );
 });

@@ -7,11 +7,14 @@ import {
   enqueueSettings,
   intentJson,
   LEAN_COLUMNS,
+  plainNotification,
+  type PlainSettings,
   type Refusal,
   refusalError,
   storedAsGiven,
   storedNotification,
 } from './enqueue.js';
+import { PLAIN_BATCH_SQL, plainBatch } from './enqueue-plain.js';
 import { BatchRefusedError, type BatchItemError, IdempotencyInProgressError, NotifyError } from './errors.js';
 import type { NotificationIntent } from './model/intent.js';
 
@@ -58,6 +61,15 @@ export async function enqueueMany(
 ): Promise<EnqueueManyResult[]> {
   if (intents.length < 1 || intents.length > MAX_BATCH_SIZE)
     throw new RangeError(`enqueueMany takes 1 to ${MAX_BATCH_SIZE} intents, not ${intents.length}`);
+  // Every intent plain (the API's groups, most callers' batches): the rows computed here, one INSERT
+  // of each table, nothing for notify_enqueue_batch to check or refuse (enqueue-plain.ts).
+  const plain = plainBatch(intents, options);
+  if (plain !== null) {
+    const { rows } = await toExecutor(tx).query<PlainSettings>(PLAIN_BATCH_SQL, plain.values);
+    const settings = rows[0];
+    if (!settings) throw new Error('the plain batch statement returned no row');
+    return plain.writes.map((write, i) => ({ ok: true, notification: plainNotification(intents[i]!, write, settings), created: true }));
+  }
   const results = new Array<EnqueueManyResult | undefined>(intents.length);
   // What cannot even become JSON text for PostgreSQL is refused here, item by item.
   const texts: string[] = [];

@@ -26,29 +26,63 @@ export interface PlainWrite {
   readonly id: string;
   readonly createdAt: Date;
   readonly traceparent: string | null;
+  /** PLAIN_ENQUEUE_SQL's parameters, in order. */
   readonly values: readonly unknown[];
 }
 
-/**
- * Both rows in one statement. notify_settings supplies what the options leave out (its one row;
- * none: the built-in defaults, as in notify_enqueue_item), and its event policy decides whether
- * the request carries the queued event. The other columns take their defaults: metadata '{}',
- * state queued, attempts 0, priority normal, ordering relaxed.
- */
-export const PLAIN_ENQUEUE_SQL = prepared(
-  'notify_enqueue_plain_v1',
-  `WITH s AS (
+// Positions in PlainWrite.values of what every row of a batch shares: the instant and both
+// settings. A batch passes these once and each other parameter as an array of the rows' values.
+const SHARED_VALUES = new Set([6, 8, 9]);
+
+// notify_settings supplies what the options ($9, $10) leave out (its one row; none: the built-in
+// defaults, as in notify_enqueue_item), and its event policy decides whether the request carries
+// the queued event. $7 is the instant.
+const SETTINGS_CTE = `s AS (
      SELECT coalesce($9::integer, t.max_attempts, 8) AS max_attempts,
             $7::timestamptz + coalesce($10::bigint, t.default_ttl_ms, 86400000) * interval '1 millisecond' AS expires_at,
             coalesce(t.events, 'all') = 'all' AS all_events
        FROM (SELECT) AS one LEFT JOIN notify_settings AS t ON true
-   ), n AS (
+   )`;
+
+/**
+ * Both rows in one statement, with the settings of SETTINGS_CTE. The other columns take their
+ * defaults: metadata '{}', state queued, attempts 0, priority normal, ordering relaxed.
+ */
+export const PLAIN_ENQUEUE_SQL = prepared(
+  'notify_enqueue_plain_v1',
+  `WITH ${SETTINGS_CTE}, n AS (
      INSERT INTO notifications (id, tenant_id, channel, recipient, subject, body, max_attempts, next_attempt_at, expires_at,
                                 traceparent, created_at, updated_at)
      SELECT $1, $2, $3, $4, $5, $6, s.max_attempts, $7::timestamptz, s.expires_at, $8, $7::timestamptz, $7::timestamptz FROM s
    ), o AS (
      INSERT INTO outbox (topic, key, value, headers, event_value)
      SELECT 'requests', $11, $12, $13::jsonb, CASE WHEN s.all_events THEN $14 END FROM s
+   )
+   SELECT s.max_attempts, s.expires_at FROM s`,
+);
+
+/**
+ * A batch of plain intents (enqueueMany, the API's group commit) in one statement: the rows
+ * PLAIN_ENQUEUE_SQL writes for each, from one array parameter per column, inserted in the
+ * batch's order (so outbox ids, and a recipient's order, follow it). The parameters are
+ * PLAIN_ENQUEUE_SQL's, each per-row one an array; every row shares the instant ($7) and the
+ * settings, so one result row serves them all.
+ */
+export const PLAIN_BATCH_SQL = prepared(
+  'notify_enqueue_plain_batch_v1',
+  `WITH ${SETTINGS_CTE}, i AS (
+     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $8::text[],
+                          $11::text[], $12::text[], $13::text[], $14::text[])
+       WITH ORDINALITY AS i(id, tenant_id, channel, recipient, subject, body, traceparent, key, request, headers, event, ord)
+   ), n AS (
+     INSERT INTO notifications (id, tenant_id, channel, recipient, subject, body, max_attempts, next_attempt_at, expires_at,
+                                traceparent, created_at, updated_at)
+     SELECT i.id, i.tenant_id, i.channel, i.recipient, i.subject, i.body, s.max_attempts, $7::timestamptz, s.expires_at,
+            i.traceparent, $7::timestamptz, $7::timestamptz
+       FROM i, s ORDER BY i.ord
+   ), o AS (
+     INSERT INTO outbox (topic, key, value, headers, event_value)
+     SELECT 'requests', i.key, i.request, i.headers::jsonb, CASE WHEN s.all_events THEN i.event END FROM i, s ORDER BY i.ord
    )
    SELECT s.max_attempts, s.expires_at FROM s`,
 );
@@ -169,5 +203,31 @@ export function plainWrite(intent: NotificationIntent, options: EnqueueOptions):
       JSON.stringify(headers),
       event,
     ],
+  };
+}
+
+/** The writes of a batch whose every intent is plain, and PLAIN_BATCH_SQL's parameters. */
+export interface PlainBatch {
+  readonly writes: readonly PlainWrite[];
+  readonly values: readonly unknown[];
+}
+
+/**
+ * A batch's plain write, or null when any intent of it is not plain (then notify_enqueue_batch
+ * decides for all of them, as before). Every row takes one instant, `options.now` or this
+ * process's clock once, as notify_enqueue_batch gives every item its statement's.
+ */
+export function plainBatch(intents: readonly NotificationIntent[], options: EnqueueOptions): PlainBatch | null {
+  if (!optionsPlain(options)) return null;
+  const shared: EnqueueOptions = { ...options, now: options.now === undefined ? new Date() : options.now };
+  const writes: PlainWrite[] = [];
+  for (const intent of intents) {
+    const write = plainWrite(intent, shared);
+    if (write === null) return null;
+    writes.push(write);
+  }
+  return {
+    writes,
+    values: writes[0]!.values.map((value, at) => (SHARED_VALUES.has(at) ? value : writes.map((w) => w.values[at]))),
   };
 }

@@ -2,7 +2,7 @@ import { prepared, toExecutor, type TransactionLike } from './db/executor.js';
 import type { Notification } from './db/schema.js';
 import { type FieldIssue, IdempotencyConflictError, IdempotencyInProgressError, type NotifyError, ValidationError } from './errors.js';
 import type { EnqueueOptions } from './enqueue-options.js';
-import { PLAIN_ENQUEUE_SQL, plainWrite, UNSTORABLE } from './enqueue-plain.js';
+import { PLAIN_ENQUEUE_SQL, type PlainWrite, plainWrite, UNSTORABLE } from './enqueue-plain.js';
 import type { NotificationIntent } from './model/intent.js';
 
 export type { EnqueueOptions } from './enqueue-options.js';
@@ -97,22 +97,10 @@ const SERIALIZATION_FAILURE = '40001';
 export async function enqueue(tx: TransactionLike, intent: NotificationIntent, options: EnqueueOptions = {}): Promise<EnqueueResult> {
   const plain = plainWrite(intent, options);
   if (plain !== null) {
-    const { rows } = await toExecutor(tx).query<Pick<ComputedColumns, 'max_attempts' | 'expires_at'>>(PLAIN_ENQUEUE_SQL, plain.values);
+    const { rows } = await toExecutor(tx).query<PlainSettings>(PLAIN_ENQUEUE_SQL, plain.values);
     const row = rows[0];
     if (!row) throw new Error('the plain enqueue statement returned no row');
-    const computed: ComputedColumns = {
-      id: plain.id,
-      data: null,
-      metadata: {},
-      request_hash: null,
-      max_attempts: row.max_attempts,
-      expires_at: row.expires_at,
-      traceparent: plain.traceparent,
-      created_at: plain.createdAt,
-      send_at: null,
-      held: null,
-    };
-    return { notification: createdNotification(intent, computed), created: true };
+    return { notification: plainNotification(intent, plain, row), created: true };
   }
   const json = intentJson(intent);
   const settings = enqueueSettings(options);
@@ -136,6 +124,26 @@ export async function enqueue(tx: TransactionLike, intent: NotificationIntent, o
   if (row.refusal) throw refusalError(row.refusal);
   const notification = row.created && storedAsGiven(intent) ? createdNotification(intent, row) : await storedNotification(tx, row.id);
   return { notification, created: row.created };
+}
+
+/** What a plain statement returns: the settings PostgreSQL applied (notify_settings, unless the options named them). */
+export type PlainSettings = Pick<ComputedColumns, 'max_attempts' | 'expires_at'>;
+
+/** The row a plain write created for `intent` (enqueue-plain.ts): its own values, the constants of a new notification and the applied settings. */
+export function plainNotification(intent: NotificationIntent, plain: PlainWrite, settings: PlainSettings): Notification {
+  return createdNotification(intent, {
+    id: plain.id,
+    data: null,
+    metadata: {},
+    request_hash: null,
+    max_attempts: settings.max_attempts,
+    // its own Date per notification of a batch, as pg parses one per row
+    expires_at: copy(settings.expires_at),
+    traceparent: plain.traceparent,
+    created_at: plain.createdAt,
+    send_at: null,
+    held: null,
+  });
 }
 
 const STRING_FIELDS = [

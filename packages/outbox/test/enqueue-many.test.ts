@@ -170,6 +170,46 @@ describe('enqueueMany', () => {
     expect(results[6]).toMatchObject({ ok: true, notification: { state: 'sent', attempts: 1 } });
   });
 
+  it('a batch of plain intents (one INSERT per table): each notification as stored, in order, with the settings and the event policy applied', async () => {
+    const client = await t.pool.connect();
+    try {
+      await client.query('BEGIN');
+      await client.query("UPDATE notify_settings SET max_attempts = 3, default_ttl_ms = 60000, events = 'none'");
+      const now = new Date('2026-05-01T12:00:00.123Z');
+      const cases: NotificationIntent[] = [
+        intent({ subject: 'Hi' }),
+        intent({ channel: 'sms', to: '+14155550100', body: 'Code 1234' }),
+        intent({
+          channel: 'webhook',
+          to: 'https://hooks.example.com/a',
+          traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01',
+        }),
+        intent(),
+      ];
+      const results = await enqueueMany(client, cases, { now });
+      const ids = results.map((r) => (r.ok ? r.notification.id : ''));
+      const { rows } = await client.query('SELECT * FROM notifications WHERE id = ANY($1)', [ids]);
+      for (const r of results) {
+        expect(r).toMatchObject({ ok: true, created: true });
+        if (r.ok) expect(r.notification).toEqual(rows.find((row: { id: string }) => row.id === r.notification.id));
+      }
+      expect(rows.map((r: { max_attempts: number }) => r.max_attempts)).toEqual([3, 3, 3, 3]);
+      for (const r of rows) expect((r.expires_at as Date).getTime() - now.getTime()).toBe(60_000);
+      // Requests only (events = 'none'), in the batch's order.
+      const outbox = await client.query<{ id: string; event: boolean }>(
+        "SELECT headers->>'notification-id' AS id, event_value IS NOT NULL AS event FROM outbox WHERE headers->>'notification-id' = ANY($1) ORDER BY outbox.id",
+        [ids],
+      );
+      expect(outbox.rows).toEqual(ids.map((id) => ({ id, event: false })));
+      // The options name the settings instead.
+      const [again] = await enqueueMany(client, [intent()], { now, maxAttempts: 9, defaultTtlMs: 1_000 });
+      expect(again).toMatchObject({ ok: true, notification: { max_attempts: 9, expires_at: new Date(now.getTime() + 1_000) } });
+    } finally {
+      await client.query('ROLLBACK');
+      client.release();
+    }
+  });
+
   it('atomic: one refused item queues nothing and names every refused item', async () => {
     const before = await t.db
       .selectFrom('notifications')
