@@ -2,6 +2,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type TestDatabase, createTestDatabase } from '../../../test/support/db.js';
 import { waitFor } from '../../../test/support/wait.js';
+import { enqueue, enqueueMany, type NotificationIntent } from '@notify/outbox';
 import { insertMessages, testMessage } from './support.js';
 
 // The outbox trigger rings (pg_notify) only while a relay sleeps, so busy relays do not make every
@@ -26,9 +27,9 @@ afterAll(async () => {
   await tdb?.close();
 });
 
-async function insertThenMark(): Promise<string[]> {
+async function insertThenMark(write: () => Promise<unknown> = () => insertMessages(tdb.pool, [testMessage('k', 0)])): Promise<string[]> {
   heard.length = 0;
-  await insertMessages(tdb.pool, [testMessage('k', 0)]);
+  await write();
   await tdb.pool.query(`SELECT pg_notify('test_marker', '')`);
   await waitFor(() => heard.includes('test_marker'), { message: 'the marker notification' });
   return heard.slice(0, heard.indexOf('test_marker'));
@@ -48,4 +49,21 @@ describe('outbox doorbell', () => {
     await tdb.pool.query(`UPDATE relay_instances SET sleeping = false WHERE instance_id = 'busy'`);
     expect(await insertThenMark()).toEqual([]);
   });
+
+  // Every way enqueue() writes goes through the same trigger: its plain path, enqueueMany's plain
+  // batch (the API's group commit) and the function's path.
+  const plain: NotificationIntent = { tenant_id: 'acme', channel: 'email', to: 'ada@example.com', body: 'Hi' };
+  const writers: Record<string, () => Promise<unknown>> = {
+    'enqueue(), plain path': () => enqueue(tdb.pool, plain),
+    'enqueueMany(), plain batch': () => enqueueMany(tdb.pool, [plain, { ...plain, to: 'bob@example.com' }]),
+    "enqueue(), the function's path (data)": () => enqueue(tdb.pool, { ...plain, data: { order: 1 } }),
+  };
+  for (const [name, write] of Object.entries(writers)) {
+    it(`${name}: rings while a relay sleeps, not while it is busy`, async () => {
+      await tdb.pool.query(`UPDATE relay_instances SET sleeping = true WHERE instance_id = 'busy'`);
+      expect(await insertThenMark(write)).toEqual(['notify_outbox']);
+      await tdb.pool.query(`UPDATE relay_instances SET sleeping = false WHERE instance_id = 'busy'`);
+      expect(await insertThenMark(write)).toEqual([]);
+    });
+  }
 });
