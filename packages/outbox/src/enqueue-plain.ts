@@ -30,8 +30,9 @@ export interface PlainWrite {
   readonly values: readonly unknown[];
 }
 
-// Positions in PlainWrite.values of what every row of a batch shares: the instant and both
-// settings. A batch passes these once and each other parameter as an array of the rows' values.
+// Positions in PlainWrite.values (plainWrite's `values`, $1 = 0) of what every row of a batch
+// shares: the instant ($7) and both settings ($9, $10). A batch passes these once and each other
+// parameter as an array of the rows' values.
 const SHARED_VALUES = new Set([6, 8, 9]);
 
 // notify_settings supplies what the options ($9, $10) leave out (its one row; none: the built-in
