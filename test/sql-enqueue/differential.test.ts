@@ -44,6 +44,9 @@ afterAll(async () => {
 
 type Outcome = { readonly id: string } | { readonly code: string; readonly paths: readonly string[] };
 
+/** An outcome as the two ways must agree on it: created (ids differ), or the refusal itself. */
+const shape = (o: Outcome) => ('id' in o ? 'created' : o);
+
 async function enqueueWithPg(intent: unknown): Promise<Outcome> {
   return (await enqueueRecordingPath(intent)).outcome;
 }
@@ -162,7 +165,6 @@ describe('enqueue from TypeScript (pg and Kysely) and notify_enqueue from psql',
     await fc.assert(
       fc.asyncProperty(intentArbitrary, async (intent) => {
         const [pg, kysely, sql] = await Promise.all([enqueueWithPg(intent), enqueueWithKysely(intent), enqueueWithPsql(intent)]);
-        const shape = (o: Outcome) => ('id' in o ? 'created' : o);
         expect(shape(kysely), JSON.stringify(intent).slice(0, 400)).toEqual(shape(pg));
         expect(shape(sql), JSON.stringify(intent).slice(0, 400)).toEqual(shape(pg));
         if (!('id' in pg)) refused += 1;
@@ -184,7 +186,6 @@ describe("enqueue()'s plain path (rows computed in TypeScript, one INSERT)", () 
         fc.asyncProperty(plainIntentArbitrary, async (intent) => {
           const [viaPlain, sql] = await Promise.all([enqueueRecordingPath(intent), enqueueWithPsql(intent)]);
           const { outcome } = viaPlain;
-          const shape = (o: Outcome) => ('id' in o ? 'created' : o);
           expect(shape(outcome), JSON.stringify(intent).slice(0, 400)).toEqual(shape(sql));
           if (!('id' in outcome)) {
             expect(viaPlain.plain, "a refusal is notify_enqueue_item's").toBe(false);
@@ -264,7 +265,6 @@ describe("enqueueMany()'s plain batch (rows computed in TypeScript, one INSERT p
         fc.asyncProperty(batches, fc.integer({ min: 0, max: 999 }), async (intents, ms) => {
           const now = new Date(Date.UTC(2026, 11, 5, 12, 0, 0, ms));
           const [mine, sql] = await Promise.all([enqueueManyRecordingPath(intents, now), enqueueBatchWithPsql(intents, now)]);
-          const shape = (o: Outcome) => ('id' in o ? 'created' : o);
           expect(mine.outcomes.map(shape), JSON.stringify(intents).slice(0, 400)).toEqual(sql.map(shape));
           if (mine.outcomes.some((o) => !('id' in o))) expect(mine.plain, "a refusal is notify_enqueue_batch's").toBe(false);
           if (mine.plain) plainBatches += 1;
