@@ -488,11 +488,36 @@ export const validIntentArbitrary: fc.Arbitrary<Record<string, unknown>> = fc
   .filter(storable);
 
 /**
+ * `data` enqueue()'s plain path takes, and data of the same shape it leaves to the function: keys
+ * and strings jsonb orders or prints differently (quotes, controls, non-ASCII, integer-like
+ * keys), numbers jsonb could spell otherwise, nesting on both sides of the plain path's depth.
+ */
+const plainData = fc.oneof(
+  fc.integer().map((order) => ({ order })),
+  fc.dictionary(fc.string({ maxLength: 8 }), fc.jsonValue({ maxDepth: 3 }), { maxKeys: 5 }),
+  fc.constantFrom<Record<string, unknown>>(
+    { ключ: 'значение 😀', 'a"b\\': '\u0001\n\u2028', '10': 1, '9': [true, null, -0.5, 123456789012345680000], '': {} },
+    { n: [0.1, -0, 1e21, 1.5e-7, 2 ** 53 + 2], s: 'x' },
+    { __proto__: null, a: 1 },
+    JSON.parse('{"__proto__": {"x": 1}, "a": 2}') as Record<string, unknown>,
+    { toJSON: 'a string, not a method' },
+  ),
+  fc
+    .tuple(fc.integer({ min: 14, max: 19 }), fc.array(fc.boolean(), { minLength: 1, maxLength: 3 }))
+    .map(([depth, arrays]) => ({ deep: nested(depth, arrays), z: [] })),
+);
+
+// The data `fill` makes: its jsonb text is JSON.stringify's plus 10 (one space after each of its five `:` and five `,`).
+const filler = (n: number) => ({ big: 'd'.repeat(n), list: [1, 2.5, -3], o: { k: 'v', z: null } });
+const FILLER_JSONB_BYTES = JSON.stringify(filler(0)).length + 10;
+
+/**
  * Intents of the fields enqueue()'s plain path takes (tenant_id, channel, to, body, subject,
- * traceparent), each good or a near-miss (another channel's recipient, lengths at the bounds in
- * every character width, wrong types, a subject on a channel without one, content just over
- * 64 KiB, a required field missing): the plain path must write the function's rows for each intent it takes, and leave every
- * other one to the function.
+ * traceparent, data), each good or a near-miss (another channel's recipient, lengths at the bounds
+ * in every character width, wrong types, a subject on a channel without one, content just over
+ * 64 KiB, counted with data's jsonb text to within a few bytes of the limit, data too deep or not
+ * an object, a required field missing): the plain path must write the function's rows for each
+ * intent it takes, and leave every other one to the function.
  */
 export const plainIntentArbitrary: fc.Arbitrary<Record<string, unknown>> = plainIntents(true);
 
@@ -518,14 +543,22 @@ function plainIntents(nearMisses: boolean): fc.Arbitrary<Record<string, unknown>
               ? either(4, FIELDS.subject!.good, FIELDS.subject!.bad)
               : either(9, fc.constant(undefined), FIELDS.subject!.good),
           traceparent: fc.oneof(FIELDS.traceparent!.good, FIELDS.traceparent!.bad),
+          data: either(7, plainData, FIELDS.data!.bad),
+          // content (subject, body and data's jsonb text) this many bytes over 64 KiB
+          fill: either(14, fc.constant(undefined), fc.integer({ min: -3, max: 3 })),
           // now and then a required field goes missing
           missing: either(12, fc.constant(undefined), fc.constantFrom('tenant_id', 'channel', 'to', 'body')),
         },
-        { requiredKeys: ['channel', 'to', 'tenant_id', 'body', 'missing'] },
+        { requiredKeys: ['channel', 'to', 'tenant_id', 'body', 'fill', 'missing'] },
       ),
     )
-    .map(({ missing, ...intent }) => {
-      if (missing !== undefined) delete (intent as Record<string, unknown>)[missing];
+    .map(({ fill, missing, ...intent }) => {
+      const record = intent as Record<string, unknown>;
+      if (fill !== undefined) {
+        const size = (v: unknown) => (typeof v === 'string' ? Buffer.byteLength(v) : 0);
+        record.data = filler(Math.max(0, 65_536 + fill - size(record.subject) - size(record.body) - FILLER_JSONB_BYTES));
+      }
+      if (missing !== undefined) delete record[missing];
       return intent;
     })
     .filter(storable);

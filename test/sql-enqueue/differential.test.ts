@@ -62,8 +62,11 @@ function recordingNames(client: pg.PoolClient, names: string[]) {
   };
 }
 
-/** enqueue() on a raw pg client inside BEGIN … COMMIT, telling also whether it took its plain path (its statement's name). */
-async function enqueueRecordingPath(intent: unknown): Promise<{ outcome: Outcome; plain: boolean }> {
+/**
+ * enqueue() on a raw pg client inside BEGIN … COMMIT, telling also whether it took its plain path
+ * (its statement's name), and the `data` of the notification it returned.
+ */
+async function enqueueRecordingPath(intent: unknown): Promise<{ outcome: Outcome; plain: boolean; data?: unknown }> {
   const client = await viaPg.pool.connect();
   const names: string[] = [];
   const recording = recordingNames(client, names);
@@ -71,10 +74,10 @@ async function enqueueRecordingPath(intent: unknown): Promise<{ outcome: Outcome
     await client.query('BEGIN');
     const { notification } = await enqueue(recording, intent as NotificationIntent);
     await client.query('COMMIT');
-    return { outcome: { id: notification.id }, plain: names.includes('notify_enqueue_plain_v1') };
+    return { outcome: { id: notification.id }, plain: names.includes('notify_enqueue_plain_v2'), data: notification.data };
   } catch (err) {
     await client.query('ROLLBACK');
-    return { outcome: refusalOf(err), plain: names.includes('notify_enqueue_plain_v1') };
+    return { outcome: refusalOf(err), plain: names.includes('notify_enqueue_plain_v2') };
   } finally {
     client.release();
   }
@@ -108,9 +111,10 @@ function refusalOf(err: unknown): Outcome {
 
 /** A notification row and its outbox rows, with what depends on the id or the clock made comparable. */
 async function written(t: TestDatabase, id: string, expiresAtGiven: boolean) {
+  // data::text too: the jsonb itself (key order, number spelling), which the parsed object hides
   const {
     rows: [n],
-  } = await t.pool.query('SELECT * FROM notifications WHERE id = $1', [id]);
+  } = await t.pool.query('SELECT *, data::text AS data_text FROM notifications WHERE id = $1', [id]);
   const { rows: outbox } = await t.pool.query("SELECT * FROM outbox_messages WHERE headers->>'notification-id' = $1 ORDER BY id, part", [
     id,
   ]);
@@ -181,6 +185,7 @@ describe("enqueue()'s plain path (rows computed in TypeScript, one INSERT)", () 
     { timeout: TIMEOUT_MS },
     async () => {
       let plain = 0;
+      let withData = 0;
       let refused = 0;
       await fc.assert(
         fc.asyncProperty(plainIntentArbitrary, async (intent) => {
@@ -193,16 +198,20 @@ describe("enqueue()'s plain path (rows computed in TypeScript, one INSERT)", () 
             return;
           }
           if (viaPlain.plain) plain += 1;
+          if (viaPlain.plain && (intent as { data?: unknown }).data !== undefined) withData += 1;
           const [mine, theirs] = await Promise.all([
             written(viaPg, outcome.id, false),
             written(viaPsql, (sql as { id: string }).id, false),
           ]);
           expect(mine, JSON.stringify(intent).slice(0, 400)).toEqual(theirs);
+          // The returned data is what pg reads back from the row, keys in the same (jsonb's) order.
+          expect(JSON.stringify(viaPlain.data)).toBe(JSON.stringify(mine.notification.data));
         }),
         { numRuns: RUNS * 2 },
       );
-      // Both ways are exercised: most valid intents here take the plain path, and refusals happen.
+      // Both ways are exercised: most valid intents here take the plain path (some with data), and refusals happen.
       expect(plain).toBeGreaterThan(RUNS / 2);
+      expect(withData).toBeGreaterThan(0);
       expect(refused).toBeGreaterThan(0);
     },
   );
@@ -219,7 +228,7 @@ async function enqueueManyRecordingPath(intents: readonly unknown[], now: Date):
     await client.query('COMMIT');
     return {
       outcomes: results.map((r) => (r.ok ? { id: r.notification.id } : refusalOf(r.error))),
-      plain: names.includes('notify_enqueue_plain_batch_v1'),
+      plain: names.includes('notify_enqueue_plain_batch_v2'),
     };
   } catch (err) {
     await client.query('ROLLBACK');

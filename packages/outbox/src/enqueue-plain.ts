@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { prepared } from './db/executor.js';
 import type { EnqueueOptions } from './enqueue-options.js';
+import { jsonbKeyOrder } from './jsonb.js';
 import { newNotificationId } from './model/id.js';
 import type { NotificationIntent } from './model/intent.js';
 
@@ -10,9 +11,9 @@ import type { NotificationIntent } from './model/intent.js';
 // message texts, headers, key, the intent check) than on writing them: pgbench measured the two
 // rows with constant values at 0.59x a plain one-row INSERT and the function at 0.36x
 // (bench/enqueue-parts, BENCHMARKS.md "session 16"). So for the intent most callers pass inside
-// their own transaction (tenant_id, channel, to, body, optionally subject and traceparent; no
-// idempotency key, no delivery options, no data), enqueue() computes here exactly what the
-// function would write and sends the values. Everything else, valid or not, still goes to
+// their own transaction (tenant_id, channel, to, body, optionally subject, traceparent and data;
+// no idempotency key, no delivery options, no template), enqueue() computes here exactly what
+// the function would write and sends the values. Everything else, valid or not, still goes to
 // notify_enqueue_item, which stays the only judge of refusals: `plainWrite` answers null unless
 // the intent passes 0270's plain-intent expression (the conjunction of every test the function
 // applies to such an intent), so it never accepts what the function refuses.
@@ -26,6 +27,8 @@ export interface PlainWrite {
   readonly id: string;
   readonly createdAt: Date;
   readonly traceparent: string | null;
+  /** The stored `data` as pg reads it back (keys in jsonb's order), or null. */
+  readonly data: Record<string, unknown> | null;
   /** PLAIN_ENQUEUE_SQL's parameters, in order. */
   readonly values: readonly unknown[];
 }
@@ -50,11 +53,12 @@ const SETTINGS_CTE = `s AS (
  * defaults: metadata '{}', state queued, attempts 0, priority normal, ordering relaxed.
  */
 export const PLAIN_ENQUEUE_SQL = prepared(
-  'notify_enqueue_plain_v1',
+  'notify_enqueue_plain_v2',
   `WITH ${SETTINGS_CTE}, n AS (
-     INSERT INTO notifications (id, tenant_id, channel, recipient, subject, body, max_attempts, next_attempt_at, expires_at,
+     INSERT INTO notifications (id, tenant_id, channel, recipient, subject, body, data, max_attempts, next_attempt_at, expires_at,
                                 traceparent, created_at, updated_at)
-     SELECT $1, $2, $3, $4, $5, $6, s.max_attempts, $7::timestamptz, s.expires_at, $8, $7::timestamptz, $7::timestamptz FROM s
+     SELECT $1, $2, $3, $4, $5, $6, $15::jsonb, s.max_attempts, $7::timestamptz, s.expires_at, $8, $7::timestamptz, $7::timestamptz
+       FROM s
    ), o AS (
      INSERT INTO outbox (topic, key, value, headers, event_value)
      SELECT 'requests', $11, $12, $13::jsonb, CASE WHEN s.all_events THEN $14 END FROM s
@@ -70,15 +74,15 @@ export const PLAIN_ENQUEUE_SQL = prepared(
  * settings, so one result row serves them all.
  */
 export const PLAIN_BATCH_SQL = prepared(
-  'notify_enqueue_plain_batch_v1',
+  'notify_enqueue_plain_batch_v2',
   `WITH ${SETTINGS_CTE}, i AS (
      SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $8::text[],
-                          $11::text[], $12::text[], $13::text[], $14::text[])
-       WITH ORDINALITY AS i(id, tenant_id, channel, recipient, subject, body, traceparent, key, request, headers, event, ord)
+                          $11::text[], $12::text[], $13::text[], $14::text[], $15::text[])
+       WITH ORDINALITY AS i(id, tenant_id, channel, recipient, subject, body, traceparent, key, request, headers, event, data, ord)
    ), n AS (
-     INSERT INTO notifications (id, tenant_id, channel, recipient, subject, body, max_attempts, next_attempt_at, expires_at,
+     INSERT INTO notifications (id, tenant_id, channel, recipient, subject, body, data, max_attempts, next_attempt_at, expires_at,
                                 traceparent, created_at, updated_at)
-     SELECT i.id, i.tenant_id, i.channel, i.recipient, i.subject, i.body, s.max_attempts, $7::timestamptz, s.expires_at,
+     SELECT i.id, i.tenant_id, i.channel, i.recipient, i.subject, i.body, i.data::jsonb, s.max_attempts, $7::timestamptz, s.expires_at,
             i.traceparent, $7::timestamptz, $7::timestamptz
        FROM i, s ORDER BY i.ord
    ), o AS (
@@ -91,9 +95,15 @@ export const PLAIN_BATCH_SQL = prepared(
 // U+0000 and unpaired surrogates, which PostgreSQL's text and jsonb cannot store.
 // eslint-disable-next-line no-control-regex -- U+0000 is exactly what PostgreSQL cannot store
 export const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+// JSON.stringify writes U+0000 as \u0000 and an unpaired surrogate as \udXXX (paired ones as
+// themselves). PostgreSQL's jsonb input refuses both.
+export const UNSTORABLE_ESCAPE = /(?<!\\)(?:\\\\)*\\u(?:0000|d[89a-f][0-9a-f]{2})/;
 
-// The fields a plain intent may carry (0270's first test).
+// The string fields a plain intent may carry (0270's first test); `data` is checked apart (plainData).
 const PLAIN_FIELDS = new Set(['tenant_id', 'channel', 'to', 'body', 'subject', 'traceparent']);
+// The deepest object or array inside `data` (data itself at 0) the plain path takes. The
+// function refuses one at 32 (notify_intent_suspect's `$.*.**{32}`): well below it, no question.
+const PLAIN_DATA_DEPTH = 16;
 // notify_recipient_problem's email and sms expressions, the same character classes.
 const SPACELESS = '[^\\t\\n\\v\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff@<>()[\\]\\\\,;:"]+';
 const EMAIL = new RegExp(`^${SPACELESS}@${SPACELESS}\\.${SPACELESS}$`);
@@ -144,9 +154,14 @@ export function plainWrite(intent: NotificationIntent, options: EnqueueOptions):
   const prototype: unknown = Object.getPrototypeOf(intent);
   if (prototype !== Object.prototype && prototype !== null) return null;
   if (!optionsPlain(options)) return null;
+  let data: PlainData | null = null;
   for (const field of Object.keys(intent)) {
     const value: unknown = (intent as unknown as Record<string, unknown>)[field];
     if (value === undefined) continue; // JSON.stringify leaves it out, and so does the function
+    if (field === 'data') {
+      if ((data = plainData(value)) === null) return null;
+      continue;
+    }
     if (!PLAIN_FIELDS.has(field) || typeof value !== 'string') return null;
     if (field !== 'traceparent' && UNSTORABLE.test(value)) return null;
   }
@@ -158,7 +173,7 @@ export function plainWrite(intent: NotificationIntent, options: EnqueueOptions):
   const subjectBytes = subject === undefined ? 0 : bytes(subject);
   if (tenantBytes < 1 || tenantBytes > 200 || bodyBytes < 1) return null;
   if (subject !== undefined && (channel !== 'email' || subjectBytes > 998)) return null;
-  if (subjectBytes + bodyBytes > 65_536) return null;
+  if (subjectBytes + bodyBytes + (data?.jsonbBytes ?? 0) > 65_536) return null;
   const toBytes = bytes(to);
   if (toBytes < 1 || toBytes > 2048 || !recipientAccepted(channel, to)) return null;
 
@@ -188,6 +203,7 @@ export function plainWrite(intent: NotificationIntent, options: EnqueueOptions):
     id,
     createdAt,
     traceparent,
+    data: data === null ? null : jsonbOrdered(data.tree),
     values: [
       id,
       tenantId,
@@ -203,8 +219,80 @@ export function plainWrite(intent: NotificationIntent, options: EnqueueOptions):
       request,
       JSON.stringify(headers),
       event,
+      data === null ? null : data.text,
     ],
   };
+}
+
+/** `data` the plain path writes: its JSON text, that text parsed back, and the length of jsonb's text of it. */
+interface PlainData {
+  readonly text: string;
+  readonly tree: Record<string, unknown>;
+  /** octet_length((intent -> 'data')::text): what the function counts towards the 64 KiB content limit. */
+  readonly jsonbBytes: number;
+}
+
+/**
+ * `data` as the plain path writes it, or null: then the function decides. It takes an object of
+ * JSON values (a plain object without a toJSON of its own) whose JSON text PostgreSQL's jsonb
+ * input stores as written: no U+0000 or unpaired surrogate, no key `__proto__`, nothing nested
+ * deeper than PLAIN_DATA_DEPTH, and every number printed without an exponent. jsonb keeps such a
+ * number's digits as written (numeric; 1e21 would come back as 22 digits) and prints strings with
+ * JSON.stringify's escapes, so its text is JSON.stringify's with a space after every `:` and `,`:
+ * its length is known here, and the 64 KiB content limit applied exactly as the function applies
+ * it. The column gets the same jsonb either way: the function stores `intent -> 'data'`, parsed
+ * from the intent's JSON, of which this text is the part.
+ */
+function plainData(data: unknown): PlainData | null {
+  if (data === null || typeof data !== 'object' || Array.isArray(data)) return null;
+  const prototype: unknown = Object.getPrototypeOf(data);
+  if (prototype !== Object.prototype && prototype !== null) return null;
+  if (typeof (data as { toJSON?: unknown }).toJSON === 'function') return null;
+  let text: string;
+  try {
+    text = JSON.stringify(data);
+  } catch {
+    return null; // a BigInt or a cycle: the function's path names it
+  }
+  if (UNSTORABLE_ESCAPE.test(text)) return null;
+  const tree = JSON.parse(text) as Record<string, unknown>;
+  const spaces = jsonbSpaces(tree, 0);
+  return spaces < 0 ? null : { text, tree, jsonbBytes: bytes(text) + spaces };
+}
+
+/** The separators (`:` and `,`) in the JSON text of `value`, a JSON.parse result; -1 when plainData does not take it. */
+function jsonbSpaces(value: unknown, depth: number): number {
+  if (typeof value === 'number') return String(value).includes('e') ? -1 : 0;
+  if (value === null || typeof value !== 'object') return 0;
+  if (depth > PLAIN_DATA_DEPTH) return -1;
+  let spaces = 0;
+  let count = 0;
+  if (Array.isArray(value)) {
+    for (const item of value) {
+      const inner = jsonbSpaces(item, depth + 1);
+      if (inner < 0) return -1;
+      spaces += inner;
+      count++;
+    }
+  } else {
+    for (const key in value) {
+      if (key === '__proto__') return -1;
+      const inner = jsonbSpaces((value as Record<string, unknown>)[key], depth + 1);
+      if (inner < 0) return -1;
+      spaces += inner + 1; // after the key's ':'
+      count++;
+    }
+  }
+  return count > 1 ? spaces + count - 1 : spaces;
+}
+
+/** A JSON.parse result with every object's keys in jsonb's order: what pg parses from the stored column. */
+function jsonbOrdered<T>(value: T): T {
+  if (value === null || typeof value !== 'object') return value;
+  if (Array.isArray(value)) return value.map(jsonbOrdered) as T;
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(value).sort(jsonbKeyOrder)) out[key] = jsonbOrdered((value as Record<string, unknown>)[key]);
+  return out as T;
 }
 
 /** The writes of a batch whose every intent is plain, and PLAIN_BATCH_SQL's parameters. */

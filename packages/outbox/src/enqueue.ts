@@ -2,7 +2,7 @@ import { prepared, toExecutor, type TransactionLike } from './db/executor.js';
 import type { Notification } from './db/schema.js';
 import { type FieldIssue, IdempotencyConflictError, IdempotencyInProgressError, type NotifyError, ValidationError } from './errors.js';
 import type { EnqueueOptions } from './enqueue-options.js';
-import { PLAIN_ENQUEUE_SQL, type PlainWrite, plainWrite, UNSTORABLE } from './enqueue-plain.js';
+import { PLAIN_ENQUEUE_SQL, type PlainWrite, plainWrite, UNSTORABLE, UNSTORABLE_ESCAPE } from './enqueue-plain.js';
 import type { NotificationIntent } from './model/intent.js';
 
 export type { EnqueueOptions } from './enqueue-options.js';
@@ -66,9 +66,6 @@ const ENQUEUE_SQL = prepared(
 // The original of a repeated idempotency key, whole.
 const NOTIFICATION_SQL = prepared('notification_by_id_v1', 'SELECT * FROM notifications WHERE id = $1');
 
-// JSON.stringify writes U+0000 as \u0000 and an unpaired surrogate as \udXXX (paired ones as
-// themselves). PostgreSQL's jsonb input refuses both, so they never reach notify_enqueue_row.
-const UNSTORABLE_ESCAPE = /(?<!\\)(?:\\\\)*\\u(?:0000|d[89a-f][0-9a-f]{2})/;
 // SQLSTATEs of the jsonb input function: invalid text, untranslatable character, stack depth.
 const JSON_INPUT_SQLSTATES = new Set(['22P02', '22P05', '54001']);
 const SERIALIZATION_FAILURE = '40001';
@@ -83,8 +80,8 @@ const SERIALIZATION_FAILURE = '40001';
  *
  * Validation, the rows and idempotency are PostgreSQL's `notify_enqueue_item` (migrations 0006, 0150,
  * docs/sql-enqueue.md), the same function other languages call, in one round trip. A plain intent
- * (tenant_id, channel, to, body, optionally subject and traceparent, every value one the function
- * accepts) takes a faster path to the same rows: computed here, written by one INSERT
+ * (tenant_id, channel, to, body, optionally subject, traceparent and data, every value one the
+ * function accepts) takes a faster path to the same rows: computed here, written by one INSERT
  * (enqueue-plain.ts); its instants then come from this process's clock unless `options.now` is
  * given. With an idempotency key, a repeat of the same request returns the original with
  * `created: false`.
@@ -133,7 +130,7 @@ export type PlainSettings = Pick<ComputedColumns, 'max_attempts' | 'expires_at'>
 export function plainNotification(intent: NotificationIntent, plain: PlainWrite, settings: PlainSettings): Notification {
   return createdNotification(intent, {
     id: plain.id,
-    data: null,
+    data: plain.data,
     metadata: {},
     request_hash: null,
     max_attempts: settings.max_attempts,

@@ -29,6 +29,7 @@ export {
 } from './model/state.js';
 export { newNotificationId, isNotificationId, NOTIFICATION_ID_PREFIX } from './model/id.js';
 export { pooledRandomBytes } from './model/random-pool.js';
+export { jsonbKeyOrder } from './jsonb.js';
 export type { NotificationIntent } from './model/intent.js';
 export { enqueue, type EnqueueOptions, type EnqueueResult } from './enqueue.js';
 export { enqueueMany, MAX_BATCH_SIZE, type EnqueueManyOptions, type EnqueueManyResult } from './enqueue-many.js';

@@ -1,3 +1,5 @@
+import { jsonbKeyOrder } from '@notify/outbox';
+
 /**
  * The headers of the `notification.queued` event an enqueue's request row carries (migration
  * 0150): the request's headers without the request-only `attempt` and `due-at`, with
@@ -21,9 +23,4 @@ export function queuedEventHeaders(request: Readonly<Record<string, string>>): R
   const sorted: Record<string, string> = {};
   for (const k of Object.keys(out).sort(jsonbKeyOrder)) sorted[k] = out[k]!;
   return sorted;
-}
-
-/** jsonb's key order: shorter UTF-8 first, then bytewise. */
-function jsonbKeyOrder(a: string, b: string): number {
-  return Buffer.byteLength(a) - Buffer.byteLength(b) || Buffer.compare(Buffer.from(a), Buffer.from(b));
 }
