@@ -10,8 +10,8 @@ import type { Scenario } from './types.js';
  * with the same transaction shape, the same pool and the same database. Rounds alternate; each
  * rate is the median round and each ratio the median of per-round ratios. The load runs in a child process whose peak RSS is reported.
  * Full mode adds diagnostic variants (notify_enqueue_item called directly, as other languages and
- * enqueue() off its plain path do; the statement unprepared; the NOTIFY trigger off) that show
- * what the gap is made of; they carry no target.
+ * enqueue() off its plain path do; the statement unprepared; the NOTIFY trigger off; an intent
+ * with data) that show what the gap is made of; they carry no target.
  */
 export const enqueueScenario: Scenario = {
   name: 'enqueue',
@@ -22,7 +22,7 @@ export const enqueueScenario: Scenario = {
     try {
       const variants: EnqueueVariant[] = ctx.quick
         ? ['plain', 'enqueue']
-        : ['plain', 'enqueue', 'kysely', 'sqlFunction', 'unprepared', 'noTrigger'];
+        : ['plain', 'enqueue', 'kysely', 'sqlFunction', 'unprepared', 'noTrigger', 'data'];
       const input: EnqueueLoadInput = {
         url: db.url,
         concurrencies: [4, 16],
@@ -66,7 +66,7 @@ export const enqueueScenario: Scenario = {
             ratio: paired('kysely'),
           });
         }
-        for (const v of ['sqlFunction', 'unprepared', 'noTrigger'] as const) {
+        for (const v of ['sqlFunction', 'unprepared', 'noTrigger', 'data'] as const) {
           if (r[v]) {
             figures.push({
               id: `c${c}.${v}`,

@@ -39,6 +39,14 @@ async function groupStats(server: NodeChild): Promise<GroupStats> {
   return reply;
 }
 
+/** The alternating rounds of one request body: the API's and the trivial route's, and the API's costs. */
+interface Rounds {
+  readonly api: Round[];
+  readonly noop: Round[];
+  readonly costs: RoundCost[];
+  readonly noopCpuMs: number[];
+}
+
 async function hammer(url: string, headers: Record<string, string>, body: string, seconds: number): Promise<Round> {
   const result = await autocannon({ url, method: 'POST', headers, body, connections: CONNECTIONS, duration: seconds });
   return {
@@ -51,10 +59,63 @@ async function hammer(url: string, headers: Record<string, string>, body: string
   };
 }
 
+/** The median round's figures of one body (`suffix` '' or '_data'; `what` names the body in the labels). */
+function bodyFigures(r: Rounds, suffix: string, what: string): Figure[] {
+  return [
+    {
+      id: `rps${suffix}`,
+      label: `POST /v1/notifications${what} req/s, ${CONNECTIONS} conn`,
+      value: median(r.api.map((x) => x.rps)),
+      unit: '/s',
+      baseline: { label: 'trivial route', value: median(r.noop.map((x) => x.rps)) },
+      ratio: pairedRatio(
+        r.api.map((x) => x.rps),
+        r.noop.map((x) => x.rps),
+      ),
+      targets: [{ on: 'ratio', op: '>=', value: 0.5 }],
+    },
+    {
+      id: `p50${suffix}`,
+      label: `POST /v1/notifications${what} p50`,
+      value: median(r.api.map((x) => x.p50)),
+      unit: 'ms',
+      baseline: { label: 'trivial route', value: median(r.noop.map((x) => x.p50)) },
+    },
+    {
+      id: `p99${suffix}`,
+      label: `POST /v1/notifications${what} p99`,
+      value: median(r.api.map((x) => x.p99)),
+      unit: 'ms',
+      baseline: { label: 'trivial route', value: median(r.noop.map((x) => x.p99)) },
+      targets: [{ on: 'value', op: '<=', value: 50 }],
+    },
+    {
+      id: `api_cpu${suffix}`,
+      label: `API process CPU per POST${what}`,
+      value: median(r.costs.map((c) => c.apiCpuMs)),
+      unit: 'ms',
+      baseline: { label: 'trivial route', value: median(r.noopCpuMs) },
+    },
+    {
+      id: `pg_cpu${suffix}`,
+      label: `PostgreSQL backend CPU per POST${what}`,
+      value: median(r.costs.map((c) => c.postgresCpuMs)),
+      unit: 'ms',
+    },
+    {
+      id: `statements${suffix}`,
+      label: `enqueue statements (transactions) per POST${what} (group commit, NOTIFY_API_GROUP_COMMIT)`,
+      value: median(r.costs.map((c) => c.statements)),
+      unit: '',
+    },
+  ];
+}
+
 /**
  * POST /v1/notifications (bearer auth, body validation, enqueue with group commit) at 16 connections with autocannon, against a trivial route (parses the JSON, answers 202) on
  * the same app, server and process. The server runs in a child process; autocannon runs here.
- * Rounds alternate; each figure is the median round.
+ * Rounds alternate; each figure is the median round. Then the same with a body that carries
+ * `data` (template variables, as most callers send), against the trivial route given that body.
  */
 export const httpEnqueueScenario: Scenario = {
   name: 'http-enqueue',
@@ -91,96 +152,57 @@ export const httpEnqueueScenario: Scenario = {
       const base = `http://127.0.0.1:${port}`;
       const headers = { 'content-type': 'application/json', authorization: `Bearer ${key}` };
       const body = JSON.stringify({ channel: 'webhook', to: 'https://hooks.example.com/orders', body: 'Your order has shipped.' });
+      const withData = JSON.stringify({
+        channel: 'webhook',
+        to: 'https://hooks.example.com/orders',
+        body: 'Your order has shipped.',
+        data: { order: 'A-1042', items: ['book', 'pen'], total: 23.5 },
+      });
       const rounds = ctx.quick ? 1 : 3;
       const seconds = ctx.quick ? 2 : 8;
-      ctx.log(`http-enqueue: server on ${base}; ${rounds} rounds × ${seconds} s per route, ${CONNECTIONS} connections`);
-      await hammer(`${base}/bench/noop`, headers, body, 1);
-      await hammer(`${base}/v1/notifications`, headers, body, 1);
-      const api: Round[] = [];
-      const noop: Round[] = [];
-      const costs: RoundCost[] = [];
-      const noopCpuMs: number[] = [];
+      ctx.log(`http-enqueue: server on ${base}; ${rounds} rounds × ${seconds} s per route and body, ${CONNECTIONS} connections`);
       const parts = { service: server.pid, database: db.name, admin: statsPool };
-      for (let r = 0; r < rounds; r++) {
-        const order = r % 2 === 0 ? (['noop', 'api'] as const) : (['api', 'noop'] as const);
-        for (const which of order) {
-          const before = { cpu: await cpuSnapshot(parts), groups: await groupStats(server) };
-          const round = await hammer(`${base}${which === 'api' ? '/v1/notifications' : '/bench/noop'}`, headers, body, seconds);
-          if (which === 'noop') {
-            noopCpuMs.push(cpuPerUnit(before.cpu, await cpuSnapshot(parts), round.answered, os.availableParallelism()).serviceMs);
-          } else {
-            const groups = await groupStats(server);
-            const cpu = cpuPerUnit(
-              before.cpu,
-              await cpuSnapshot(parts),
-              groups.requests - before.groups.requests,
-              os.availableParallelism(),
-            );
-            costs.push({
-              apiCpuMs: cpu.serviceMs,
-              postgresCpuMs: cpu.postgresMs,
-              statements: (groups.statements - before.groups.statements) / Math.max(1, groups.requests - before.groups.requests),
-            });
+      const measure = async (payload: string): Promise<Rounds> => {
+        await hammer(`${base}/bench/noop`, headers, payload, 1);
+        await hammer(`${base}/v1/notifications`, headers, payload, 1);
+        const r: Rounds = { api: [], noop: [], costs: [], noopCpuMs: [] };
+        for (let i = 0; i < rounds; i++) {
+          const order = i % 2 === 0 ? (['noop', 'api'] as const) : (['api', 'noop'] as const);
+          for (const which of order) {
+            const before = { cpu: await cpuSnapshot(parts), groups: await groupStats(server) };
+            const round = await hammer(`${base}${which === 'api' ? '/v1/notifications' : '/bench/noop'}`, headers, payload, seconds);
+            if (which === 'noop') {
+              r.noopCpuMs.push(cpuPerUnit(before.cpu, await cpuSnapshot(parts), round.answered, os.availableParallelism()).serviceMs);
+            } else {
+              const groups = await groupStats(server);
+              const cpu = cpuPerUnit(
+                before.cpu,
+                await cpuSnapshot(parts),
+                groups.requests - before.groups.requests,
+                os.availableParallelism(),
+              );
+              r.costs.push({
+                apiCpuMs: cpu.serviceMs,
+                postgresCpuMs: cpu.postgresMs,
+                statements: (groups.statements - before.groups.statements) / Math.max(1, groups.requests - before.groups.requests),
+              });
+            }
+            if (round.non2xx > 0 || round.errors > 0) {
+              throw new Error(`${which}: ${round.non2xx} non-2xx responses and ${round.errors} errors; see ${server.logFile}`);
+            }
+            (which === 'api' ? r.api : r.noop).push(round);
           }
-          if (round.non2xx > 0 || round.errors > 0) {
-            throw new Error(`${which}: ${round.non2xx} non-2xx responses and ${round.errors} errors; see ${server.logFile}`);
-          }
-          (which === 'api' ? api : noop).push(round);
         }
-      }
+        return r;
+      };
+      const plain = await measure(body);
+      const data = await measure(withData);
       const peak = await server.stop();
-      const figures: Figure[] = [
-        {
-          id: 'rps',
-          label: `POST /v1/notifications req/s, ${CONNECTIONS} conn`,
-          value: median(api.map((r) => r.rps)),
-          unit: '/s',
-          baseline: { label: 'trivial route', value: median(noop.map((r) => r.rps)) },
-          ratio: pairedRatio(
-            api.map((r) => r.rps),
-            noop.map((r) => r.rps),
-          ),
-          targets: [{ on: 'ratio', op: '>=', value: 0.5 }],
-        },
-        {
-          id: 'p50',
-          label: 'POST /v1/notifications p50',
-          value: median(api.map((r) => r.p50)),
-          unit: 'ms',
-          baseline: { label: 'trivial route', value: median(noop.map((r) => r.p50)) },
-        },
-        {
-          id: 'p99',
-          label: 'POST /v1/notifications p99',
-          value: median(api.map((r) => r.p99)),
-          unit: 'ms',
-          baseline: { label: 'trivial route', value: median(noop.map((r) => r.p99)) },
-          targets: [{ on: 'value', op: '<=', value: 50 }],
-        },
-        {
-          id: 'api_cpu',
-          label: 'API process CPU per POST',
-          value: median(costs.map((c) => c.apiCpuMs)),
-          unit: 'ms',
-          baseline: { label: 'trivial route', value: median(noopCpuMs) },
-        },
-        {
-          id: 'pg_cpu',
-          label: 'PostgreSQL backend CPU per POST',
-          value: median(costs.map((c) => c.postgresCpuMs)),
-          unit: 'ms',
-        },
-        {
-          id: 'statements',
-          label: 'enqueue statements (transactions) per POST (group commit, NOTIFY_API_GROUP_COMMIT)',
-          value: median(costs.map((c) => c.statements)),
-          unit: '',
-        },
-      ];
+      const figures: Figure[] = [...bodyFigures(plain, '', ''), ...bodyFigures(data, '_data', ' with data')];
       return {
         figures,
         peakRss: { 'API server process': peak },
-        details: { connections: CONNECTIONS, seconds, api, noop, costs, noopCpuMs },
+        details: { connections: CONNECTIONS, seconds, ...plain, withData: data },
       };
     } finally {
       await server.stop();

@@ -24,6 +24,8 @@ export const ENQUEUE_VARIANTS = {
   noTrigger: 'enqueue() without the outbox NOTIFY trigger',
   /** notify_enqueue_item called directly: what other languages pay, and enqueue() for an intent off its plain path. */
   sqlFunction: 'notify_enqueue_item() (the SQL function)',
+  /** enqueue() of the same intent with `data` (template variables): its plain path too, since session 27. */
+  data: 'enqueue() of an intent with data',
 } as const;
 /** A variant name. */
 export type EnqueueVariant = keyof typeof ENQUEUE_VARIANTS;
@@ -70,6 +72,7 @@ const INTENT: NotificationIntent = {
 };
 
 const INTENT_JSON = JSON.stringify(INTENT);
+const DATA_INTENT: NotificationIntent = { ...INTENT, data: { order: 'A-1042', items: ['book', 'pen'], total: 23.5 } };
 const SQL_FUNCTION = 'SELECT (notify_enqueue_item($1::jsonb)).created';
 
 type Op = (client: pg.PoolClient) => Promise<void>;
@@ -167,6 +170,11 @@ async function run(input: EnqueueLoadInput): Promise<EnqueueLoadOutput> {
       await client.query('COMMIT');
     },
     noTrigger: enqueueOp,
+    data: async (client) => {
+      await client.query('BEGIN');
+      await enqueue(client, DATA_INTENT);
+      await client.query('COMMIT');
+    },
     sqlFunction: async (client) => {
       await client.query('BEGIN');
       await client.query({ name: 'bench_enqueue_item', text: SQL_FUNCTION, values: [INTENT_JSON] });
