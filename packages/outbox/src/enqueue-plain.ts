@@ -12,11 +12,13 @@ import type { NotificationIntent } from './model/intent.js';
 // rows with constant values at 0.59x a plain one-row INSERT and the function at 0.36x
 // (bench/enqueue-parts, BENCHMARKS.md "session 16"). So for the intent most callers pass inside
 // their own transaction (tenant_id, channel, to, body, optionally subject, traceparent and data;
-// no idempotency key, no delivery options, no template), enqueue() computes here exactly what
-// the function would write and sends the values. Everything else, valid or not, still goes to
-// notify_enqueue_item, which stays the only judge of refusals: `plainWrite` answers null unless
-// the intent passes 0270's plain-intent expression (the conjunction of every test the function
-// applies to such an intent), so it never accepts what the function refuses.
+// no idempotency key, delivery option, template, category, metadata or expiry), enqueue()
+// computes here exactly what the function would write and sends the values. Everything else,
+// valid or not, still goes to notify_enqueue_item, which stays the only judge of refusals:
+// `plainWrite` answers null unless the intent passes 0270's plain-intent expression (the
+// conjunction of every test the function applies to such an intent) and its data, if any, is an
+// object the function's own check (notify_intent_check: an object, nested less than 32 deep,
+// within the content limit) accepts, so it never accepts what the function refuses.
 // test/sql-enqueue/differential.test.ts holds the rows equal to the function's, byte for byte.
 //
 // One difference, documented in docs/sql-enqueue.md: without `options.now` the instants come
