@@ -1,8 +1,8 @@
 /**
  * jsonb's key order (PostgreSQL's jsonb stores an object's keys sorted so): shorter UTF-8 first,
- * then bytewise. For code that rebuilds a jsonb object in JavaScript and must keep the order the
- * database gives it (an object built in this order serialises as jsonb's text does, with `", "`
- * and `": "` aside).
+ * then bytewise. For code that rebuilds a jsonb object in JavaScript and must keep the order in
+ * which pg hands it over: an object built in this order enumerates its keys as JSON.parse of the
+ * column's text does (JavaScript puts integer-like keys first in both).
  */
 export function jsonbKeyOrder(a: string, b: string): number {
   if (ascii(a) && ascii(b)) return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
