@@ -205,7 +205,7 @@ export function plainWrite(intent: NotificationIntent, options: EnqueueOptions):
     id,
     createdAt,
     traceparent,
-    data: data === null ? null : jsonbOrdered(data.tree),
+    data: data === null ? null : data.stored,
     values: [
       id,
       tenantId,
@@ -226,10 +226,11 @@ export function plainWrite(intent: NotificationIntent, options: EnqueueOptions):
   };
 }
 
-/** `data` the plain path writes: its JSON text, that text parsed back, and the length of jsonb's text of it. */
+/** `data` the plain path writes: its JSON text, the value pg will read back, and the length of jsonb's text of it. */
 interface PlainData {
   readonly text: string;
-  readonly tree: Record<string, unknown>;
+  /** That text parsed, every object's keys in jsonb's order: what pg parses from the stored column. */
+  readonly stored: Record<string, unknown>;
   /** octet_length((intent -> 'data')::text): what the function counts towards the 64 KiB content limit. */
   readonly jsonbBytes: number;
 }
@@ -257,44 +258,41 @@ function plainData(data: unknown): PlainData | null {
     return null; // a BigInt or a cycle: the function's path names it
   }
   if (UNSTORABLE_ESCAPE.test(text)) return null;
-  const tree = JSON.parse(text) as Record<string, unknown>;
-  const spaces = jsonbSpaces(tree, 0);
-  return spaces < 0 ? null : { text, tree, jsonbBytes: bytes(text) + spaces };
+  const size = { spaces: 0 };
+  const stored = jsonbCopy(JSON.parse(text), 0, size) as Record<string, unknown> | undefined;
+  return stored === undefined ? null : { text, stored, jsonbBytes: bytes(text) + size.spaces };
 }
 
-/** The separators (`:` and `,`) in the JSON text of `value`, a JSON.parse result; -1 when plainData does not take it. */
-function jsonbSpaces(value: unknown, depth: number): number {
-  if (typeof value === 'number') return String(value).includes('e') ? -1 : 0;
-  if (value === null || typeof value !== 'object') return 0;
-  if (depth > PLAIN_DATA_DEPTH) return -1;
-  let spaces = 0;
-  let count = 0;
-  if (Array.isArray(value)) {
-    for (const item of value) {
-      const inner = jsonbSpaces(item, depth + 1);
-      if (inner < 0) return -1;
-      spaces += inner;
-      count++;
-    }
-  } else {
-    for (const key in value) {
-      if (key === '__proto__') return -1;
-      const inner = jsonbSpaces((value as Record<string, unknown>)[key], depth + 1);
-      if (inner < 0) return -1;
-      spaces += inner + 1; // after the key's ':'
-      count++;
-    }
-  }
-  return count > 1 ? spaces + count - 1 : spaces;
-}
-
-/** A JSON.parse result with every object's keys in jsonb's order: what pg parses from the stored column. */
-function jsonbOrdered<T>(value: T): T {
+/**
+ * One walk of `value`, a JSON.parse result: its copy with every object's keys in jsonb's order,
+ * adding to `size.spaces` the separators (`:` and `,`) of its JSON text, each of which jsonb's text
+ * follows with a space; undefined (never a JSON value) when plainData does not take it.
+ */
+function jsonbCopy(value: unknown, depth: number, size: { spaces: number }): unknown {
+  if (typeof value === 'number') return String(value).includes('e') ? undefined : value;
   if (value === null || typeof value !== 'object') return value;
-  if (Array.isArray(value)) return value.map(jsonbOrdered) as T;
+  if (depth > PLAIN_DATA_DEPTH) return undefined;
+  if (Array.isArray(value)) {
+    const out: unknown[] = [];
+    for (const item of value) {
+      const inner = jsonbCopy(item, depth + 1, size);
+      if (inner === undefined) return undefined;
+      out.push(inner);
+    }
+    if (out.length > 1) size.spaces += out.length - 1;
+    return out;
+  }
+  const keys = Object.keys(value).sort(jsonbKeyOrder);
   const out: Record<string, unknown> = {};
-  for (const key of Object.keys(value).sort(jsonbKeyOrder)) out[key] = jsonbOrdered((value as Record<string, unknown>)[key]);
-  return out as T;
+  for (const key of keys) {
+    if (key === '__proto__') return undefined;
+    const inner = jsonbCopy((value as Record<string, unknown>)[key], depth + 1, size);
+    if (inner === undefined) return undefined;
+    out[key] = inner;
+  }
+  // one ':' per key, and a ',' between two
+  if (keys.length > 0) size.spaces += 2 * keys.length - 1;
+  return out;
 }
 
 /** The writes of a batch whose every intent is plain, and PLAIN_BATCH_SQL's parameters. */
