@@ -11,6 +11,9 @@ import { sleep } from './stats.js';
  */
 const RECIPIENTS = 1_000;
 
+/** The template variables of an order notification: the `data` the enqueue and http-enqueue scenarios' data variants carry. */
+export const ORDER_DATA = { order: 'A-1042', items: ['book', 'pen'], total: 23.5 };
+
 /** The notification every end-to-end scenario sends: a small webhook to the local receiver, recipient `n mod RECIPIENTS`. */
 export function webhookIntent(receiverUrl: string, n: number): NotificationIntent {
   return {

@@ -4,6 +4,7 @@ import pg from 'pg';
 import { generateApiKey, hashApiKey } from '@notify/api';
 import { cpuPerUnit, cpuSnapshot } from '../lib/cpu-meter.js';
 import type { Figure } from '../lib/report.js';
+import { ORDER_DATA } from '../lib/load.js';
 import { type NodeChild, startNode } from '../lib/process.js';
 import { median, pairedRatio } from '../lib/stats.js';
 import type { Scenario } from './types.js';
@@ -151,13 +152,9 @@ export const httpEnqueueScenario: Scenario = {
       );
       const base = `http://127.0.0.1:${port}`;
       const headers = { 'content-type': 'application/json', authorization: `Bearer ${key}` };
-      const body = JSON.stringify({ channel: 'webhook', to: 'https://hooks.example.com/orders', body: 'Your order has shipped.' });
-      const withData = JSON.stringify({
-        channel: 'webhook',
-        to: 'https://hooks.example.com/orders',
-        body: 'Your order has shipped.',
-        data: { order: 'A-1042', items: ['book', 'pen'], total: 23.5 },
-      });
+      const request = { channel: 'webhook', to: 'https://hooks.example.com/orders', body: 'Your order has shipped.' };
+      const body = JSON.stringify(request);
+      const withData = JSON.stringify({ ...request, data: ORDER_DATA });
       const rounds = ctx.quick ? 1 : 3;
       const seconds = ctx.quick ? 2 : 8;
       ctx.log(`http-enqueue: server on ${base}; ${rounds} rounds × ${seconds} s per route and body, ${CONNECTIONS} connections`);

@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import pg from 'pg';
 import { type NotificationIntent, enqueue } from '@notify/outbox';
 import { createDb } from '@notify/runtime';
+import { ORDER_DATA } from '../lib/load.js';
 import { latencySummary, median } from '../lib/stats.js';
 import { workerMain } from '../lib/worker.js';
 
@@ -72,7 +73,7 @@ const INTENT: NotificationIntent = {
 };
 
 const INTENT_JSON = JSON.stringify(INTENT);
-const DATA_INTENT: NotificationIntent = { ...INTENT, data: { order: 'A-1042', items: ['book', 'pen'], total: 23.5 } };
+const DATA_INTENT: NotificationIntent = { ...INTENT, data: ORDER_DATA };
 const SQL_FUNCTION = 'SELECT (notify_enqueue_item($1::jsonb)).created';
 
 type Op = (client: pg.PoolClient) => Promise<void>;
@@ -148,11 +149,15 @@ async function run(input: EnqueueLoadInput): Promise<EnqueueLoadOutput> {
   const db = createDb({ connectionString: input.url, max: maxClients, applicationName: 'notify-bench-enqueue-kysely' });
   await pool.query(PLAIN_TABLE);
 
-  const enqueueOp: Op = async (client) => {
-    await client.query('BEGIN');
-    await enqueue(client, INTENT);
-    await client.query('COMMIT');
-  };
+  /** BEGIN; enqueue(client, intent); COMMIT. */
+  const enqueueOf =
+    (intent: NotificationIntent): Op =>
+    async (client) => {
+      await client.query('BEGIN');
+      await enqueue(client, intent);
+      await client.query('COMMIT');
+    };
+  const enqueueOp = enqueueOf(INTENT);
   const ops: Record<EnqueueVariant, Op> = {
     plain: async (client) => {
       await client.query('BEGIN');
@@ -170,11 +175,7 @@ async function run(input: EnqueueLoadInput): Promise<EnqueueLoadOutput> {
       await client.query('COMMIT');
     },
     noTrigger: enqueueOp,
-    data: async (client) => {
-      await client.query('BEGIN');
-      await enqueue(client, DATA_INTENT);
-      await client.query('COMMIT');
-    },
+    data: enqueueOf(DATA_INTENT),
     sqlFunction: async (client) => {
       await client.query('BEGIN');
       await client.query({ name: 'bench_enqueue_item', text: SQL_FUNCTION, values: [INTENT_JSON] });
