@@ -1,0 +1,124 @@
+// The shape of a backlog drain over time (session 28, BENCHMARKS.md): one `notify start` drains
+// N notifications queued before it started (cold), then N queued in one transaction (warm), as
+// the end-to-end scenario's drains do. Every 200 ms it prints the receiver's requests, the
+// attempts and sent notifications, the unpublished outbox rows (delivery requests, and the rest),
+// and the CPU over the interval of the service's main thread, of all its threads and of the whole
+// machine (`/proc`); after each drain, the CPU of each of the service's threads. What it answers:
+// which stage a slow stretch of the drain waits on, and whether anything is idle meanwhile.
+//   pnpm build && tsc -p bench/tsconfig.json && node bench/dist/drain-probe.js [N] [NAME=value ...]
+// NAME=value pairs go into the service's environment (e.g. NOTIFY_RELAY_LINGER_MS=0). Needs
+// PostgreSQL (DATABASE_URL) and Kafka (KAFKA_BROKERS, or the project's broker), as `pnpm bench`.
+import { readFileSync, readdirSync } from 'node:fs';
+import pg from 'pg';
+import { prefillAtOnce, prefillNotifications } from './lib/load.js';
+import { startReceiver } from './lib/receiver.js';
+import { startNotifyService } from './lib/service.js';
+import { createStack } from './lib/stack.js';
+import { sleep } from './lib/stats.js';
+
+const args = process.argv.slice(2);
+const count = Number(args.find((a) => /^\d+$/.test(a)) ?? 10_000);
+const env = Object.fromEntries(args.filter((a) => a.includes('=')).map((a) => [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)]));
+
+/** User + system clock ticks (1/100 s) of a thread, from its stat line (fields 14 and 15). */
+function threadTicks(pid: number, tid: string): number {
+  const raw = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+  const fields = raw.slice(raw.lastIndexOf(')') + 2).split(' ');
+  return Number(fields[11]) + Number(fields[12]);
+}
+
+/** Ticks of every live thread of `pid`, by thread id. */
+function perThread(pid: number): Map<string, number> {
+  const ticks = new Map<string, number>();
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      ticks.set(tid, threadTicks(pid, tid));
+    } catch {
+      // the thread ended between the listing and the read
+    }
+  }
+  return ticks;
+}
+
+/** Idle and total ticks of the machine (`/proc/stat`, first line). */
+function machineTicks(): { idle: number; total: number } {
+  const f = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+  return { idle: f[3]! + f[4]!, total: f.reduce((a, b) => a + b, 0) };
+}
+
+const sum = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);
+
+const stack = await createStack(process.env, () => {});
+const receiver = await startReceiver();
+const db = await stack.freshDatabase('drain_probe');
+const pool = new pg.Pool({ connectionString: db.url, max: 2 });
+pool.on('error', () => {});
+try {
+  await prefillNotifications(db.url, count, receiver.url);
+  receiver.reset();
+  const service = await startNotifyService({
+    name: 'drain-probe',
+    databaseUrl: db.url,
+    brokers: await stack.kafkaBrokers(),
+    topicPrefix: stack.topicPrefix('drain-probe'),
+    env,
+  });
+  const pid = service.child.pid;
+  try {
+    const watch = async (label: string, offset: number) => {
+      const start = performance.now();
+      let before = { main: threadTicks(pid, String(pid)), all: sum(perThread(pid)), machine: machineTicks(), at: start };
+      const threadsBefore = perThread(pid);
+      console.log(`== ${label}: ms since start, CPU over the interval (% of one core; machine: % of all), progress`);
+      for (;;) {
+        const { rows } = await pool.query<{ sent: number; attempts: number; requests: number; other: number }>(
+          `SELECT (SELECT count(*) FROM notifications WHERE state = 'sent')::int - $1 AS sent,
+                  (SELECT count(*) FROM attempts)::int - $1 AS attempts,
+                  (SELECT count(*) FROM outbox WHERE topic = 'requests')::int AS requests,
+                  (SELECT count(*) FROM outbox WHERE topic <> 'requests')::int AS other`,
+          [offset],
+        );
+        const now = { main: threadTicks(pid, String(pid)), all: sum(perThread(pid)), machine: machineTicks(), at: performance.now() };
+        const ticks = (now.at - before.at) / 10;
+        const busy = 100 - ((now.machine.idle - before.machine.idle) / (now.machine.total - before.machine.total)) * 100;
+        const x = rows[0]!;
+        console.log(
+          [
+            Math.round(now.at - start),
+            `main ${Math.round(((now.main - before.main) / ticks) * 100)}%`,
+            `threads ${Math.round(((now.all - before.all) / ticks) * 100)}%`,
+            `machine ${Math.round(busy)}%`,
+            `received ${receiver.requests()}`,
+            `attempts ${x.attempts}`,
+            `sent ${x.sent}`,
+            `unpublished requests ${x.requests}, other ${x.other}`,
+          ].join('\t'),
+        );
+        before = now;
+        if (x.sent >= count) break;
+        await sleep(200);
+      }
+      const after = perThread(pid);
+      const spent = [...after].map(
+        ([tid, t]) => [tid === String(pid) ? 'main' : `thread ${tid}`, (t - (threadsBefore.get(tid) ?? 0)) * 10] as const,
+      );
+      console.log(
+        `${label} CPU by thread: ${spent
+          .filter(([, ms]) => ms > 0)
+          .map(([name, ms]) => `${name} ${ms} ms`)
+          .join(', ')}`,
+      );
+    };
+    await watch('cold', 0);
+    receiver.reset();
+    await prefillAtOnce(db.url, count, receiver.url, count);
+    await watch('warm', count);
+  } finally {
+    await service.child.stop();
+  }
+} finally {
+  await pool.end();
+  await receiver.close();
+  await db.drop();
+  await stack.cleanup();
+}

@@ -1,0 +1,94 @@
+// p99 commit → delivery at one offered rate, service settings side by side (session 28,
+// BENCHMARKS.md): more windows of one rate than `pnpm bench end-to-end` gives, for a setting whose
+// effect is small against the spread of one window. Each pair runs every setting once, in
+// alternating order; each run gets a fresh database and `notify start`, a 3-s warm-up window,
+// then one measured window from bench/workers/latency-load.ts (the end-to-end scenario's load:
+// its own process, 32 connections, `BEGIN; enqueue(); COMMIT`).
+//   pnpm build && tsc -p bench/tsconfig.json && node bench/dist/p99-probe.js \
+//     [--rate 500] [--window-ms 10000] [--pairs 4] [--profile DIR] SETTING SETTING ...
+// A SETTING is `default` or comma-separated NAME=value pairs for the service's environment, e.g.
+// `default NOTIFY_RELAY_ORDER_WAIT_MS=0`. `--profile DIR` runs each service with `--cpu-prof`.
+import { startReceiver } from './lib/receiver.js';
+import { startNotifyService } from './lib/service.js';
+import { createStack } from './lib/stack.js';
+import { latencySummary, median, waitUntil } from './lib/stats.js';
+import { runWorker } from './lib/worker.js';
+import type { LatencyLoadInput, LatencyLoadOutput } from './workers/latency-load.js';
+
+const args = process.argv.slice(2);
+const option = (name: string, fallback: string) => {
+  const at = args.indexOf(name);
+  if (at < 0) return fallback;
+  const value = args[at + 1];
+  if (value === undefined) throw new Error(`${name} needs a value`);
+  args.splice(at, 2);
+  return value;
+};
+const rate = Number(option('--rate', '500'));
+const windowMs = Number(option('--window-ms', '10000'));
+const pairs = Number(option('--pairs', '4'));
+const profileDir = option('--profile', '');
+const settings = (args.length > 0 ? args : ['default']).map((s) => ({
+  name: s,
+  env: s === 'default' ? {} : Object.fromEntries(s.split(',').map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)])),
+}));
+
+const stack = await createStack(process.env, () => {});
+const receiver = await startReceiver();
+const brokers = await stack.kafkaBrokers();
+
+/** One window at `rate` for `ms`: commit → first arrival of each notification (undelivered ones count with the time waited). */
+async function window(url: string, ms: number) {
+  receiver.reset();
+  const { output } = await runWorker<LatencyLoadInput, LatencyLoadOutput>(
+    'p99-probe-load',
+    'bench/workers/latency-load.ts',
+    { system: 'notify', url, rate, durationMs: ms, receiverUrl: receiver.url, maxInFlight: 128 },
+    { timeoutMs: ms + 120_000 },
+  );
+  const committed = output.committed.map(([id, wall]) => [id, wall - performance.timeOrigin] as const);
+  await waitUntil(() => committed.every(([id]) => receiver.firstDelivered.has(id)), {
+    timeoutMs: 30_000,
+    intervalMs: 100,
+    message: 'every notification of the window to arrive',
+  }).catch(() => {});
+  const gaveUpAt = performance.now();
+  return {
+    latency: latencySummary(committed.map(([id, at]) => (receiver.firstDelivered.get(id) ?? gaveUpAt) - at)),
+    offered: output.offered,
+  };
+}
+
+const p99s = new Map<string, number[]>(settings.map((s) => [s.name, []]));
+try {
+  for (let pair = 0; pair < pairs; pair++) {
+    for (const setting of pair % 2 === 0 ? settings : [...settings].reverse()) {
+      const db = await stack.freshDatabase('p99_probe');
+      const service = await startNotifyService({
+        name: `p99-probe-${pair}`,
+        databaseUrl: db.url,
+        brokers,
+        topicPrefix: stack.topicPrefix(`p99-probe-${pair}-${p99s.get(setting.name)!.length}`),
+        env: setting.env,
+        cpuProfDir: profileDir || undefined,
+      });
+      try {
+        await window(db.url, 3_000);
+        const { latency, offered } = await window(db.url, windowMs);
+        p99s.get(setting.name)!.push(latency.p99);
+        console.log(
+          `${new Date().toISOString().slice(11, 19)} ${setting.name}: p50 ${latency.p50.toFixed(0)} ms, p99 ${latency.p99.toFixed(0)} ms, ` +
+            `${latency.count} notifications, offered ${offered.achievedRate.toFixed(0)}/s`,
+        );
+      } finally {
+        await service.child.stop();
+        await db.drop();
+      }
+    }
+  }
+  for (const [name, values] of p99s)
+    console.log(`${name}: p99 ${values.map((v) => v.toFixed(0)).join(', ')} ms; median ${median(values).toFixed(0)} ms`);
+} finally {
+  await receiver.close();
+  await stack.cleanup();
+}
