@@ -96,6 +96,7 @@ try {
         );
         before = now;
         if (x.sent >= count) break;
+        if (now.at - start > 600_000) throw new Error(`the ${label} drain did not finish in 10 minutes: ${x.sent} of ${count} sent`);
         await sleep(200);
       }
       const after = perThread(pid);
