@@ -10,6 +10,7 @@
 // PostgreSQL (DATABASE_URL) and Kafka (KAFKA_BROKERS, or the project's broker), as `pnpm bench`.
 import { readFileSync, readdirSync } from 'node:fs';
 import pg from 'pg';
+import { statCpuMs } from './lib/cpu-meter.js';
 import { prefillAtOnce, prefillNotifications } from './lib/load.js';
 import { startReceiver } from './lib/receiver.js';
 import { startNotifyService } from './lib/service.js';
@@ -20,24 +21,17 @@ const args = process.argv.slice(2);
 const count = Number(args.find((a) => /^\d+$/.test(a)) ?? 10_000);
 const env = Object.fromEntries(args.filter((a) => a.includes('=')).map((a) => [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)]));
 
-/** User + system clock ticks (1/100 s) of a thread, from its stat line (fields 14 and 15). */
-function threadTicks(pid: number, tid: string): number {
-  const raw = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-  const fields = raw.slice(raw.lastIndexOf(')') + 2).split(' ');
-  return Number(fields[11]) + Number(fields[12]);
-}
+/** CPU ms of one thread of `pid` (NaN once it is gone). */
+const threadCpuMs = (pid: number, tid: string): number => statCpuMs(`/proc/${pid}/task/${tid}/stat`) ?? Number.NaN;
 
-/** Ticks of every live thread of `pid`, by thread id. */
+/** CPU ms of every live thread of `pid`, by thread id (one that ended since the listing is left out). */
 function perThread(pid: number): Map<string, number> {
-  const ticks = new Map<string, number>();
+  const ms = new Map<string, number>();
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      ticks.set(tid, threadTicks(pid, tid));
-    } catch {
-      // the thread ended between the listing and the read
-    }
+    const spent = threadCpuMs(pid, tid);
+    if (!Number.isNaN(spent)) ms.set(tid, spent);
   }
-  return ticks;
+  return ms;
 }
 
 /** Idle and total ticks of the machine (`/proc/stat`, first line). */
@@ -67,7 +61,7 @@ try {
   try {
     const watch = async (label: string, offset: number) => {
       const start = performance.now();
-      let before = { main: threadTicks(pid, String(pid)), all: sum(perThread(pid)), machine: machineTicks(), at: start };
+      let before = { main: threadCpuMs(pid, String(pid)), all: sum(perThread(pid)), machine: machineTicks(), at: start };
       const threadsBefore = perThread(pid);
       console.log(`== ${label}: ms since start, CPU over the interval (% of one core; machine: % of all), progress`);
       for (;;) {
@@ -78,15 +72,15 @@ try {
                   (SELECT count(*) FROM outbox WHERE topic <> 'requests')::int AS other`,
           [offset],
         );
-        const now = { main: threadTicks(pid, String(pid)), all: sum(perThread(pid)), machine: machineTicks(), at: performance.now() };
-        const ticks = (now.at - before.at) / 10;
+        const now = { main: threadCpuMs(pid, String(pid)), all: sum(perThread(pid)), machine: machineTicks(), at: performance.now() };
+        const elapsedMs = now.at - before.at;
         const busy = 100 - ((now.machine.idle - before.machine.idle) / (now.machine.total - before.machine.total)) * 100;
         const x = rows[0]!;
         console.log(
           [
             Math.round(now.at - start),
-            `main ${Math.round(((now.main - before.main) / ticks) * 100)}%`,
-            `threads ${Math.round(((now.all - before.all) / ticks) * 100)}%`,
+            `main ${Math.round(((now.main - before.main) / elapsedMs) * 100)}%`,
+            `threads ${Math.round(((now.all - before.all) / elapsedMs) * 100)}%`,
             `machine ${Math.round(busy)}%`,
             `received ${receiver.requests()}`,
             `attempts ${x.attempts}`,
@@ -101,7 +95,7 @@ try {
       }
       const after = perThread(pid);
       const spent = [...after].map(
-        ([tid, t]) => [tid === String(pid) ? 'main' : `thread ${tid}`, (t - (threadsBefore.get(tid) ?? 0)) * 10] as const,
+        ([tid, t]) => [tid === String(pid) ? 'main' : `thread ${tid}`, Math.round(t - (threadsBefore.get(tid) ?? 0))] as const,
       );
       console.log(
         `${label} CPU by thread: ${spent

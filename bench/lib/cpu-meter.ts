@@ -5,10 +5,13 @@ import { ROOT } from './process.js';
 
 const TICKS_PER_SECOND = 100; // Linux USER_HZ
 
-/** utime + stime of a process in milliseconds, or undefined when it cannot be read (gone, or on another host). */
-function processCpuMs(pid: number): number | undefined {
+/**
+ * utime + stime in milliseconds from a `stat` file (`/proc/<pid>/stat`, or a thread's
+ * `/proc/<pid>/task/<tid>/stat`), or undefined when it cannot be read (gone, or on another host).
+ */
+export function statCpuMs(file: string): number | undefined {
   try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    const fields = readFileSync(file, 'utf8')
       .replace(/^.*\) /, '')
       .split(' ');
     return ((Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND) * 1000;
@@ -16,6 +19,9 @@ function processCpuMs(pid: number): number | undefined {
     return undefined;
   }
 }
+
+/** utime + stime of a process in milliseconds, or undefined when it cannot be read. */
+const processCpuMs = (pid: number): number | undefined => statCpuMs(`/proc/${pid}/stat`);
 
 /** The pid of the broker scripts/kafka.mjs started, if it runs here. */
 function kafkaBrokerPid(): number | undefined {

@@ -162,7 +162,7 @@ export async function latencyAtRate(
  * Waits for every committed id to arrive and summarises commit → first arrival. `committed` holds
  * commit instants on this process's performance.now() clock, as the receiver's arrivals are.
  */
-async function arrivals(receiver: Receiver, committed: ReadonlyMap<string, number>, waitMs = 30_000) {
+export async function arrivals(receiver: Receiver, committed: ReadonlyMap<string, number>, waitMs = 30_000) {
   await waitUntil(() => [...committed.keys()].every((id) => receiver.firstDelivered.has(id)), {
     timeoutMs: waitMs,
     intervalMs: 100,
