@@ -163,7 +163,7 @@ const urlHost = fc.oneof(
 );
 
 const webhook = field(
-  fc.constantFrom('https://hooks.example.com/in', 'http://example.org/x?y=1', 'https://127.0.0.1:8443/h'),
+  fc.constantFrom('https://hooks.example.com/in', 'http://example.org/x?y=1', 'https://127.0.0.1:8443/h', 'http://127.0.0.1:40247/7'),
   fc
     .record({
       lead: fc.constantFrom('', '', '', ' ', '\t', '\u0001'),
@@ -188,7 +188,26 @@ const webhook = field(
       slashes: fc.constantFrom('//', '//', '//', '/', '', '///', '\\\\', '/\\'),
       userinfo: fc.constantFrom('', '', '', '', 'user@', 'user:pw@', ':@', ':pw@', 'u:@', '@', '@@', 'a@b@', 'us%20er@', '::@'),
       host: urlHost,
-      port: fc.constantFrom('', '', '', ':80', ':', ':65535', ':65536', ':0080', ':x', ':99999999', ':8080', ':00000000065535'),
+      port: fc.constantFrom(
+        '',
+        '',
+        '',
+        ':80',
+        ':',
+        ':65535',
+        ':65536',
+        ':0080',
+        ':x',
+        ':99999999',
+        ':8080',
+        ':00000000065535',
+        ':10000',
+        ':40247',
+        ':65529',
+        ':65540',
+        ':70000',
+        ':09999',
+      ),
       path: fc.constantFrom('', '/', '/hook', '/a b', '?q=1', '#frag', '/\\x', '/in/orders?x=1&y=%20', '/é'),
       trail: fc.constantFrom('', '', ' ', '\n'),
     })

@@ -110,10 +110,11 @@ const PLAIN_DATA_DEPTH = 16;
 const SPACELESS = '[^\\t\\n\\v\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff@<>()[\\]\\\\,;:"]+';
 const EMAIL = new RegExp(`^${SPACELESS}@${SPACELESS}\\.${SPACELESS}$`);
 const SMS = /^\+[1-9][0-9]{6,14}$/;
-// notify_webhook_url_plain() (0160): every URL it matches notify_webhook_url_problem accepts. In
-// JavaScript `.` stops at line terminators, where PostgreSQL's does not: this one matches fewer.
+// notify_webhook_url_plain() (0160, its port up to 65535 since 0300): every URL it matches
+// notify_webhook_url_problem accepts. In JavaScript `.` stops at line terminators, where
+// PostgreSQL's does not: this one matches fewer.
 const WEBHOOK_PLAIN =
-  /^https?:\/\/(?:(?:[A-Za-z0-9-]+\.)*[A-Za-z][A-Za-z0-9-]*\.?|(?:(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\.){3}(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9]))(?::[0-9]{1,4})?(?:[/?#].*)?$/;
+  /^https?:\/\/(?:(?:[A-Za-z0-9-]+\.)*[A-Za-z][A-Za-z0-9-]*\.?|(?:(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\.){3}(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9]))(?::(?:[0-9]{1,4}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?(?:[/?#].*)?$/;
 // The W3C form notify_enqueue_item keeps; anything else is dropped.
 const TRACEPARENT = /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
 const MAX_INT4 = 2_147_483_647;

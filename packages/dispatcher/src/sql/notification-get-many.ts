@@ -1,4 +1,4 @@
-import type { Notification, SqlExecutor } from '@notify/outbox';
+import { type Notification, prepared, type SqlExecutor } from '@notify/outbox';
 import type { SuppressionRecord } from '../content/sql/suppression-match.js';
 
 /** Parameters of `notificationGetMany`. */
@@ -46,8 +46,12 @@ export interface DeliveryRow extends DeliveryNotification {
 // (email: trimmed, lower-cased), which agrees with it exactly only for a recipient of printable
 // ASCII without surrounding spaces (`lower` under "C" folds A-Z only, like `toLowerCase` on ASCII):
 // for any other recipient `deliveryOptOut` says "not checked" and the content preparer checks on
-// its own.
-const SQL = `SELECT n.id, n.tenant_id, n.channel, n.recipient, n.subject, n.body, n.template, n.template_version, n.data,
+// its own. A hot statement (one per group of starting deliveries: under a steady trickle, one per
+// notification): parsed and planned once per connection (`prepared`); it names its columns, so a
+// migration adding one does not change its result.
+const SQL = prepared(
+  'dispatcher_notification_read_v1',
+  `SELECT n.id, n.tenant_id, n.channel, n.recipient, n.subject, n.body, n.template, n.template_version, n.data,
        n.category, n.metadata, n.state, n.attempts, n.max_attempts, n.expires_at, n.traceparent, n.created_at, n.ordering,
        s.category AS opt_out_category, s.reason AS opt_out_reason, s.created_at AS opt_out_created_at
   FROM notifications n
@@ -60,7 +64,8 @@ const SQL = `SELECT n.id, n.tenant_id, n.channel, n.recipient, n.subject, n.body
      ORDER BY (category = '*') DESC
      LIMIT 1
   ) AS s ON true
- WHERE n.id = ANY($1::text[])`;
+ WHERE n.id = ANY($1::text[])`,
+);
 
 /**
  * The notifications with these ids, one entry per id in the order given (undefined where there

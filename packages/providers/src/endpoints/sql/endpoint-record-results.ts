@@ -1,4 +1,4 @@
-import type { SqlExecutor } from '@notify/outbox';
+import { prepared, type SqlExecutor } from '@notify/outbox';
 import type { EndpointState, EndpointTarget } from '../endpoint.js';
 
 /** What one dispatcher saw of one endpoint since its last write: the answers, summed up in order. */
@@ -99,82 +99,87 @@ async function createMissing(db: SqlExecutor, rs: readonly EndpointResultSummary
   );
 }
 
+// The health update: one per dispatcher write (every 50 ms while any endpoint is answered, at
+// a steady trickle one per few notifications), so parsed and planned once per connection
+// (`prepared`). It returns named columns only, so a migration adding one does not change its result.
+const UPDATE_HEALTH_SQL = prepared(
+  'endpoint_record_health_v1',
+  `WITH i AS (
+     SELECT * FROM unnest($1::text[], $2::bool[], $3::int[], $4::timestamptz[], $5::timestamptz[], $6::timestamptz[], $7::text[],
+                          $12::int[], $13::int[])
+              AS i(id, succeeded, failures, first_failure_at, last_failure_at, last_success_at, code, answers, failed)
+   ), d AS (
+     SELECT i.*, e.state AS old_state, e.consecutive_failures, e.failing_since,
+            -- the row's counts decayed to now: exp(-Δt/τ), capped at Δt = 50 τ (float8 exp underflows
+            -- below e^-745); a row never counted has none
+            CASE WHEN e.health_at IS NULL THEN 0
+                 ELSE exp(-least(50, greatest(0, extract(epoch FROM $8::timestamptz - e.health_at)::float8 * 1000 / $14::float8))) END AS w,
+            e.health_attempts, e.health_failures
+       FROM endpoints e JOIN i ON i.id = e.id
+      ORDER BY e.id
+        FOR UPDATE OF e
+   ), c AS (
+     SELECT d.id, d.old_state, d.code, d.last_failure_at, d.last_success_at,
+            d.health_attempts * d.w + d.answers AS ha,
+            d.health_failures * d.w + d.failed AS hf,
+            CASE WHEN d.succeeded THEN d.failures ELSE d.consecutive_failures + d.failures END AS nf,
+            CASE WHEN d.failures = 0 AND d.succeeded THEN NULL
+                 WHEN d.succeeded OR d.failing_since IS NULL THEN d.first_failure_at
+                 ELSE d.failing_since END AS fs
+       FROM d
+   ), s AS (
+     SELECT c.*,
+            CASE WHEN c.old_state = 'disabled' THEN 'disabled'
+                 WHEN c.fs IS NOT NULL AND c.nf > 0 AND c.fs <= $8::timestamptz - $11 * interval '1 millisecond' THEN 'disabled'
+                 WHEN c.nf = 0 THEN 'ok'
+                 WHEN c.old_state = 'open' THEN 'open'
+                 WHEN c.nf >= $9 AND c.hf >= $15::float8 * c.ha THEN 'open'
+                 ELSE 'ok' END AS ns
+       FROM c
+   )
+   UPDATE endpoints e
+      SET consecutive_failures = s.nf,
+          health_attempts = s.ha,
+          health_failures = s.hf,
+          health_at = $8,
+          failing_since = s.fs,
+          last_error_code = coalesce(s.code, e.last_error_code),
+          last_failure_at = greatest(e.last_failure_at, s.last_failure_at),
+          last_success_at = greatest(e.last_success_at, s.last_success_at),
+          state = s.ns,
+          opened_at = CASE WHEN s.ns = 'open' THEN coalesce(e.opened_at, $8) END,
+          probe_at = CASE WHEN s.ns <> 'open' THEN NULL
+                          WHEN s.old_state = 'open' THEN e.probe_at
+                          ELSE $8::timestamptz + $10 * interval '1 millisecond' END,
+          disabled_at = CASE WHEN s.ns = 'disabled' THEN coalesce(e.disabled_at, $8) END,
+          disabled_by = CASE WHEN s.ns = 'disabled' THEN coalesce(e.disabled_by, 'auto') END,
+          updated_at = $8
+     FROM s
+    WHERE e.id = s.id
+   RETURNING e.id, e.state, e.probe_at`,
+);
+
 async function updateHealth(
   db: SqlExecutor,
   rs: readonly EndpointResultSummary[],
   params: EndpointRecordResultsParams,
 ): Promise<{ readonly id: string; readonly state: EndpointState; readonly probe_at: Date | null }[]> {
-  const { rows } = await db.query<{ id: string; state: EndpointState; probe_at: Date | null }>(
-    `WITH i AS (
-       SELECT * FROM unnest($1::text[], $2::bool[], $3::int[], $4::timestamptz[], $5::timestamptz[], $6::timestamptz[], $7::text[],
-                            $12::int[], $13::int[])
-                AS i(id, succeeded, failures, first_failure_at, last_failure_at, last_success_at, code, answers, failed)
-     ), d AS (
-       SELECT i.*, e.state AS old_state, e.consecutive_failures, e.failing_since,
-              -- the row's counts decayed to now: exp(-Δt/τ), capped at Δt = 50 τ (float8 exp underflows
-              -- below e^-745); a row never counted has none
-              CASE WHEN e.health_at IS NULL THEN 0
-                   ELSE exp(-least(50, greatest(0, extract(epoch FROM $8::timestamptz - e.health_at)::float8 * 1000 / $14::float8))) END AS w,
-              e.health_attempts, e.health_failures
-         FROM endpoints e JOIN i ON i.id = e.id
-        ORDER BY e.id
-          FOR UPDATE OF e
-     ), c AS (
-       SELECT d.id, d.old_state, d.code, d.last_failure_at, d.last_success_at,
-              d.health_attempts * d.w + d.answers AS ha,
-              d.health_failures * d.w + d.failed AS hf,
-              CASE WHEN d.succeeded THEN d.failures ELSE d.consecutive_failures + d.failures END AS nf,
-              CASE WHEN d.failures = 0 AND d.succeeded THEN NULL
-                   WHEN d.succeeded OR d.failing_since IS NULL THEN d.first_failure_at
-                   ELSE d.failing_since END AS fs
-         FROM d
-     ), s AS (
-       SELECT c.*,
-              CASE WHEN c.old_state = 'disabled' THEN 'disabled'
-                   WHEN c.fs IS NOT NULL AND c.nf > 0 AND c.fs <= $8::timestamptz - $11 * interval '1 millisecond' THEN 'disabled'
-                   WHEN c.nf = 0 THEN 'ok'
-                   WHEN c.old_state = 'open' THEN 'open'
-                   WHEN c.nf >= $9 AND c.hf >= $15::float8 * c.ha THEN 'open'
-                   ELSE 'ok' END AS ns
-         FROM c
-     )
-     UPDATE endpoints e
-        SET consecutive_failures = s.nf,
-            health_attempts = s.ha,
-            health_failures = s.hf,
-            health_at = $8,
-            failing_since = s.fs,
-            last_error_code = coalesce(s.code, e.last_error_code),
-            last_failure_at = greatest(e.last_failure_at, s.last_failure_at),
-            last_success_at = greatest(e.last_success_at, s.last_success_at),
-            state = s.ns,
-            opened_at = CASE WHEN s.ns = 'open' THEN coalesce(e.opened_at, $8) END,
-            probe_at = CASE WHEN s.ns <> 'open' THEN NULL
-                            WHEN s.old_state = 'open' THEN e.probe_at
-                            ELSE $8::timestamptz + $10 * interval '1 millisecond' END,
-            disabled_at = CASE WHEN s.ns = 'disabled' THEN coalesce(e.disabled_at, $8) END,
-            disabled_by = CASE WHEN s.ns = 'disabled' THEN coalesce(e.disabled_by, 'auto') END,
-            updated_at = $8
-       FROM s
-      WHERE e.id = s.id
-     RETURNING e.id, e.state, e.probe_at`,
-    [
-      rs.map((r) => r.id),
-      rs.map((r) => r.succeeded),
-      rs.map((r) => r.failures),
-      rs.map((r) => r.firstFailureAt),
-      rs.map((r) => r.lastFailureAt),
-      rs.map((r) => r.lastSuccessAt),
-      rs.map((r) => r.lastErrorCode),
-      params.now,
-      params.failureThreshold,
-      params.cooldownMs,
-      params.disableAfterMs,
-      rs.map((r) => r.answers),
-      rs.map((r) => r.failed),
-      HEALTH_DECAY_MS,
-      params.failureRatio,
-    ],
-  );
+  const { rows } = await db.query<{ id: string; state: EndpointState; probe_at: Date | null }>(UPDATE_HEALTH_SQL, [
+    rs.map((r) => r.id),
+    rs.map((r) => r.succeeded),
+    rs.map((r) => r.failures),
+    rs.map((r) => r.firstFailureAt),
+    rs.map((r) => r.lastFailureAt),
+    rs.map((r) => r.lastSuccessAt),
+    rs.map((r) => r.lastErrorCode),
+    params.now,
+    params.failureThreshold,
+    params.cooldownMs,
+    params.disableAfterMs,
+    rs.map((r) => r.answers),
+    rs.map((r) => r.failed),
+    HEALTH_DECAY_MS,
+    params.failureRatio,
+  ]);
   return rows;
 }
