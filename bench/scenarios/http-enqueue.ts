@@ -138,6 +138,7 @@ export const httpEnqueueScenario: Scenario = {
       await admin.end();
     }
     const statsPool = new pg.Pool({ connectionString: db.url, max: 1 });
+    statsPool.on('error', () => {}); // as batch-enqueue's pool
     const server = startNode({
       name: 'http-api',
       script: 'bench/servers/http-api.ts',

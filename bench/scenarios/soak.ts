@@ -80,6 +80,7 @@ export const soakScenario: Scenario = {
         const lat = latencySummary(latencies);
         const peak = await service.child.stop();
         const pool = new pg.Pool({ connectionString: db.url, max: 1 });
+        pool.on('error', () => {}); // as batch-enqueue's pool
         const stages = await stageBreakdown(pool, receiver.firstDelivered, [...committed.keys()]).finally(() => pool.end());
         const label = ctx.quick ? `quick mode: ${durationMs / 1000} s soak, not 5 minutes` : undefined;
         const figures: Figure[] = [
