@@ -9,11 +9,11 @@
 // NAME=value pairs go into the service's environment (e.g. NOTIFY_RELAY_LINGER_MS=0). Needs
 // PostgreSQL (DATABASE_URL) and Kafka (KAFKA_BROKERS, or the project's broker), as `pnpm bench`.
 import { readFileSync, readdirSync } from 'node:fs';
-import pg from 'pg';
 import { statCpuMs } from './lib/cpu-meter.js';
 import { prefillAtOnce, prefillNotifications } from './lib/load.js';
 import { startReceiver } from './lib/receiver.js';
 import { startNotifyService } from './lib/service.js';
+import { benchPool } from './lib/pool.js';
 import { createStack } from './lib/stack.js';
 import { sleep } from './lib/stats.js';
 
@@ -45,8 +45,7 @@ const sum = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 
 const stack = await createStack(process.env, () => {});
 const receiver = await startReceiver();
 const db = await stack.freshDatabase('drain_probe');
-const pool = new pg.Pool({ connectionString: db.url, max: 2 });
-pool.on('error', () => {});
+const pool = benchPool(db.url, 2);
 try {
   await prefillNotifications(db.url, count, receiver.url);
   receiver.reset();

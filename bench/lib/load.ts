@@ -3,6 +3,7 @@ import pg from 'pg';
 import { type NotificationIntent, enqueue, enqueueMany, fromPgClient } from '@notify/outbox';
 import type { BenchJob } from '../workers/pgboss-worker.js';
 import { sleep } from './stats.js';
+import { benchPool } from './pool.js';
 
 /**
  * Distinct recipients the end-to-end workloads spread over. Notifications of one recipient are
@@ -55,8 +56,7 @@ export async function prefillNotifications(
   const intent = options.intent ?? webhookIntent;
   const clients = options.clients ?? 4;
   const perTx = options.perTx ?? 200;
-  const pool = new pg.Pool({ connectionString: url, max: clients, application_name: 'notify-bench-prefill' });
-  pool.on('error', () => {});
+  const pool = benchPool(url, clients, 'notify-bench-prefill');
   const ids: string[] = [];
   let next = 0;
   try {
@@ -157,8 +157,7 @@ export async function offerAtRate(options: {
 
 /** A pg pool for single-row business transactions: BEGIN; enqueue; COMMIT. Records the commit instant. */
 export function createEnqueuer(url: string, clients: number) {
-  const pool = new pg.Pool({ connectionString: url, max: clients, application_name: 'notify-bench-loader' });
-  pool.on('error', () => {});
+  const pool = benchPool(url, clients, 'notify-bench-loader');
   const guarded = new WeakSet<pg.PoolClient>();
   return {
     /** Enqueues one notification in its own transaction; resolves with its id and performance.now() right after COMMIT returned. */

@@ -1,8 +1,8 @@
-import pg from 'pg';
 import { enqueue, enqueueMany, fromPgClient, type NotificationIntent } from '@notify/outbox';
 import type { Figure } from '../lib/report.js';
 import { median, pairedRatio } from '../lib/stats.js';
 import type { Scenario } from './types.js';
+import { benchPool } from '../lib/pool.js';
 
 const CLIENTS = 4;
 const BATCH = 100;
@@ -21,10 +21,7 @@ export const batchEnqueueScenario: Scenario = {
   needsKafka: false,
   async run(ctx) {
     const db = await ctx.stack.freshDatabase('batch_enqueue');
-    const pool = new pg.Pool({ connectionString: db.url, max: CLIENTS });
-    // pool.end() can resolve before an idle client's connection closed; the database's DROP … WITH
-    // (FORCE) then terminates it, and the pool re-emits that error: without a listener it ends the run.
-    pool.on('error', () => {});
+    const pool = benchPool(db.url, CLIENTS);
     try {
       const rounds = ctx.quick ? 2 : 3;
       const roundMs = ctx.quick ? 700 : 3_000;

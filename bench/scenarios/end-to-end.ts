@@ -1,4 +1,4 @@
-import pg from 'pg';
+import type pg from 'pg';
 import PgBoss from 'pg-boss';
 import os from 'node:os';
 import { type CpuParts, type CpuPerUnit, type CpuSnapshot, cpuPerUnit, cpuSnapshot } from '../lib/cpu-meter.js';
@@ -13,6 +13,7 @@ import { latencySummary, median, pairedRatio, sleep, waitUntil, withLoopDelay } 
 import type { LatencyLoadInput, LatencyLoadOutput } from '../workers/latency-load.js';
 import type { PgBossWorkerInput } from '../workers/pgboss-worker.js';
 import type { BenchContext, Scenario } from './types.js';
+import { benchPool } from '../lib/pool.js';
 
 /** Commit → first arrival at the receiver at one offered rate. */
 interface LatencyPoint {
@@ -215,8 +216,7 @@ async function latencyFromLoadProcess(receiver: Receiver, input: Omit<LatencyLoa
 
 async function runNotify(ctx: BenchContext, receiver: Receiver, w: E2eWorkload, round: number): Promise<PipelineResult> {
   const db = await ctx.stack.freshDatabase('e2e_notify');
-  const pool = new pg.Pool({ connectionString: db.url, max: 2 });
-  pool.on('error', () => {});
+  const pool = benchPool(db.url, 2);
   try {
     // The backlog is queued before notify start runs, which is what publishes NOTIFY_EVENTS to
     // notify_settings for every enqueuer: publish it first, so the backlog follows the policy too.
@@ -350,8 +350,7 @@ export async function runPgBoss(
   round = 0,
 ): Promise<PipelineResult> {
   const db = await ctx.stack.freshDatabase('e2e_pgboss');
-  const pool = new pg.Pool({ connectionString: db.url, max: 2 });
-  pool.on('error', () => {});
+  const pool = benchPool(db.url, 2);
   // The producer side: what an application would run to queue jobs. It does no maintenance.
   const boss = new PgBoss({
     connectionString: db.url,

@@ -1,10 +1,10 @@
-import pg from 'pg';
 import { prefillNotifications, hotKeyIntent } from '../lib/load.js';
 import { startReceiver } from '../lib/receiver.js';
 import { startNotifyService } from '../lib/service.js';
 import type { BenchContext, Scenario } from './types.js';
 import { measureDrain } from './end-to-end.js';
 import { outOfOrder } from '../lib/stats.js';
+import { benchPool } from '../lib/pool.js';
 
 /**
  * One recipient, one key: a backlog of notifications to the same URL, queued in one connection
@@ -19,8 +19,7 @@ export const hotKeyScenario: Scenario = {
     const count = ctx.quick ? 500 : 2_000;
     const db = await ctx.stack.freshDatabase('hot_key');
     const receiver = await startReceiver();
-    const pool = new pg.Pool({ connectionString: db.url, max: 2 });
-    pool.on('error', () => {});
+    const pool = benchPool(db.url, 2);
     try {
       const ids = await prefillNotifications(db.url, count, receiver.url, { clients: 1, intent: hotKeyIntent });
       receiver.reset();

@@ -8,6 +8,7 @@ import { ORDER_DATA } from '../lib/load.js';
 import { type NodeChild, startNode } from '../lib/process.js';
 import { median, pairedRatio } from '../lib/stats.js';
 import type { Scenario } from './types.js';
+import { benchPool } from '../lib/pool.js';
 
 const CONNECTIONS = 16;
 
@@ -137,8 +138,7 @@ export const httpEnqueueScenario: Scenario = {
     } finally {
       await admin.end();
     }
-    const statsPool = new pg.Pool({ connectionString: db.url, max: 1 });
-    statsPool.on('error', () => {}); // as batch-enqueue's pool
+    const statsPool = benchPool(db.url, 1);
     const server = startNode({
       name: 'http-api',
       script: 'bench/servers/http-api.ts',

@@ -1,10 +1,11 @@
-import pg from 'pg';
+import type pg from 'pg';
 import { createEnqueuer, offerAtRate, warmUp, webhookIntent } from '../lib/load.js';
 import { startReceiver } from '../lib/receiver.js';
 import type { Figure } from '../lib/report.js';
 import { startNotifyService } from '../lib/service.js';
 import { latencySummary, sleep } from '../lib/stats.js';
 import type { BenchContext, Scenario } from './types.js';
+import { benchPool } from '../lib/pool.js';
 
 const FAILURE_RATE = 0.3;
 // Inside what the service sustains on this 2-core machine with 30 % of attempts repeated (a backlog
@@ -57,8 +58,7 @@ async function runOnce(ctx: BenchContext, jitter: number, label: string): Promis
   const warmMs = ctx.quick ? 3_000 : 10_000;
   const db = await ctx.stack.freshDatabase(`retry_heavy_${label}`);
   const receiver = await startReceiver();
-  const pool = new pg.Pool({ connectionString: db.url, max: 2 });
-  pool.on('error', () => {});
+  const pool = benchPool(db.url, 2);
   try {
     await recordRetryMessages(pool);
     const service = await startNotifyService({

@@ -2,12 +2,12 @@ import { createEnqueuer, offerAtRate, warmUp, webhookIntent } from '../lib/load.
 import type { MemoryReading } from '../lib/process.js';
 import { startReceiver } from '../lib/receiver.js';
 import type { Figure } from '../lib/report.js';
-import pg from 'pg';
 import { startNotifyService } from '../lib/service.js';
 import { stageBreakdown } from '../lib/stages.js';
 import { stageFigures } from './end-to-end.js';
 import { latencySummary, median, waitUntil } from '../lib/stats.js';
 import type { Scenario } from './types.js';
+import { benchPool } from '../lib/pool.js';
 
 /** RSS of the readings whose time falls in [fromMs, toMs). */
 function rssIn(readings: readonly MemoryReading[], fromMs: number, toMs: number): number[] {
@@ -79,8 +79,7 @@ export const soakScenario: Scenario = {
         }
         const lat = latencySummary(latencies);
         const peak = await service.child.stop();
-        const pool = new pg.Pool({ connectionString: db.url, max: 1 });
-        pool.on('error', () => {}); // as batch-enqueue's pool
+        const pool = benchPool(db.url, 1);
         const stages = await stageBreakdown(pool, receiver.firstDelivered, [...committed.keys()]).finally(() => pool.end());
         const label = ctx.quick ? `quick mode: ${durationMs / 1000} s soak, not 5 minutes` : undefined;
         const figures: Figure[] = [

@@ -4,12 +4,13 @@
 // the same number of concurrent clients. Diagnostic variants show where enqueue's time goes.
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import pg from 'pg';
+import type pg from 'pg';
 import { type NotificationIntent, enqueue } from '@notify/outbox';
 import { createDb } from '@notify/runtime';
 import { ORDER_DATA } from '../lib/load.js';
 import { latencySummary, median } from '../lib/stats.js';
 import { workerMain } from '../lib/worker.js';
+import { benchPool } from '../lib/pool.js';
 
 /** The variants the worker can run. */
 export const ENQUEUE_VARIANTS = {
@@ -144,8 +145,7 @@ async function timedLoop(
 async function run(input: EnqueueLoadInput): Promise<EnqueueLoadOutput> {
   const maxClients = Math.max(...input.concurrencies);
   // One more than the load needs: the trigger switch must get a connection while every load client is checked out.
-  const pool = new pg.Pool({ connectionString: input.url, max: maxClients + 1, application_name: 'notify-bench-enqueue' });
-  pool.on('error', () => {});
+  const pool = benchPool(input.url, maxClients + 1, 'notify-bench-enqueue');
   const db = createDb({ connectionString: input.url, max: maxClients, applicationName: 'notify-bench-enqueue-kysely' });
   await pool.query(PLAIN_TABLE);
 
