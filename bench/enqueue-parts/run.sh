@@ -36,8 +36,8 @@ psql "$BASE" -qc "CREATE DATABASE $A"
 psql "$SERVER/$A" -qc 'CREATE TABLE bench_plain_insert (id text PRIMARY KEY, tenant_id text NOT NULL, channel text NOT NULL,
   recipient text NOT NULL, body text NOT NULL, created_at timestamptz NOT NULL)'
 psql "$BASE" -qc "CREATE DATABASE $B TEMPLATE $A"
-psql "$SERVER/$B" -qc 'DROP INDEX notifications_tenant_channel_idx, notifications_tenant_recipient_idx,
-  notifications_tenant_state_idx, notifications_queued_channel_created_idx'
+psql "$SERVER/$B" -qc 'DROP INDEX notifications_tenant_channel_asc_idx, notifications_tenant_recipient_asc_idx,
+  notifications_tenant_state_asc_idx, notifications_queued_channel_created_idx'
 trap 'for db in $A $B; do psql "$BASE" -qc "DROP DATABASE IF EXISTS $db WITH (FORCE)"; done' EXIT
 
 run() { # run <label> <database> <script>

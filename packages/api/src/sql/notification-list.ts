@@ -14,8 +14,8 @@ export interface NotificationListParams {
 /**
  * A page of the tenant's notifications, newest first. Ids are time-ordered ULIDs, so `id DESC`
  * is creation order and the last id of a page is the next page's cursor (keyset pagination:
- * no OFFSET, stable while rows are added). Served by notifications_tenant_id_idx, or
- * notifications_tenant_recipient_idx when `recipient` is given.
+ * no OFFSET, stable while rows are added). Served by a backward scan of notifications_tenant_id_asc_idx,
+ * or of notifications_tenant_recipient_asc_idx when `recipient` is given (or _state_asc_idx for a state).
  */
 export async function notificationList(db: SqlExecutor, params: NotificationListParams): Promise<Notification[]> {
   const { rows } = await db.query<Notification>(

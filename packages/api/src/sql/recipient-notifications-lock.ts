@@ -10,7 +10,7 @@ export interface RecipientNotificationsLockParams {
 /**
  * Locks and returns every notification of the tenant addressed to `to`, in id order (so two
  * erasures lock in the same order). Case-insensitive, so it reads the tenant's rows through
- * notifications_tenant_id_idx rather than an exact-match index: an erasure is rare, and an index
+ * notifications_tenant_id_asc_idx rather than an exact-match index: an erasure is rare, and an index
  * on lower(recipient) would cost every enqueue an index insert.
  */
 export async function recipientNotificationsLock(db: SqlExecutor, params: RecipientNotificationsLockParams): Promise<Notification[]> {

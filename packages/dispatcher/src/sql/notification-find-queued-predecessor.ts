@@ -20,7 +20,7 @@ export interface QueuedPredecessor {
  * The earliest notification of the same tenant, channel and recipient created before `id` that
  * is still `queued` (waiting for its first attempt, a retry or its `send_at`), or undefined.
  * Dead, sent and cancelled ones do not count. What `ordering: "strict"` waits for. Served by
- * notifications_tenant_recipient_idx (tenant_id, recipient, id DESC).
+ * notifications_tenant_recipient_asc_idx (tenant_id, recipient, id).
  */
 export async function notificationFindQueuedPredecessor(
   db: SqlExecutor,

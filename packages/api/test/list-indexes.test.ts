@@ -1,0 +1,104 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { SqlExecutor } from '@notify/outbox';
+import { type TestDatabase, createTestDatabase } from '../../../test/support/db.js';
+import { notificationList } from '../src/sql/notification-list.js';
+import { notificationSearch } from '../src/sql/notification-search.js';
+
+// Migration 0310: the per-tenant list indexes end in `id` ascending. Ids grow with time, so a
+// tenant's new rows are the largest keys of their range: the pages fill up (in descending order
+// every insert landed at the left end of the range and each split left a half-full page behind),
+// and the lists' `ORDER BY id DESC` reads the index backwards, without a sort.
+
+let tdb: TestDatabase;
+
+/** Inserts `n` notifications in id order, as enqueues over time would: every 10th of tenant `acme`, every 3rd sent. */
+async function insertInIdOrder(n: number): Promise<void> {
+  await tdb.pool.query(
+    `INSERT INTO notifications (id, tenant_id, channel, recipient, body, state, max_attempts, next_attempt_at, sent_at,
+                                expires_at, created_at, updated_at)
+     SELECT 'ntf_' || lpad(g::text, 22, '0'), CASE WHEN g % 10 = 0 THEN 'acme' ELSE 'other' END,
+            CASE WHEN g % 4 = 0 THEN 'sms' ELSE 'email' END, 'user' || (g % 50) || '@example.com', 'hi',
+            CASE WHEN g % 3 = 0 THEN 'sent' ELSE 'queued' END, 8,
+            CASE WHEN g % 3 = 0 THEN NULL ELSE now() END, CASE WHEN g % 3 = 0 THEN now() END,
+            now() + interval '1 day', now(), now()
+       FROM generate_series(1, $1::int) AS g ORDER BY g`,
+    [n],
+  );
+}
+
+/** The plan of the statement `run` sends (explained, not executed). */
+async function planOf(run: (db: SqlExecutor) => Promise<unknown>): Promise<string> {
+  const statements: { text: string; values: readonly unknown[] }[] = [];
+  await run({
+    query: async (text, values) => {
+      statements.push({ text, values: values ?? [] });
+      return { rows: [] };
+    },
+  });
+  expect(statements).toHaveLength(1);
+  const { rows } = await tdb.pool.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${statements[0]!.text}`, [...statements[0]!.values]);
+  return rows.map((r) => r['QUERY PLAN']).join('\n');
+}
+
+beforeAll(async () => {
+  tdb = await createTestDatabase();
+  // What the four indexes were before 0310, kept beside them here as the control.
+  await tdb.pool.query('CREATE INDEX control_tenant_id_desc_idx ON notifications (tenant_id, id DESC)');
+  await tdb.pool.query('CREATE EXTENSION IF NOT EXISTS pgstattuple');
+  await insertInIdOrder(30_000);
+  await tdb.pool.query('VACUUM ANALYZE notifications');
+});
+
+afterAll(async () => {
+  await tdb?.close();
+});
+
+describe('the per-tenant list indexes (0310)', () => {
+  it('are the four ascending ones, and no index of notifications is descending', async () => {
+    const { rows } = await tdb.pool.query<{ indexname: string; indexdef: string }>(
+      `SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'notifications' AND indexname NOT LIKE 'control_%' ORDER BY indexname`,
+    );
+    const defs = new Map(rows.map((r) => [r.indexname, r.indexdef]));
+    expect(defs.get('notifications_tenant_id_asc_idx')).toMatch(/\(tenant_id, id\)$/);
+    expect(defs.get('notifications_tenant_recipient_asc_idx')).toMatch(/\(tenant_id, recipient, id\)$/);
+    expect(defs.get('notifications_tenant_state_asc_idx')).toMatch(/\(tenant_id, state, id\)$/);
+    expect(defs.get('notifications_tenant_channel_asc_idx')).toMatch(/\(tenant_id, channel, id\)$/);
+    for (const old of ['tenant_id', 'tenant_recipient', 'tenant_state', 'tenant_channel']) {
+      expect(defs.has(`notifications_${old}_idx`)).toBe(false);
+    }
+    expect(rows.filter((r) => /DESC/.test(r.indexdef))).toEqual([]);
+  });
+
+  it('fill their leaf pages as rows arrive in id order, where the descending one left them half full', async () => {
+    const density = async (index: string) =>
+      (await tdb.pool.query<{ d: number }>('SELECT avg_leaf_density AS d FROM pgstatindex($1)', [index])).rows[0]!.d;
+    const ascending = await density('notifications_tenant_id_asc_idx');
+    const descending = await density('control_tenant_id_desc_idx');
+    expect(ascending).toBeGreaterThan(80);
+    expect(descending).toBeLessThan(65);
+  });
+
+  it('serve the lists newest first by a backward index scan, without a sort', async () => {
+    // The cursor's page may as well walk the primary key back from the cursor (the planner's
+    // choice with this data): either way backwards, without a sort.
+    const cases: [string, (db: SqlExecutor) => Promise<unknown>][] = [
+      ['notifications_tenant_id_asc_idx', (db) => notificationList(db, { tenantId: 'acme', limit: 50 })],
+      ['', (db) => notificationList(db, { tenantId: 'acme', beforeId: 'ntf_0000000000000000020000', limit: 50 })],
+      ['notifications_tenant_state_asc_idx', (db) => notificationSearch(db, { tenantId: 'acme', filter: { state: 'sent' }, limit: 50 })],
+      ['notifications_tenant_channel_asc_idx', (db) => notificationSearch(db, { tenantId: 'acme', filter: { channel: 'sms' }, limit: 50 })],
+    ];
+    for (const [index, run] of cases) {
+      const plan = await planOf(run);
+      expect(plan).toContain(`Index Scan Backward using ${index}`.trim());
+      expect(plan).not.toMatch(/Sort|Seq Scan/);
+    }
+    const page = await notificationList(tdb.pool, { tenantId: 'acme', state: 'sent', limit: 5 });
+    expect(page.map((n) => n.id)).toEqual([
+      'ntf_0000000000000000030000',
+      'ntf_0000000000000000029970',
+      'ntf_0000000000000000029940',
+      'ntf_0000000000000000029910',
+      'ntf_0000000000000000029880',
+    ]);
+  });
+});
