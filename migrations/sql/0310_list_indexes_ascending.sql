@@ -19,6 +19,23 @@
 -- them here), and the old ones dropped afterwards with DROP INDEX CONCURRENTLY. Run as it is, this
 -- file takes a SHARE lock on notifications (writes wait) for as long as it reads the table, four
 -- times.
+-- A CREATE INDEX CONCURRENTLY that failed leaves an invalid index of that name, which IF NOT
+-- EXISTS would take for built: then the lists would lose their index when the old ones go. Refuse.
+DO $$
+DECLARE
+  invalid text;
+BEGIN
+  SELECT string_agg(c.relname, ', ' ORDER BY c.relname) INTO invalid
+    FROM pg_index AS i JOIN pg_class AS c ON c.oid = i.indexrelid
+   WHERE i.indrelid = 'notifications'::regclass AND NOT i.indisvalid
+     AND c.relname IN ('notifications_tenant_id_asc_idx', 'notifications_tenant_recipient_asc_idx',
+                       'notifications_tenant_state_asc_idx', 'notifications_tenant_channel_asc_idx');
+  IF invalid IS NOT NULL THEN
+    RAISE EXCEPTION '0310: % invalid (a CREATE INDEX CONCURRENTLY that did not finish); DROP INDEX it and build it again, or drop it and let this migration build it', invalid
+      USING ERRCODE = 'object_not_in_prerequisite_state';
+  END IF;
+END $$;
+
 CREATE INDEX IF NOT EXISTS notifications_tenant_id_asc_idx ON notifications (tenant_id, id);
 CREATE INDEX IF NOT EXISTS notifications_tenant_recipient_asc_idx ON notifications (tenant_id, recipient, id);
 CREATE INDEX IF NOT EXISTS notifications_tenant_state_asc_idx ON notifications (tenant_id, state, id);

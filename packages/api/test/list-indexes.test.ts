@@ -1,6 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { randomBytes } from 'node:crypto';
+import { Migrator } from 'kysely';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { SqlFileMigrationProvider, ensureDatabase, migrateToLatest, withDatabase } from '@notify/migrations';
 import type { SqlExecutor } from '@notify/outbox';
-import { type TestDatabase, createTestDatabase } from '../../../test/support/db.js';
+import { type TestDatabase, connectTestDatabase, createTestDatabase } from '../../../test/support/db.js';
 import { notificationList } from '../src/sql/notification-list.js';
 import { notificationSearch } from '../src/sql/notification-search.js';
 
@@ -100,5 +104,53 @@ describe('the per-tenant list indexes (0310)', () => {
       'ntf_0000000000000000029910',
       'ntf_0000000000000000029880',
     ]);
+  });
+});
+
+describe('migration 0310 over an index built beforehand', () => {
+  it('refuses an invalid one (a CONCURRENTLY build that failed) and keeps the old indexes, then takes a valid one', async () => {
+    const server = inject('databaseUrl');
+    const name = `${inject('runId')}_m0310_${randomBytes(3).toString('hex')}`;
+    await ensureDatabase(withDatabase(server, name));
+    const fresh = connectTestDatabase(withDatabase(server, name), async () => {
+      const admin = new pg.Client({ connectionString: withDatabase(server, 'postgres') });
+      await admin.connect();
+      await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)} WITH (FORCE)`);
+      await admin.end();
+    });
+    try {
+      const migrator = new Migrator({ db: fresh.db, provider: new SqlFileMigrationProvider(), allowUnorderedMigrations: true });
+      expect((await migrator.migrateTo('0300_webhook_port_plain')).error).toBeUndefined();
+      const indexes = async () =>
+        (
+          await fresh.pool.query<{ indexname: string }>(
+            `SELECT indexname FROM pg_indexes WHERE tablename = 'notifications' AND indexname ~ '^notifications_tenant_(id|recipient|state|channel)_'
+              ORDER BY indexname`,
+          )
+        ).rows.map((r) => r.indexname);
+      // What an interrupted CREATE INDEX CONCURRENTLY leaves behind: the index, marked invalid.
+      await fresh.pool.query('CREATE INDEX notifications_tenant_state_asc_idx ON notifications (tenant_id, state, id)');
+      await fresh.pool.query(`UPDATE pg_index SET indisvalid = false WHERE indexrelid = 'notifications_tenant_state_asc_idx'::regclass`);
+      await expect(migrateToLatest(fresh.db)).rejects.toThrow(/0310: notifications_tenant_state_asc_idx invalid/);
+      expect(await indexes()).toEqual([
+        'notifications_tenant_channel_idx',
+        'notifications_tenant_id_idx',
+        'notifications_tenant_recipient_idx',
+        'notifications_tenant_state_asc_idx',
+        'notifications_tenant_state_idx',
+      ]);
+      // Built again, valid: the migration keeps it and builds the other three.
+      await fresh.pool.query('DROP INDEX notifications_tenant_state_asc_idx');
+      await fresh.pool.query('CREATE INDEX CONCURRENTLY notifications_tenant_state_asc_idx ON notifications (tenant_id, state, id)');
+      await migrateToLatest(fresh.db);
+      expect(await indexes()).toEqual([
+        'notifications_tenant_channel_asc_idx',
+        'notifications_tenant_id_asc_idx',
+        'notifications_tenant_recipient_asc_idx',
+        'notifications_tenant_state_asc_idx',
+      ]);
+    } finally {
+      await fresh.close();
+    }
   });
 });
