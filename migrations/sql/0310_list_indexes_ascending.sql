@@ -10,15 +10,17 @@
 -- Measured (BENCHMARKS.md, session 30; single-client enqueues of one tenant to 50 recipients, two
 -- batches of 22,000 into the same table): the four indexes 1,348 then 2,705 pages before, 941 then
 -- 1,868 after (-30 %); WAL per enqueue 2,085 and 2,091 bytes before, 1,936 both times after
--- (-7 %). With 50 tenants (32,000 enqueues) the sizes were alike: 1,885 and 1,876 pages. A backward index scan serves every `ORDER BY id DESC` that
--- the descending index served (the API's and console's lists, keyset paging with `id < cursor`),
--- and `ORDER BY id` (the strict-ordering predecessor, the erasure's lock order) now reads forward.
+-- (-7 %). With 50 tenants (32,000 enqueues) the sizes were alike: 1,885 and 1,876 pages. A
+-- backward index scan serves every `ORDER BY id DESC` that the descending index served (the API's
+-- and console's lists, keyset paging with `id < cursor`), and `ORDER BY id` (the strict-ordering
+-- predecessor, the erasure's lock order) now reads forward.
 --
 -- The new indexes have new names, so that on a large table they can be built first by hand,
 -- without blocking writes, with the same statements and CONCURRENTLY (IF NOT EXISTS then skips
--- them here), and the old ones dropped afterwards with DROP INDEX CONCURRENTLY. Run as it is, this
--- file takes a SHARE lock on notifications (writes wait) for as long as it reads the table, four
+-- them here); this file then only drops the old ones, a short exclusive lock each. Run as it is,
+-- it takes a SHARE lock on notifications (writes wait) for as long as it reads the table, four
 -- times.
+--
 -- A CREATE INDEX CONCURRENTLY that failed leaves an invalid index of that name, which IF NOT
 -- EXISTS would take for built: then the lists would lose their index when the old ones go. Refuse.
 DO $$
