@@ -19,24 +19,31 @@ export interface TestDatabase {
 
 /** Copies the run's migrated template into a new database (≈100 ms) and connects to it. */
 export async function createTestDatabase(): Promise<TestDatabase> {
+  return createDatabase(inject('databaseTemplate'));
+}
+
+/** A new database without the schema, for a test that migrates it itself (to a given migration, say). */
+export async function createEmptyTestDatabase(): Promise<TestDatabase> {
+  return createDatabase(undefined);
+}
+
+/** Creates a database (from `template`, or the server's default), connects to it; `close()` drops it. */
+async function createDatabase(template: string | undefined): Promise<TestDatabase> {
   const serverUrl = inject('databaseUrl');
   const name = `${inject('runId')}_${randomBytes(4).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: withDatabase(serverUrl, 'postgres') });
-  await admin.connect();
-  try {
-    await admin.query(`CREATE DATABASE ${pg.escapeIdentifier(name)} TEMPLATE ${pg.escapeIdentifier(inject('databaseTemplate'))}`);
-  } finally {
-    await admin.end();
-  }
-  return connectTestDatabase(withDatabase(serverUrl, name), async () => {
-    const a = new pg.Client({ connectionString: withDatabase(serverUrl, 'postgres') });
-    await a.connect();
+  const admin = async (statement: string) => {
+    const client = new pg.Client({ connectionString: withDatabase(serverUrl, 'postgres') });
+    await client.connect();
     try {
-      await a.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)} WITH (FORCE)`);
+      await client.query(statement);
     } finally {
-      await a.end();
+      await client.end();
     }
-  });
+  };
+  await admin(`CREATE DATABASE ${pg.escapeIdentifier(name)}${template === undefined ? '' : ` TEMPLATE ${pg.escapeIdentifier(template)}`}`);
+  return connectTestDatabase(withDatabase(serverUrl, name), () =>
+    admin(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)} WITH (FORCE)`),
+  );
 }
 
 /**

@@ -1,10 +1,8 @@
-import { randomBytes } from 'node:crypto';
 import { Migrator } from 'kysely';
-import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { SqlFileMigrationProvider, ensureDatabase, migrateToLatest, withDatabase } from '@notify/migrations';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SqlFileMigrationProvider, migrateToLatest } from '@notify/migrations';
 import type { SqlExecutor } from '@notify/outbox';
-import { type TestDatabase, connectTestDatabase, createTestDatabase } from '../../../test/support/db.js';
+import { type TestDatabase, createEmptyTestDatabase, createTestDatabase } from '../../../test/support/db.js';
 import { notificationList } from '../src/sql/notification-list.js';
 import { notificationSearch } from '../src/sql/notification-search.js';
 
@@ -109,15 +107,7 @@ describe('the per-tenant list indexes (0310)', () => {
 
 describe('migration 0310 over an index built beforehand', () => {
   it('refuses an invalid one (a CONCURRENTLY build that failed) and keeps the old indexes, then takes a valid one', async () => {
-    const server = inject('databaseUrl');
-    const name = `${inject('runId')}_m0310_${randomBytes(3).toString('hex')}`;
-    await ensureDatabase(withDatabase(server, name));
-    const fresh = connectTestDatabase(withDatabase(server, name), async () => {
-      const admin = new pg.Client({ connectionString: withDatabase(server, 'postgres') });
-      await admin.connect();
-      await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)} WITH (FORCE)`);
-      await admin.end();
-    });
+    const fresh = await createEmptyTestDatabase();
     try {
       const migrator = new Migrator({ db: fresh.db, provider: new SqlFileMigrationProvider(), allowUnorderedMigrations: true });
       expect((await migrator.migrateTo('0300_webhook_port_plain')).error).toBeUndefined();
