@@ -208,7 +208,7 @@ describe('group commit of outcomes (recordOutcomes, createOutcomeWriter)', () =>
     const [a, bad, b] = [await add(), await add(), await add()] as [Notification, Notification, Notification];
     const flushes: OutcomeFlush[] = [];
     const writer = createOutcomeWriter(fromKysely(tdb.db), { maxBatch: 64, maxDelayMs: 0, onFlush: (f) => flushes.push(f) });
-    // queued without a next attempt breaks CHECK notifications_queued_iff_next_attempt.
+    // queued without a next attempt breaks notifications_queued_iff_next_attempt (the notifications_invariants trigger, 0320).
     const broken = outcome(bad, 'transient');
     const poisoned: RecordOutcomeParams = { ...broken, plan: { ...broken.plan, nextAttemptAt: null } };
     const results = await Promise.allSettled([

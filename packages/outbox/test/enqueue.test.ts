@@ -210,7 +210,7 @@ describe('idempotency under REPEATABLE READ', () => {
 });
 
 describe('schema invariants', () => {
-  it('refuses a sent row without sent_at (named CHECK)', async () => {
+  it('refuses a sent row without sent_at (named rule)', async () => {
     const { notification } = await t.db.transaction().execute((trx) => enqueue(trx, intent()));
     await expect(
       t.db.updateTable('notifications').set({ state: 'sent', next_attempt_at: null }).where('id', '=', notification.id).execute(),
@@ -218,6 +218,47 @@ describe('schema invariants', () => {
     await expect(
       t.db.updateTable('notifications').set({ state: 'dead', next_attempt_at: null }).where('id', '=', notification.id).execute(),
     ).rejects.toThrow(/notifications_dead_iff_reason/);
+  });
+
+  // Since 0320 a BEFORE row trigger checks these seven, not table CHECKs: a client must see no difference.
+  it.each([
+    ['notifications_attempts_in_range', 'attempts = 9'],
+    ['notifications_body_xor_template', "template = 'welcome'"],
+    ['notifications_dead_iff_reason', "dead_reason = 'expired'"],
+    ['notifications_held_is_scheduled', 'held_until = now()'],
+    ['notifications_key_has_hash', "idempotency_key = 'k-1'"],
+    ['notifications_queued_iff_next_attempt', 'next_attempt_at = NULL'],
+    ['notifications_sent_iff_sent_at', 'sent_at = now()'],
+  ])('refuses an UPDATE that breaks only %s, as a CHECK would, and keeps the row', async (name, set) => {
+    const { notification } = await enqueue(t.db, intent({ body: 'secret body' }), { maxAttempts: 8 });
+    const err = await t.pool.query(`UPDATE notifications SET ${set} WHERE id = $1`, [notification.id]).catch((e: unknown) => e);
+    expect(err).toMatchObject({
+      code: '23514',
+      constraint: name,
+      table: 'notifications',
+      schema: 'public',
+      message: `new row for relation "notifications" violates check constraint "${name}"`,
+    });
+    // No DETAIL with the failing row: it would carry the body into the caller's logs.
+    expect((err as { detail?: string }).detail).toBeUndefined();
+    const { rows } = await t.pool.query('SELECT * FROM notifications WHERE id = $1', [notification.id]);
+    expect(rows).toEqual([notification]);
+  });
+
+  it('refuses an INSERT that breaks one, names the first by name when several break, and leaves NULLs to NOT NULL', async () => {
+    const { notification } = await enqueue(t.db, intent());
+    const copy = (fields: Record<string, unknown>) =>
+      t.pool
+        .query('INSERT INTO notifications SELECT (json_populate_record(n, $2::json)).* FROM notifications n WHERE id = $1', [
+          notification.id,
+          JSON.stringify({ id: `ntf_copy_${Object.keys(fields).join('_')}`, ...fields }),
+        ])
+        .catch((e: unknown) => e);
+    expect(await copy({ attempts: -1 })).toMatchObject({ code: '23514', constraint: 'notifications_attempts_in_range' });
+    // sent with a next attempt and no sent_at breaks two: PostgreSQL applies CHECKs in name order.
+    expect(await copy({ state: 'sent' })).toMatchObject({ code: '23514', constraint: 'notifications_queued_iff_next_attempt' });
+    expect(await copy({ attempts: null })).toMatchObject({ code: '23502', column: 'attempts' });
+    expect(await copy({ state: 'sent', next_attempt_at: null, sent_at: '2026-05-01T12:00:00Z' })).toMatchObject({ rowCount: 1 });
   });
 });
 

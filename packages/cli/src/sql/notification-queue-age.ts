@@ -30,7 +30,7 @@ const QUERY = CHANNELS.map(
  */
 export async function notificationQueueAge(db: SqlExecutor, _params: NotificationQueueAgeParams = {}): Promise<NotificationQueueAge[]> {
   const { rows } = await db.query<{ channel: string; oldest_created_at: Date | null; earliest_due_at: Date | null }>(QUERY, [...CHANNELS]);
-  // A queued row always has next_attempt_at (CHECK notifications_queued_iff_next_attempt): both or neither.
+  // A queued row always has next_attempt_at (notifications_queued_iff_next_attempt, the notifications_invariants trigger): both or neither.
   return rows.flatMap(({ channel, oldest_created_at, earliest_due_at }) =>
     oldest_created_at && earliest_due_at ? [{ channel, oldest_created_at, earliest_due_at }] : [],
   );

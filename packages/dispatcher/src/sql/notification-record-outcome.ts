@@ -9,7 +9,7 @@ export interface NotificationRecordOutcomeParams {
   readonly state: 'queued' | 'sent' | 'dead';
   readonly deadReason: DeadReason | null;
   readonly lastError: string | null;
-  /** Non-null exactly when `state` is queued (CHECK notifications_queued_iff_next_attempt). */
+  /** Non-null exactly when `state` is queued (notifications_queued_iff_next_attempt, checked by the notifications_invariants trigger). */
   readonly nextAttemptAt: Date | null;
   readonly startedAt: Date;
   readonly finishedAt: Date;
