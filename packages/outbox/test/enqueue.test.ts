@@ -40,6 +40,9 @@ async function countFor(id: string) {
   return { notifications: n.c, outbox: o.c };
 }
 
+/** The notification's row as PostgreSQL stores it (undefined when there is none). */
+const stored = async (id: string) => (await t.pool.query('SELECT * FROM notifications WHERE id = $1', [id])).rows[0] as unknown;
+
 describe('enqueue in the caller transaction', () => {
   it('writes the queued notification and its outbox rows in a Kysely transaction', async () => {
     const now = new Date('2026-05-01T12:00:00Z');
@@ -241,8 +244,7 @@ describe('schema invariants', () => {
     });
     // No DETAIL with the failing row: it would carry the body into the caller's logs.
     expect((err as { detail?: string }).detail).toBeUndefined();
-    const { rows } = await t.pool.query('SELECT * FROM notifications WHERE id = $1', [notification.id]);
-    expect(rows).toEqual([notification]);
+    expect(await stored(notification.id)).toEqual(notification);
   });
 
   it('refuses an INSERT that breaks one, names the first by name when several break, and leaves NULLs to NOT NULL', async () => {
@@ -390,7 +392,6 @@ describe('defaults', () => {
 describe('the returned notification', () => {
   // enqueue() rebuilds a created row from the intent and the columns PostgreSQL computed; it must
   // equal the row as stored, column for column, whatever the intent holds.
-  const stored = async (id: string) => (await t.pool.query('SELECT * FROM notifications WHERE id = $1', [id])).rows[0] as unknown;
 
   it('is the stored row, for every kind of intent', async () => {
     const now = new Date('2026-05-01T12:00:00.123Z');
