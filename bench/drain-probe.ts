@@ -3,7 +3,9 @@
 // the end-to-end scenario's drains do. Every 200 ms it prints the receiver's requests, the
 // attempts and sent notifications, the unpublished outbox rows (delivery requests, and the rest),
 // and the CPU over the interval of the service's main thread, of all its threads and of the whole
-// machine (`/proc`); after each drain, the CPU of each of the service's threads. What it answers:
+// machine (`/proc`); after each drain, the CPU of each of the service's threads and of the
+// database's PostgreSQL backends by application_name (the service's pool, its LISTEN connection;
+// a backend that started during the drain counts whole, its start-up included). What it answers:
 // which stage a slow stretch of the drain waits on, and whether anything is idle meanwhile.
 //   pnpm build && tsc -p bench/tsconfig.json && node bench/dist/drain-probe.js [N] [NAME=value ...]
 // NAME=value pairs go into the service's environment (e.g. NOTIFY_RELAY_LINGER_MS=0). Needs
@@ -42,10 +44,27 @@ function machineTicks(): { idle: number; total: number } {
 
 const sum = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);
 
+// The probe's own connections, which backendCpu leaves out.
+const PROBE_APP = 'notify-drain-probe';
+
+/** CPU ms of every PostgreSQL backend connected to `database` but the probe's, by pid, with its application_name. */
+async function backendCpu(admin: ReturnType<typeof benchPool>, database: string): Promise<Map<number, { app: string; ms: number }>> {
+  const { rows } = await admin.query<{ pid: number; app: string }>(
+    'SELECT pid, application_name AS app FROM pg_stat_activity WHERE datname = $1 AND application_name <> $2',
+    [database, PROBE_APP],
+  );
+  const out = new Map<number, { app: string; ms: number }>();
+  for (const { pid, app } of rows) {
+    const ms = statCpuMs(`/proc/${pid}/stat`);
+    if (ms !== undefined) out.set(pid, { app, ms });
+  }
+  return out;
+}
+
 const stack = await createStack(process.env, () => {});
 const receiver = await startReceiver();
 const db = await stack.freshDatabase('drain_probe');
-const pool = benchPool(db.url, 2);
+const pool = benchPool(db.url, 2, PROBE_APP);
 try {
   await prefillNotifications(db.url, count, receiver.url);
   receiver.reset();
@@ -62,6 +81,7 @@ try {
       const start = performance.now();
       let before = { main: threadCpuMs(pid, String(pid)), all: sum(perThread(pid)), machine: machineTicks(), at: start };
       const threadsBefore = perThread(pid);
+      const backendsBefore = await backendCpu(pool, db.name);
       console.log(`== ${label}: ms since start, CPU over the interval (% of one core; machine: % of all), progress`);
       for (;;) {
         const { rows } = await pool.query<{ sent: number; attempts: number; requests: number; other: number }>(
@@ -100,6 +120,20 @@ try {
         `${label} CPU by thread: ${spent
           .filter(([, ms]) => ms > 0)
           .map(([name, ms]) => `${name} ${ms} ms`)
+          .join(', ')}`,
+      );
+      // PostgreSQL: each backend's CPU over the drain (one that started during it: all of it), by
+      // application (the probe's own connections left out).
+      const byApp = new Map<string, { ms: number; backends: number }>();
+      for (const [bpid, b] of await backendCpu(pool, db.name)) {
+        const e = byApp.get(b.app) ?? { ms: 0, backends: 0 };
+        e.ms += b.ms - (backendsBefore.get(bpid)?.ms ?? 0);
+        e.backends += 1;
+        byApp.set(b.app, e);
+      }
+      console.log(
+        `${label} PostgreSQL CPU by application: ${[...byApp]
+          .map(([app, e]) => `${app || '(none)'} ${Math.round(e.ms)} ms (${e.backends} backends)`)
           .join(', ')}`,
       );
     };
