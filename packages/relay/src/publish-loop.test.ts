@@ -373,43 +373,6 @@ describe('publish loop: running (start/stop)', () => {
     await loop.stop();
   });
 
-  it("a short batch's commit runs during the linger: the next claim waits for the later of the two, and reads afresh", async () => {
-    vi.useFakeTimers();
-    const { loop, batches, log } = setup([{ ids: [1], commitDelayMs: 30 }, { ids: [2], commitDelayMs: 80 }, { ids: [3] }], {
-      config: { lingerMs: 50 },
-    });
-    loop.start();
-    const claimsAt = await claimTimes(batches, 200);
-    // [1]'s 30-ms commit ends inside its 50-ms linger: [2] is read at 50, not 80. [2]'s 80-ms
-    // commit outlasts its linger: [3] is read when it ends, at 50 + 80.
-    expect(claimsAt.slice(0, 3)).toEqual([0, 50, 130]);
-    expect(log.filter((l) => /^(claim|committed) /.test(l)).slice(0, 5)).toEqual([
-      'claim [1]',
-      'committed [1]',
-      'claim [2]',
-      'committed [2]',
-      'claim [3]',
-    ]);
-    await loop.stop();
-  });
-
-  it('a short batch whose commit fails during the linger: the next round reports it (stage mark) and claims nothing until the backoff ends', async () => {
-    vi.useFakeTimers();
-    const { loop, batches, log, errors } = setup([{ ids: [1], commitError: new Error('connection lost') }, { ids: [1] }], {
-      config: { lingerMs: 50, backoff: { baseMs: 1_000, maxMs: 1_000, jitter: 0 } },
-    });
-    loop.start();
-    await vi.advanceTimersByTimeAsync(0);
-    expect(log).toEqual(['claim [1]', 'publish [1]', 'commit [1]', 'commit [1] failed']);
-    expect(errors).toEqual([]); // reported by the round after the linger
-    await vi.advanceTimersByTimeAsync(50);
-    expect(errors.map((e) => e.stage)).toEqual(['mark']);
-    expect(batches.claims).toBe(1);
-    await vi.advanceTimersByTimeAsync(1_000);
-    expect(batches.claims).toBe(2); // [1] again: it was never marked
-    await loop.stop();
-  });
-
   it('a linger is not cut short by wake() (the writers of a trickle do not ring), but stop() ends it at once', async () => {
     vi.useFakeTimers();
     const { loop, batches } = setup([{ ids: [1] }], { config: { lingerMs: 60_000 } });

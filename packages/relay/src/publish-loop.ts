@@ -46,10 +46,9 @@ export interface PublishLoopDeps {
  * What one round of the loop did.
  * - `published`: a batch is in Kafka and handed to its mark + commit. `full` batches are followed
  *   at once by the next round, whose read may already be under way (pipelining); otherwise the
- *   loop looks again after `lingerMs` (rows held back: after the held-back re-poll delay), and
- *   the batch's commit runs meanwhile: `runOnce` returns once it has finished (unless the loop
- *   is stopping), the started loop at once, and the next fresh claim waits for it. Only a claim
- *   that finds nothing makes the loop go idle.
+ *   commit has finished (unless the loop is stopping) and the loop looks again after `lingerMs`
+ *   (rows held back: after the held-back re-poll delay); only a claim that finds nothing makes it
+ *   go idle.
  * - `idle`: nothing to publish; `heldBack` when rows wait behind an older open transaction.
  * - `failed`: a claim, publish or mark failed and was reported (`publishError`); every batch not
  *   committed was rolled back. The loop waits `retryInMs` before the next round.
@@ -173,13 +172,7 @@ export function createPublishLoop(config: PublishLoopConfig, deps: PublishLoopDe
   };
 
   let roundNo = 0;
-  /**
-   * One round. `settleShort`: whether a short batch's round returns only once its commit has
-   * finished (`runOnce`). The started loop passes false: the commit then runs during the
-   * linger (or the held-back wait) that follows, and the next round's fresh claim waits for it
-   * (`settle`) as before, so the rows it reads are the same; only the two waits overlap.
-   */
-  const round = async (settleShort = true): Promise<PublishRound> => {
+  const round = async (): Promise<PublishRound> => {
     const r = ++roundNo;
     if (tracing) trace({ e: 'round', r, ahead: ahead !== null });
     if (!ahead) {
@@ -310,9 +303,8 @@ export function createPublishLoop(config: PublishLoopConfig, deps: PublishLoopDe
         () => {},
       );
     const published: PublishRound = { kind: 'published', count: current.rows.length, full, heldBack: current.heldBack };
-    // Full: likely more, no sleep (and the next round may be reading already). Stopping: `stop`
-    // settles the commit. Short, in the started loop: the next round settles it.
-    if (full || stopped || !settleShort) return published;
+    // Full: likely more, no sleep (and the next round may be reading already). Stopping: `stop` settles the commit.
+    if (full || stopped) return published;
     return (await settle()) ?? published;
   };
 
@@ -325,7 +317,7 @@ export function createPublishLoop(config: PublishLoopConfig, deps: PublishLoopDe
 
   const run = async (): Promise<void> => {
     while (!stopped) {
-      const r = await round(false);
+      const r = await round();
       if (r.kind === 'failed') {
         await signal.wait(r.retryInMs, { wakeable: false });
       } else if (r.kind === 'idle' || !r.full) {
