@@ -5,7 +5,8 @@
 // and the CPU over the interval of the service's main thread, of all its threads and of the whole
 // machine (`/proc`); after each drain, the CPU of each of the service's threads and of the
 // database's PostgreSQL backends by application_name (the service's pool, its LISTEN connection;
-// a backend that started during the drain counts whole, its start-up included). What it answers:
+// a backend that started during the drain counts whole, its start-up included, and one that ended
+// during it is missed). What it answers:
 // which stage a slow stretch of the drain waits on, and whether anything is idle meanwhile.
 //   pnpm build && tsc -p bench/tsconfig.json && node bench/dist/drain-probe.js [N] [NAME=value ...]
 // NAME=value pairs go into the service's environment (e.g. NOTIFY_RELAY_LINGER_MS=0). Needs
