@@ -8,6 +8,7 @@
 //     [--rate 500] [--window-ms 10000] [--pairs 4] [--profile DIR] SETTING SETTING ...
 // A SETTING is `default` or comma-separated NAME=value pairs for the service's environment, e.g.
 // `default NOTIFY_RELAY_ORDER_WAIT_MS=0`. `--profile DIR` runs each service with `--cpu-prof`.
+import { optionTaker } from './lib/options.js';
 import { startReceiver } from './lib/receiver.js';
 import { startNotifyService } from './lib/service.js';
 import { createStack } from './lib/stack.js';
@@ -17,14 +18,7 @@ import { arrivals } from './scenarios/end-to-end.js';
 import type { LatencyLoadInput, LatencyLoadOutput } from './workers/latency-load.js';
 
 const args = process.argv.slice(2);
-const option = (name: string, fallback: string) => {
-  const at = args.indexOf(name);
-  if (at < 0) return fallback;
-  const value = args[at + 1];
-  if (value === undefined) throw new Error(`${name} needs a value`);
-  args.splice(at, 2);
-  return value;
-};
+const option = optionTaker(args);
 const rate = Number(option('--rate', '500'));
 const windowMs = Number(option('--window-ms', '10000'));
 const pairs = Number(option('--pairs', '4'));

@@ -13,6 +13,8 @@ export interface NotifyServiceOptions {
   readonly cpuProfDir?: string | undefined;
   /** Default 120 s. */
   readonly startTimeoutMs?: number;
+  /** Node flags for the service, before BENCH_SERVICE_NODE_FLAGS's (e.g. `--import` of a diagnostic preload). */
+  readonly nodeFlags?: readonly string[];
 }
 
 /** A running `notify start` child. */
@@ -44,7 +46,7 @@ export async function startNotifyService(options: NotifyServiceOptions): Promise
     },
     profileDir: options.cpuProfDir,
     // V8 flags for the service only (NODE_OPTIONS takes few of them), e.g. --trace-deopt.
-    ...(process.env.BENCH_SERVICE_NODE_FLAGS ? { nodeFlags: process.env.BENCH_SERVICE_NODE_FLAGS.split(/\s+/) } : {}),
+    nodeFlags: [...(options.nodeFlags ?? []), ...(process.env.BENCH_SERVICE_NODE_FLAGS?.split(/\s+/) ?? [])],
   });
   try {
     const line = await child.line(/listening on http:\/\/\S+/, options.startTimeoutMs ?? 120_000);
