@@ -199,9 +199,15 @@ describe('group commit of outcomes (recordOutcomes, createOutcomeWriter)', () =>
     expect(await stored(y)).toEqual(single);
   });
 
-  it('refuses two outcomes of one notification in one statement', async () => {
+  it('refuses two outcomes of one notification in one statement, wherever they stand in the group', async () => {
     const n = await add();
     await expect(recordOutcomes(fromKysely(tdb.db), [outcome(n, 'sent'), outcome(n, 'sent')])).rejects.toThrow(/appears twice/);
+    const [a, b] = [await add(), await add()];
+    const apart = [outcome(n, 'sent'), outcome(a, 'sent'), outcome(b, 'sent'), outcome(n, 'sent')];
+    await expect(recordOutcomes(fromKysely(tdb.db), apart)).rejects.toThrow(/appears twice/);
+    const { rows } = await sql<{ n: number }>`
+      SELECT count(*)::int AS n FROM attempts WHERE notification_id IN (${n.id}, ${a.id}, ${b.id})`.execute(tdb.db);
+    expect(rows[0]!.n).toBe(0); // nothing of either group was written
   });
 
   it('isolates an outcome PostgreSQL refuses: it alone fails, its group-mates are recorded', async () => {

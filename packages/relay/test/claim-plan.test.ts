@@ -1,3 +1,4 @@
+import type { PoolClient } from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fromPgClient, type SqlExecutor } from '@notify/outbox';
 import { type TestDatabase, createTestDatabase } from '../../../test/support/db.js';
@@ -69,5 +70,43 @@ describe('the claim of a 10,000-row backlog in batches of 1,000', () => {
       await client.query('ROLLBACK');
       client.release();
     }
+  });
+});
+
+describe('relaySlotLock', () => {
+  const inTransaction = async <T>(fn: (tx: SqlExecutor, client: PoolClient) => Promise<T>): Promise<T> => {
+    const client = await tdb.pool.connect();
+    try {
+      await client.query('BEGIN');
+      return await fn(fromPgClient(client), client);
+    } finally {
+      await client.query('ROLLBACK');
+      client.release();
+    }
+  };
+
+  it('locks the leased slots, answers them in order and makes the claim transaction’s settings', async () => {
+    await inTransaction(async (tx, client) => {
+      const slots = await relaySlotLock(tx, { instanceId: 'r1', now: new Date(), idleTimeoutMs: 45_000 });
+      const { rows } = await client.query<{ n: number }>('SELECT count(*)::int AS n FROM relay_leases');
+      expect(slots).toEqual(Array.from({ length: rows[0]!.n }, (_, i) => i));
+      const held = await client.query<{ n: number }>(
+        "SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND mode = 'ShareLock' AND pid = pg_backend_pid()",
+      );
+      expect(held.rows[0]!.n).toBe(slots.length);
+      const settings = await client.query<Record<string, string>>(
+        `SELECT current_setting('idle_in_transaction_session_timeout') AS idle, current_setting('enable_sort') AS sort,
+                current_setting('enable_seqscan') AS scan, current_setting('synchronous_commit') AS durability,
+                current_setting('plan_cache_mode') AS plans`,
+      );
+      expect(settings.rows[0]).toEqual({ idle: '45s', sort: 'off', scan: 'off', durability: 'off', plans: 'force_generic_plan' });
+    });
+  });
+
+  it('locks only the slots asked for, and none for an instance that leases none', async () => {
+    await inTransaction(async (tx) => {
+      expect(await relaySlotLock(tx, { instanceId: 'r1', now: new Date(), idleTimeoutMs: 60_000, only: [40, 3, 17] })).toEqual([3, 17, 40]);
+      expect(await relaySlotLock(tx, { instanceId: 'nobody', now: new Date(), idleTimeoutMs: 60_000 })).toEqual([]);
+    });
   });
 });

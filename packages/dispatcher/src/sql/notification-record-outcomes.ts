@@ -82,42 +82,66 @@ SELECT ord::int AS ord FROM n`,
  * (the others are unaffected). Throws (writing nothing) when the statement fails.
  */
 export async function notificationRecordOutcomes(db: SqlExecutor, params: NotificationRecordOutcomesParams): Promise<boolean[]> {
-  const n = params.outcomes.length;
+  const { outcomes } = params;
+  const n = outcomes.length;
   if (n === 0) return [];
-  const seen = new Set<string>();
-  for (const o of params.outcomes) {
-    if (seen.has(o.id))
-      throw new RangeError(`notificationRecordOutcomes: notification ${o.id} appears twice; record the second outcome in a later call`);
-    seen.add(o.id);
-  }
   // Lock order: by id (see SQL). `order[k]` is the caller's index of the k-th row sent.
-  const order = params.outcomes
-    .map((_, i) => i)
-    .sort((a, b) => {
-      const x = params.outcomes[a]!.id;
-      const y = params.outcomes[b]!.id;
-      return x < y ? -1 : x > y ? 1 : 0;
-    });
-  const rows = order.map((i) => params.outcomes[i]!);
+  const order = new Array<number>(n);
+  for (let i = 0; i < n; i++) order[i] = i;
+  order.sort((a, b) => {
+    const x = outcomes[a]!.id;
+    const y = outcomes[b]!.id;
+    return x < y ? -1 : x > y ? 1 : 0;
+  });
+  // One pass in that order fills a column per parameter. It runs once per group commit and was
+  // a map per column: TurboFan compiled it, callbacks inlined, in 50-100 ms (three times in one
+  // drain, session 33), for a function that is not on any one delivery's path.
+  const ids = new Array<string>(n);
+  const attempts = new Array<number>(n);
+  const states = new Array<string>(n);
+  const deadReasons = new Array<string | null>(n);
+  const lastErrors = new Array<string | null>(n);
+  const nextAttemptAts = new Array<string | null>(n);
+  const startedAts = new Array<string>(n);
+  const finishedAts = new Array<string>(n);
+  const attemptOutcomes = new Array<string>(n);
+  const errors = new Array<string | null>(n);
+  const providerStatuses = new Array<string | null>(n);
+  const providers = new Array<string | null>(n);
   const messages: { owner: number; topic: string; key: string; value: string; headers: Readonly<Record<string, string>> }[] = [];
-  rows.forEach((o, k) => {
+  for (let k = 0; k < n; k++) {
+    const o = outcomes[order[k]!]!;
+    // Sorted, so a repeated id is next to its twin.
+    if (k > 0 && ids[k - 1] === o.id)
+      throw new RangeError(`notificationRecordOutcomes: notification ${o.id} appears twice; record the second outcome in a later call`);
+    ids[k] = o.id;
+    attempts[k] = o.attempt;
+    states[k] = o.state;
+    deadReasons[k] = o.deadReason;
+    lastErrors[k] = o.lastError;
+    nextAttemptAts[k] = o.nextAttemptAt === null ? null : o.nextAttemptAt.toISOString();
+    startedAts[k] = o.startedAt.toISOString();
+    finishedAts[k] = o.finishedAt.toISOString();
+    attemptOutcomes[k] = o.outcome;
+    errors[k] = o.error;
+    providerStatuses[k] = o.providerStatus;
+    providers[k] = o.provider ?? null;
     // WITH ORDINALITY counts from 1
     for (const m of o.messages) messages.push({ owner: k + 1, topic: m.topic, key: m.key, value: m.value, headers: m.headers });
-  });
-  const iso = (d: Date | null): string | null => (d === null ? null : d.toISOString());
+  }
   const { rows: recorded } = await db.query<{ ord: number }>(SQL, [
-    rows.map((o) => o.id),
-    rows.map((o) => o.attempt),
-    rows.map((o) => o.state),
-    rows.map((o) => o.deadReason),
-    rows.map((o) => o.lastError),
-    rows.map((o) => iso(o.nextAttemptAt)),
-    rows.map((o) => o.startedAt.toISOString()),
-    rows.map((o) => o.finishedAt.toISOString()),
-    rows.map((o) => o.outcome),
-    rows.map((o) => o.error),
-    rows.map((o) => o.providerStatus),
-    rows.map((o) => o.provider ?? null),
+    ids,
+    attempts,
+    states,
+    deadReasons,
+    lastErrors,
+    nextAttemptAts,
+    startedAts,
+    finishedAts,
+    attemptOutcomes,
+    errors,
+    providerStatuses,
+    providers,
     JSON.stringify(messages),
   ]);
   const result = new Array<boolean>(n).fill(false);

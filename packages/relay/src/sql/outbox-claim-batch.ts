@@ -1,4 +1,5 @@
 import { prepared, type SqlExecutor } from '@notify/outbox';
+import { intArrayLiteral } from './relay-slot-lock.js';
 
 /** Parameters of `outboxClaimBatch`. */
 export interface OutboxClaimBatchParams {
@@ -87,7 +88,7 @@ export async function outboxClaimBatch(db: SqlExecutor, params: OutboxClaimBatch
   const { rows } = await db.query<ClaimedRow & { held: boolean | null }>(params.after ? CLAIM_AFTER_SQL : CLAIM_SQL, [
     params.instanceId,
     params.now,
-    params.slots,
+    intArrayLiteral(params.slots),
     params.slotCount,
     params.limit,
     params.orderWaitMs,

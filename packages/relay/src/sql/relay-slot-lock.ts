@@ -60,27 +60,43 @@ export interface RelaySlotLockParams {
  * outbox_unpublished_txid_idx.
  */
 export async function relaySlotLock(db: SqlExecutor, params: RelaySlotLockParams): Promise<number[]> {
-  const { rows } = await db.query<{ slot: number }>(SLOT_LOCK_SQL, [
+  const { rows } = await db.query<{ slots: string | null }>(SLOT_LOCK_SQL, [
     params.instanceId,
     params.now,
     SLOT_LOCK_NAMESPACE,
     `${Math.max(1, Math.round(params.idleTimeoutMs))}ms`,
-    params.only ?? null,
+    params.only ? intArrayLiteral(params.only) : null,
   ]);
-  return rows.map((r) => r.slot);
+  const slots = rows[0]?.slots;
+  // int[] as text: "{0,1,…}" (NULL when no slot was locked).
+  return slots ? slots.slice(1, -1).split(',').map(Number) : [];
+}
+
+/**
+ * An array of integers as PostgreSQL's array literal (`{1,2,3}`), for an `int[]` parameter:
+ * node-postgres would quote and escape each element (two regular expressions apiece), and the
+ * relay sends its 64 slots twice a round.
+ */
+export function intArrayLiteral(values: readonly number[]): string {
+  for (const v of values) if (!Number.isSafeInteger(v)) throw new RangeError(`intArrayLiteral: ${v} is not an integer`);
+  return `{${values.join(',')}}`;
 }
 
 // A named prepared statement (parsed once per connection), as are the claim and the mark: a
-// relay runs these three every round.
+// relay runs these three every round. One row: the locked slots as one array, the settings made
+// once (with a row per slot, the statement made 5 settings and returned 6 columns per slot, 64
+// slots each round: 0.16 ms of CPU per round in all, session 33). An aggregate without GROUP BY
+// answers one row even when no slot was locked; the settings are then made for a transaction
+// that claims nothing, which is harmless.
 const SLOT_LOCK_SQL = prepared(
-  'relay_slot_lock_v1',
-  `SELECT slot, set_config('idle_in_transaction_session_timeout', $4, true) AS timeout,
+  'relay_slot_lock_v2',
+  `SELECT array_agg(slot ORDER BY slot)::text AS slots,
+          set_config('idle_in_transaction_session_timeout', $4, true) AS timeout,
           set_config('enable_sort', 'off', true) AS sort,
           set_config('enable_seqscan', 'off', true) AS scan,
           set_config('synchronous_commit', 'off', true) AS durability,
           set_config('plan_cache_mode', 'force_generic_plan', true) AS plans
      FROM relay_leases
     WHERE CASE WHEN owner = $1 AND expires_at > $2 AND ($5::int[] IS NULL OR slot = ANY($5::int[]))
-               THEN pg_try_advisory_xact_lock_shared($3, slot) ELSE false END
-    ORDER BY slot`,
+               THEN pg_try_advisory_xact_lock_shared($3, slot) ELSE false END`,
 );
