@@ -8,7 +8,11 @@
 //     [--rate 500] [--window-ms 10000] [--pairs 4] [--profile DIR] SETTING SETTING ...
 // A SETTING is `default` or comma-separated NAME=value pairs for the service's environment, e.g.
 // `default NOTIFY_RELAY_ORDER_WAIT_MS=0`. `--profile DIR` runs each service with `--cpu-prof`.
+// Each window also prints the CPU per delivered notification of the service process and of the
+// database's PostgreSQL backends (the load generator's included: the same work for every setting).
+import { cpuPerUnit, cpuSnapshot } from './lib/cpu-meter.js';
 import { optionTaker } from './lib/options.js';
+import { benchPool } from './lib/pool.js';
 import { startReceiver } from './lib/receiver.js';
 import { startNotifyService } from './lib/service.js';
 import { createStack } from './lib/stack.js';
@@ -43,7 +47,8 @@ async function window(url: string, ms: number) {
   );
   // The worker's commit instants are wall-clock ms; the receiver's arrivals are on this process's clock.
   const committed = new Map(output.committed.map(([id, wall]) => [id, wall - performance.timeOrigin]));
-  return { latency: (await arrivals(receiver, committed)).latencyMs, offered: output.offered };
+  const { latencyMs, ids, undelivered } = await arrivals(receiver, committed);
+  return { latency: latencyMs, offered: output.offered, delivered: ids.length - undelivered };
 }
 
 const p99s = new Map<string, number[]>(settings.map((s) => [s.name, []]));
@@ -60,15 +65,21 @@ try {
         env: setting.env,
         cpuProfDir: profileDir || undefined,
       });
+      const admin = benchPool(db.url, 1);
       try {
         await window(db.url, 3_000);
-        const { latency, offered } = await window(db.url, windowMs);
+        const parts = { service: service.child.process.pid!, database: db.name, admin };
+        const before = await cpuSnapshot(parts);
+        const { latency, offered, delivered } = await window(db.url, windowMs);
+        const cpu = cpuPerUnit(before, await cpuSnapshot(parts), delivered, 1);
         p99s.get(setting.name)!.push(latency.p99);
         console.log(
           `${new Date().toISOString().slice(11, 19)} ${setting.name}: p50 ${latency.p50.toFixed(0)} ms, p99 ${latency.p99.toFixed(0)} ms, ` +
-            `${latency.count} notifications, offered ${offered.achievedRate.toFixed(0)}/s`,
+            `${latency.count} notifications, offered ${offered.achievedRate.toFixed(0)}/s; ` +
+            `CPU per notification: service ${cpu.serviceMs.toFixed(3)} ms, PostgreSQL ${cpu.postgresMs.toFixed(3)} ms`,
         );
       } finally {
+        await admin.end();
         await service.child.stop();
         await db.drop();
       }
