@@ -9,7 +9,9 @@
 // A SETTING is `default` or comma-separated NAME=value pairs for the service's environment, e.g.
 // `default NOTIFY_RELAY_ORDER_WAIT_MS=0`. `--profile DIR` runs each service with `--cpu-prof`.
 // Each window also prints the CPU per delivered notification of the service process and of the
-// database's PostgreSQL backends (the load generator's included: the same work for every setting).
+// database's PostgreSQL backends alive at the window's end: the service's (a connection it closed
+// during the window is missed); the load generator's have usually ended by then (one still
+// closing would count whole).
 import { cpuPerUnit, cpuSnapshot } from './lib/cpu-meter.js';
 import { optionTaker } from './lib/options.js';
 import { benchPool } from './lib/pool.js';

@@ -46,7 +46,7 @@ export async function startNotifyService(options: NotifyServiceOptions): Promise
     },
     profileDir: options.cpuProfDir,
     // V8 flags for the service only (NODE_OPTIONS takes few of them), e.g. --trace-deopt.
-    nodeFlags: [...(options.nodeFlags ?? []), ...(process.env.BENCH_SERVICE_NODE_FLAGS?.split(/\s+/) ?? [])],
+    nodeFlags: [...(options.nodeFlags ?? []), ...(process.env.BENCH_SERVICE_NODE_FLAGS ?? '').split(/\s+/).filter(Boolean)],
   });
   try {
     const line = await child.line(/listening on http:\/\/\S+/, options.startTimeoutMs ?? 120_000);
