@@ -12,22 +12,20 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { optionTaker } from './lib/options.js';
+import { envAssignments, optionTaker } from './lib/options.js';
 import { ROOT } from './lib/root.js';
 import { startReceiver } from './lib/receiver.js';
 import { startNotifyService } from './lib/service.js';
 import { createStack } from './lib/stack.js';
 import { sleep } from './lib/stats.js';
-import { runWorker } from './lib/worker.js';
-import { arrivals } from './scenarios/end-to-end.js';
-import type { LatencyLoadInput, LatencyLoadOutput } from './workers/latency-load.js';
+import { loadWindow } from './scenarios/end-to-end.js';
 
 const args = process.argv.slice(2);
 const option = optionTaker(args);
 const rate = Number(option('--rate', '500'));
 const windowMs = Number(option('--window-ms', '10000'));
 const top = Number(option('--top', '25'));
-const env = Object.fromEntries(args.filter((a) => a.includes('=')).map((a) => [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)]));
+const env = envAssignments(args);
 
 /** The parts of a V8 sampling heap profile (HeapProfiler.SamplingHeapProfile) read here. */
 interface ProfileNode {
@@ -115,15 +113,8 @@ const service = await startNotifyService({
 /** One window at `rate` for `ms`; answers how many of its notifications arrived. */
 async function window(ms: number): Promise<number> {
   receiver.reset();
-  const { output } = await runWorker<LatencyLoadInput, LatencyLoadOutput>(
-    'alloc-probe-load',
-    'bench/workers/latency-load.ts',
-    { system: 'notify', url: db.url, rate, durationMs: ms, receiverUrl: receiver.url, maxInFlight: 128 },
-    { timeoutMs: ms + 120_000 },
-  );
-  const committed = new Map(output.committed.map(([id, wall]) => [id, wall - performance.timeOrigin]));
-  const { ids, undelivered } = await arrivals(receiver, committed);
-  return ids.length - undelivered;
+  const { result } = await loadWindow('alloc-probe-load', receiver, { system: 'notify', url: db.url, rate, durationMs: ms });
+  return result.ids.length - result.undelivered;
 }
 
 try {

@@ -13,6 +13,7 @@
 // PostgreSQL (DATABASE_URL) and Kafka (KAFKA_BROKERS, or the project's broker), as `pnpm bench`.
 import { readFileSync, readdirSync } from 'node:fs';
 import { statCpuMs } from './lib/cpu-meter.js';
+import { envAssignments } from './lib/options.js';
 import { prefillAtOnce, prefillNotifications } from './lib/load.js';
 import { startReceiver } from './lib/receiver.js';
 import { startNotifyService } from './lib/service.js';
@@ -22,7 +23,7 @@ import { sleep } from './lib/stats.js';
 
 const args = process.argv.slice(2);
 const count = Number(args.find((a) => /^\d+$/.test(a)) ?? 10_000);
-const env = Object.fromEntries(args.filter((a) => a.includes('=')).map((a) => [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)]));
+const env = envAssignments(args);
 
 /** CPU ms of one thread of `pid` (NaN once it is gone). */
 const threadCpuMs = (pid: number, tid: string): number => statCpuMs(`/proc/${pid}/task/${tid}/stat`) ?? Number.NaN;

@@ -19,9 +19,7 @@ import { startReceiver } from './lib/receiver.js';
 import { startNotifyService } from './lib/service.js';
 import { createStack } from './lib/stack.js';
 import { median } from './lib/stats.js';
-import { runWorker } from './lib/worker.js';
-import { arrivals } from './scenarios/end-to-end.js';
-import type { LatencyLoadInput, LatencyLoadOutput } from './workers/latency-load.js';
+import { loadWindow } from './scenarios/end-to-end.js';
 
 const args = process.argv.slice(2);
 const option = optionTaker(args);
@@ -41,16 +39,8 @@ const brokers = await stack.kafkaBrokers();
 /** One window at `rate` for `ms`: commit → first arrival of each notification (undelivered ones count with the time waited). */
 async function window(url: string, ms: number) {
   receiver.reset();
-  const { output } = await runWorker<LatencyLoadInput, LatencyLoadOutput>(
-    'p99-probe-load',
-    'bench/workers/latency-load.ts',
-    { system: 'notify', url, rate, durationMs: ms, receiverUrl: receiver.url, maxInFlight: 128 },
-    { timeoutMs: ms + 120_000 },
-  );
-  // The worker's commit instants are wall-clock ms; the receiver's arrivals are on this process's clock.
-  const committed = new Map(output.committed.map(([id, wall]) => [id, wall - performance.timeOrigin]));
-  const { latencyMs, ids, undelivered } = await arrivals(receiver, committed);
-  return { latency: latencyMs, offered: output.offered, delivered: ids.length - undelivered };
+  const { output, result } = await loadWindow('p99-probe-load', receiver, { system: 'notify', url, rate, durationMs: ms });
+  return { latency: result.latencyMs, offered: output.offered, delivered: result.ids.length - result.undelivered };
 }
 
 const p99s = new Map<string, number[]>(settings.map((s) => [s.name, []]));

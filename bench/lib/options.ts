@@ -12,3 +12,8 @@ export function optionTaker(args: string[]): (name: string, fallback: string) =>
     return value;
   };
 }
+
+/** The `NAME=value` words of `args` as an environment (a probe's settings for the service). */
+export function envAssignments(args: readonly string[]): Record<string, string> {
+  return Object.fromEntries(args.filter((a) => a.includes('=')).map((a) => [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)]));
+}
