@@ -14,11 +14,20 @@ export interface NotificationRecordOutcomesParams {
 // the others are written. The outbox rows of the recorded outcomes are inserted in input order
 // (each outcome's status event before its retry request).
 //
-// The input is sorted by id (see `notificationRecordOutcomes`) and the plan walks it in order
-// (custom and generic plans alike: Nested Loop over the input, Index Scan on notifications_pkey;
-// EXPLAIN on 100,000 rows), so two groups touching the same rows lock them in the same order. A
-// deadlock is still possible against other writers; it fails the group, which the writer then
-// retries one outcome at a time.
+// The rows are found by primary key only, whatever the statistics say. The guard's state is a
+// join clause against the input (`i.from_state`, the constant 'queued' of a materialized CTE),
+// not a restriction `t.state = 'queued'`: as a restriction it matched the partial indexes on
+// queued rows, and a planner that believed few rows were queued (statistics from before a
+// backlog arrived, or none yet: autovacuum had not analyzed the table) scanned every queued
+// notification through one of them and hash-joined the group against it, in every group commit
+// of a drain (auto_explain, session 34: 33 of 34 slow plans, 15-50 ms each with 10,000 queued).
+// `t.id = ANY($1)` bounds the scan of notifications to the group's ids whichever join is chosen.
+//
+// Rows are locked in the order the plan visits them: the primary key's (an index scan of `= ANY`,
+// or a Nested Loop over the input, which is sorted by id: see `notificationRecordOutcomes`), or
+// the heap's (a bitmap scan of `= ANY`, which the drain's plans use). Two groups planned alike
+// lock shared rows in the same order; otherwise a deadlock is possible, as against other
+// writers: it fails the group, which the writer then retries one outcome at a time.
 //
 // A hot statement: parsed and planned once per connection (`prepared`). It returns only `ord`, so
 // a migration adding a column does not break the prepared form.
@@ -33,10 +42,10 @@ export interface NotificationRecordOutcomesParams {
 // Their instants go as ISO texts: node-postgres formats a Date in an array with its own
 // local-time code, where `toISOString` is native.
 const SQL = prepared(
-  'dispatcher_record_outcomes_v3',
+  'dispatcher_record_outcomes_v4',
   `
-WITH input AS (
-  SELECT *
+WITH input AS MATERIALIZED (
+  SELECT i.*, 'queued'::text AS from_state
     FROM unnest($1::text[], $2::int[], $3::text[], $4::text[], $5::text[], $6::timestamptz[],
                 $7::timestamptz[], $8::timestamptz[], $9::text[], $10::text[], $11::text[], $12::text[])
          WITH ORDINALITY AS i(id, attempt, state, dead_reason, last_error, next_attempt_at,
@@ -51,7 +60,7 @@ WITH input AS (
          sent_at = CASE WHEN i.state = 'sent' THEN i.finished_at ELSE NULL END,
          updated_at = i.finished_at
     FROM input AS i
-   WHERE t.id = i.id AND t.state = 'queued' AND t.attempts = i.attempt - 1
+   WHERE t.id = ANY($1::text[]) AND t.id = i.id AND t.state = i.from_state AND t.attempts = i.attempt - 1
   RETURNING i.ord
 ), a AS (
   INSERT INTO attempts (notification_id, attempt, started_at, finished_at, outcome, error, provider_status, provider)

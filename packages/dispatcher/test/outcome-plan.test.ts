@@ -1,0 +1,130 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fromPgClient, type SqlExecutor } from '@notify/outbox';
+import { type TestDatabase, createTestDatabase } from '../../../test/support/db.js';
+import { notificationRecordOutcomes } from '../src/sql/notification-record-outcomes.js';
+import type { NotificationRecordOutcomeParams } from '../src/sql/notification-record-outcome.js';
+
+// The group commit must find its rows by primary key, whatever the statistics say. The case that
+// once went wrong: statistics taken while almost nothing was queued, then a backlog arrives (no
+// ANALYZE since: autovacuum has not run yet, or is off). The planner then believed a handful of
+// rows were queued and answered `state = 'queued'` from a partial index on queued rows: every
+// group commit read the whole backlog (20,000 index entries here) to update its ~50 rows.
+
+const SENT = 20_000;
+const QUEUED = 20_000;
+const GROUP = 50;
+
+let tdb: TestDatabase;
+
+const queuedId = (n: number) => `ntf_q${String(n).padStart(21, '0')}`;
+
+beforeAll(async () => {
+  tdb = await createTestDatabase();
+  await tdb.pool.query(
+    `INSERT INTO notifications (id, tenant_id, channel, recipient, body, max_attempts, attempts, state, sent_at, next_attempt_at,
+                                expires_at, created_at, updated_at)
+     SELECT 'ntf_s' || lpad(g::text, 21, '0'), 't1', 'webhook', 'https://example.com/' || (g % 97), 'hello', 8, 1, 'sent', now(), NULL,
+            now() + interval '1 day', now(), now()
+       FROM generate_series(1, $1) g`,
+    [SENT],
+  );
+  await tdb.pool.query('ANALYZE notifications');
+  await tdb.pool.query(
+    `INSERT INTO notifications (id, tenant_id, channel, recipient, body, max_attempts, next_attempt_at, expires_at, created_at, updated_at)
+     SELECT 'ntf_q' || lpad(g::text, 21, '0'), 't1', 'webhook', 'https://example.com/' || (g % 97), 'hello', 8, now(),
+            now() + interval '1 day', now(), now()
+       FROM generate_series(1, $1) g`,
+    [QUEUED],
+  );
+});
+
+afterAll(async () => {
+  await tdb?.close();
+});
+
+/** Outcomes "sent" for queued notifications first … first + GROUP − 1, each with its status event. */
+function group(first: number): NotificationRecordOutcomeParams[] {
+  const now = new Date();
+  return Array.from({ length: GROUP }, (_, k) => {
+    const id = queuedId(first + k);
+    return {
+      id,
+      attempt: 1,
+      state: 'sent',
+      deadReason: null,
+      lastError: null,
+      nextAttemptAt: null,
+      startedAt: now,
+      finishedAt: now,
+      outcome: 'sent',
+      error: null,
+      providerStatus: '200',
+      provider: 'primary',
+      messages: [{ topic: 'events', key: `t1/webhook/${k}`, value: `{"id":"${id}"}`, headers: { 'notification-id': id } }],
+    };
+  });
+}
+
+/** The plan lines of the UPDATE's scan of notifications. */
+function notificationScans(plan: string): string[] {
+  return plan.split('\n').filter((line) => /Scan .*on notifications t\b/.test(line));
+}
+
+describe('the group commit after a backlog arrived under stale statistics', () => {
+  it('reads the group by primary key, in custom and generic plans', async () => {
+    const client = await tdb.pool.connect();
+    try {
+      // The statement as notificationRecordOutcomes sends it, explained with its values (a custom plan).
+      const statements: { text: string; values: readonly unknown[] }[] = [];
+      const recorder: SqlExecutor = {
+        query: async (text, values) => {
+          statements.push({ text, values });
+          return { rows: [] };
+        },
+      };
+      await notificationRecordOutcomes(recorder, { outcomes: group(10_001) });
+      const [statement] = statements;
+      const custom = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${statement!.text}`, [...statement!.values]);
+      const customPlan = custom.rows.map((r) => r['QUERY PLAN']).join('\n');
+      expect(notificationScans(customPlan)).toEqual([expect.stringContaining('using notifications_pkey on notifications t')]);
+      expect(customPlan).not.toMatch(/notifications_queued_|Seq Scan on notifications/);
+
+      // The generic plan, which a pooled connection settles on after its first executions.
+      await client.query('SET plan_cache_mode = force_generic_plan');
+      await client.query(`PREPARE outcomes_generic AS ${statement!.text}`);
+      // A generic plan does not depend on the values: NULLs stand in for them (EXPLAIN runs nothing).
+      const nulls = statement!.values.map(() => 'NULL').join(', ');
+      const generic = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN EXECUTE outcomes_generic(${nulls})`);
+      const genericPlan = generic.rows.map((r) => r['QUERY PLAN']).join('\n');
+      expect(genericPlan).toContain('$1');
+      expect(notificationScans(genericPlan)).toEqual([expect.stringContaining('using notifications_pkey on notifications t')]);
+      expect(genericPlan).not.toMatch(/notifications_queued_|Seq Scan on notifications/);
+    } finally {
+      await client.query('RESET plan_cache_mode');
+      await client.query('DEALLOCATE ALL');
+      client.release();
+    }
+  });
+
+  it('records every outcome of the group, and only those', async () => {
+    const client = await tdb.pool.connect();
+    try {
+      const recorded = await notificationRecordOutcomes(fromPgClient(client), { outcomes: group(12_001) });
+      expect(recorded).toEqual(Array.from({ length: GROUP }, () => true));
+      const { rows } = await client.query<{ state: string; n: number }>(
+        `SELECT state, count(*)::int AS n FROM notifications WHERE id LIKE 'ntf_q%' GROUP BY state ORDER BY state`,
+      );
+      expect(rows).toEqual([
+        { state: 'queued', n: QUEUED - GROUP },
+        { state: 'sent', n: GROUP },
+      ]);
+      const attempts = await client.query<{ n: number }>(`SELECT count(*)::int AS n FROM attempts WHERE notification_id LIKE 'ntf_q%'`);
+      expect(attempts.rows[0]!.n).toBe(GROUP);
+      // A second delivery of the same group finds nothing queued at attempt 0: nothing is written again.
+      const again = await notificationRecordOutcomes(fromPgClient(client), { outcomes: group(12_001) });
+      expect(again).toEqual(Array.from({ length: GROUP }, () => false));
+    } finally {
+      client.release();
+    }
+  });
+});
