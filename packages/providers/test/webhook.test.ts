@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { sealSecret, silentLogger, systemClock } from '@notify/runtime';
 import { ManualClock } from '@notify/runtime/testing';
 import { type Delivery, type Provider, type ResolvedAddress, createTenantSecretSource, createWebhookProvider } from '@notify/providers';
+import { type SqlExecutor, fromKysely } from '@notify/outbox';
 import { verifyWebhookSignature } from '@notify/providers/testing';
 import { type HttpReceiver, contractDelivery, startHttpReceiver } from '@notify/providers/testing';
 import { type TestDatabase, createTestDatabase } from '../../../test/support/db.js';
@@ -153,6 +154,38 @@ describe('webhook payload and Standard Webhooks signing', () => {
         error: expect.stringMatching(/NOTIFY_SECRETS_KEY is not set/),
       });
       expect(receiver.requests).toHaveLength(2);
+    });
+
+    it('concurrent lookups of one tenant share one query; a failed one is not remembered', async () => {
+      await tdb.pool.query('INSERT INTO tenants (id, webhook_signing_secret) VALUES ($1, $2)', ['crowd', 'crowd-secret']);
+      const statements: string[] = [];
+      let failNext = false;
+      const counted: SqlExecutor = {
+        query: async (text, values) => {
+          statements.push(text);
+          if (failNext) {
+            failNext = false;
+            throw new Error('connection terminated');
+          }
+          return fromKysely(tdb.db).query(text, values);
+        },
+      };
+      const clock = new ManualClock(new Date('2026-06-01T00:00:00Z'));
+      const source = createTenantSecretSource({ db: counted, clock, ttlMs: 30_000 });
+      // A cold process's first sends: twenty at once, one query.
+      expect(await Promise.all(Array.from({ length: 20 }, () => source('crowd')))).toEqual(
+        Array.from({ length: 20 }, () => ['crowd-secret']),
+      );
+      expect(statements).toHaveLength(1);
+      // Expired: the next wave shares one new query; when it fails, every one of them fails …
+      clock.advance(30_000);
+      failNext = true;
+      const wave = await Promise.allSettled(Array.from({ length: 5 }, () => source('crowd')));
+      expect(wave.map((r) => r.status)).toEqual(Array.from({ length: 5 }, () => 'rejected'));
+      expect(statements).toHaveLength(2);
+      // … and the next send asks again instead of repeating the failure.
+      expect(await source('crowd')).toEqual(['crowd-secret']);
+      expect(statements).toHaveLength(3);
     });
 
     it('a secret lookup failure is transient and sends nothing (never unsigned by accident)', async () => {

@@ -15,14 +15,18 @@ export interface TenantSecretSourceOptions {
 /**
  * Per-tenant webhook signing secrets (every one that still signs: after a rotation, the new one
  * and, until its grace period ends, the old one), opened with NOTIFY_SECRETS_KEY and cached
- * briefly so a webhook send costs no query in the common case. Returns null when the tenant has
- * none. A database error, or sealed secrets without the key, throws (the webhook provider turns
- * it into a transient failure rather than sending unsigned).
+ * briefly so a webhook send costs no query in the common case. Concurrent misses of one tenant
+ * share one query: the sends a process starts at once (its first fetch of a backlog, or every
+ * send after an entry expired) each asked on its own, and each took a connection of the pool for
+ * it (a cold drain of 10,000 opened all 20, 12 of them for this lookup; session 34). Returns null
+ * when the tenant has none. A database error, or sealed secrets without the key, throws (the
+ * webhook provider turns it into a transient failure rather than sending unsigned); a failed
+ * query is not remembered, so the next send asks again.
  */
 export function createTenantSecretSource(options: TenantSecretSourceOptions): (tenantId: string) => Promise<readonly string[] | null> {
   const db = toExecutor(options.db);
   const ttlMs = options.ttlMs ?? 30_000;
-  const cache = new Map<string, { secrets: readonly StoredSigningSecret[]; until: number }>();
+  const cache = new Map<string, { readonly secrets: Promise<readonly StoredSigningSecret[]>; readonly until: number }>();
 
   function open(tenantId: string, stored: StoredSigningSecret): string {
     if (stored.plain !== null) return stored.plain;
@@ -36,12 +40,17 @@ export function createTenantSecretSource(options: TenantSecretSourceOptions): (t
     const now = options.clock.now();
     let hit = cache.get(tenantId);
     if (!hit || hit.until <= now.getTime()) {
-      hit = { secrets: await tenantSigningSecretsGet(db, { tenantId, now }), until: now.getTime() + ttlMs };
-      cache.set(tenantId, hit);
+      const entry = { secrets: tenantSigningSecretsGet(db, { tenantId, now }), until: now.getTime() + ttlMs };
+      entry.secrets.catch(() => {
+        if (cache.get(tenantId) === entry) cache.delete(tenantId);
+      });
+      cache.set(tenantId, entry);
       if (cache.size > 10_000) cache.delete(cache.keys().next().value!);
+      hit = entry;
     }
+    const secrets = await hit.secrets;
     // A cached secret whose grace period ended meanwhile stops signing now, not at the next refresh.
-    const live = hit.secrets.filter((s) => s.expiresAt === null || s.expiresAt.getTime() > now.getTime());
+    const live = secrets.filter((s) => s.expiresAt === null || s.expiresAt.getTime() > now.getTime());
     return live.length > 0 ? live.map((s) => open(tenantId, s)) : null;
   };
 }
