@@ -1,4 +1,4 @@
-import type { PoolClient } from 'pg';
+import pg, { type PoolClient } from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fromPgClient, type SqlExecutor } from '@notify/outbox';
 import { type TestDatabase, createTestDatabase } from '../../../test/support/db.js';
@@ -101,6 +101,27 @@ describe('relaySlotLock', () => {
       );
       expect(settings.rows[0]).toEqual({ idle: '45s', sort: 'off', scan: 'off', durability: 'off', plans: 'force_generic_plan' });
     });
+  });
+
+  it('settles on its generic plan: a relay round does not plan it again', async () => {
+    // A connection of its own, so that no other test's executions count.
+    const client = new pg.Client({ connectionString: tdb.url });
+    await client.connect();
+    try {
+      const tx = fromPgClient(client);
+      for (let round = 0; round < 12; round++) {
+        await client.query('BEGIN');
+        await relaySlotLock(tx, { instanceId: 'r1', now: new Date(), idleTimeoutMs: 60_000 });
+        await client.query('ROLLBACK');
+      }
+      const { rows } = await client.query<{ generic: number; custom: number }>(
+        `SELECT generic_plans::int AS generic, custom_plans::int AS custom FROM pg_prepared_statements WHERE name LIKE 'relay\\_slot\\_lock%'`,
+      );
+      // PostgreSQL tries five custom plans before it weighs the generic one.
+      expect(rows).toEqual([{ generic: 7, custom: 5 }]);
+    } finally {
+      await client.end();
+    }
   });
 
   it('locks only the slots asked for, and none for an instance that leases none', async () => {

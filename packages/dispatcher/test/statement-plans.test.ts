@@ -1,9 +1,13 @@
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fromPgClient, type SqlExecutor } from '@notify/outbox';
+import { fromKysely, fromPgClient, type SqlExecutor } from '@notify/outbox';
 import { type TestDatabase, createTestDatabase } from '../../../test/support/db.js';
 import { notificationRecordOutcomes } from '../src/sql/notification-record-outcomes.js';
 import type { NotificationRecordOutcomeParams } from '../src/sql/notification-record-outcome.js';
+import { notificationGetMany } from '../src/sql/notification-get-many.js';
 
+// How PostgreSQL plans the delivery path's hot statements.
+//
 // The group commit must find its rows by primary key, whatever the statistics say. The case that
 // once went wrong: statistics taken while almost nothing was queued, then a backlog arrives (no
 // ANALYZE since: autovacuum has not run yet, or is off). The planner then believed a handful of
@@ -125,6 +129,34 @@ describe('the group commit after a backlog arrived under stale statistics', () =
       expect(again).toEqual(Array.from({ length: GROUP }, () => false));
     } finally {
       client.release();
+    }
+  });
+});
+
+describe('the delivery read', () => {
+  it('reads one id, and many in the order given, with a gap where none exists', async () => {
+    const exec = fromKysely(tdb.db);
+    const [one] = await notificationGetMany(exec, { ids: [queuedId(100)] });
+    expect(one).toMatchObject({ id: queuedId(100), tenant_id: 't1', state: 'queued', opt_out_category: null });
+    const many = await notificationGetMany(exec, { ids: [queuedId(102), 'ntf_missing', queuedId(101)] });
+    expect(many.map((r) => r?.id)).toEqual([queuedId(102), undefined, queuedId(101)]);
+  });
+
+  it('settles on its generic plan when it reads one id at a time (a steady trickle)', async () => {
+    // A connection of its own, so that no other test's executions count.
+    const client = new pg.Client({ connectionString: tdb.url });
+    await client.connect();
+    try {
+      const exec = fromPgClient(client);
+      for (let n = 0; n < 12; n++) expect((await notificationGetMany(exec, { ids: [queuedId(200 + n)] }))[0]?.id).toBe(queuedId(200 + n));
+      const { rows } = await client.query<{ generic: number; custom: number }>(
+        `SELECT generic_plans::int AS generic, custom_plans::int AS custom FROM pg_prepared_statements
+          WHERE name LIKE 'dispatcher\\_notification\\_read%'`,
+      );
+      // PostgreSQL tries five custom plans before it weighs the generic one.
+      expect(rows).toEqual([{ generic: 7, custom: 5 }]);
+    } finally {
+      await client.end();
     }
   });
 });
