@@ -50,13 +50,13 @@ export interface DeliveryRow extends DeliveryNotification {
 // notification): parsed once per connection (`prepared`); it names its columns, so a migration
 // adding one does not change its result.
 //
-// The ids are read through a sub-SELECT, `= ANY((SELECT $1::text[])::text[])`: PostgreSQL then cannot see
-// the array's length in a custom plan either, so custom and generic plans cost the same and it
-// keeps the generic one after its five custom ones. With `= ANY($1)` a custom plan for a few ids
-// always looked cheaper than the generic one, which guesses ten, so every read of one to nine ids
-// was planned again (1,039 plans in 1,035 reads, 296 ms of planning against 64 of execution, in a
-// 100/s window of p99-probe; session 34). The sub-SELECT is an InitPlan evaluated once; the ids
-// are still an index condition on the primary key.
+// The ids are read through a sub-SELECT, `= ANY((SELECT $1::text[])::text[])`: PostgreSQL then
+// cannot see the array's length in a custom plan either, so custom and generic plans cost the
+// same and it keeps the generic one after its five custom ones. With `= ANY($1)` a custom plan
+// for a few ids always looked cheaper than the generic one, which guesses ten, so every read of
+// one to nine ids was planned again (1,039 plans in 1,035 reads, 296 ms of planning against 64 of
+// execution, in a 100/s window of p99-probe; session 34). The sub-SELECT is an InitPlan evaluated
+// once; the ids are still an index condition on the primary key.
 const SQL = prepared(
   'dispatcher_notification_read_v2',
   `SELECT n.id, n.tenant_id, n.channel, n.recipient, n.subject, n.body, n.template, n.template_version, n.data,

@@ -29,8 +29,9 @@ export interface NotificationRecordOutcomesParams {
 // lock shared rows in the same order; otherwise a deadlock is possible, as against other
 // writers: it fails the group, which the writer then retries one outcome at a time.
 //
-// A hot statement: parsed and planned once per connection (`prepared`). It returns only `ord`, so
-// a migration adding a column does not break the prepared form.
+// A hot statement: parsed once per connection (`prepared`), and PostgreSQL settles on its generic
+// plan after five custom ones. It returns only `ord`, so a migration adding a column does not
+// break the prepared form.
 //
 // The outbox rows come as one JSON text (`json_to_recordset`), not as five arrays: node-postgres
 // writes a JS array as an array literal, escaping every element with two regular expressions and
