@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SqlFileMigrationProvider, migrateToLatest } from '@notify/migrations';
 import type { SqlExecutor } from '@notify/outbox';
 import { type TestDatabase, createEmptyTestDatabase, createTestDatabase } from '../../../test/support/db.js';
+import { explain, recordStatements } from '../../../test/support/plans.js';
 import { notificationList } from '../src/sql/notification-list.js';
 import { notificationSearch } from '../src/sql/notification-search.js';
 
@@ -30,16 +31,9 @@ async function insertInIdOrder(n: number): Promise<void> {
 
 /** The plan of the statement `run` sends (explained, not executed). */
 async function planOf(run: (db: SqlExecutor) => Promise<unknown>): Promise<string> {
-  const statements: { text: string; values: readonly unknown[] }[] = [];
-  await run({
-    query: async (text, values) => {
-      statements.push({ text, values: values ?? [] });
-      return { rows: [] };
-    },
-  });
+  const statements = await recordStatements(run);
   expect(statements).toHaveLength(1);
-  const { rows } = await tdb.pool.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${statements[0]!.text}`, [...statements[0]!.values]);
-  return rows.map((r) => r['QUERY PLAN']).join('\n');
+  return explain(tdb.pool, statements[0]!.text, statements[0]!.values);
 }
 
 beforeAll(async () => {

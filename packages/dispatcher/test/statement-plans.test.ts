@@ -1,7 +1,8 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fromKysely, fromPgClient, type SqlExecutor } from '@notify/outbox';
+import { fromKysely, fromPgClient } from '@notify/outbox';
 import { type TestDatabase, createTestDatabase } from '../../../test/support/db.js';
+import { explain, explainPrepared, preparedPlanCounts, recordStatements } from '../../../test/support/plans.js';
 import { notificationRecordOutcomes } from '../src/sql/notification-record-outcomes.js';
 import type { NotificationRecordOutcomeParams } from '../src/sql/notification-record-outcome.js';
 import { notificationGetMany } from '../src/sql/notification-get-many.js';
@@ -79,27 +80,14 @@ describe('the group commit after a backlog arrived under stale statistics', () =
     const client = await tdb.pool.connect();
     try {
       // The statement as notificationRecordOutcomes sends it, explained with its values (a custom plan).
-      const statements: { text: string; values: readonly unknown[] }[] = [];
-      const recorder: SqlExecutor = {
-        query: async (text, values) => {
-          statements.push({ text, values });
-          return { rows: [] };
-        },
-      };
-      await notificationRecordOutcomes(recorder, { outcomes: group(10_001) });
-      const [statement] = statements;
-      const custom = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${statement!.text}`, [...statement!.values]);
-      const customPlan = custom.rows.map((r) => r['QUERY PLAN']).join('\n');
+      const [statement] = await recordStatements((recorder) => notificationRecordOutcomes(recorder, { outcomes: group(10_001) }));
+      const customPlan = await explain(client, statement!.text, statement!.values);
       expect(notificationScans(customPlan)).toEqual([expect.stringContaining('using notifications_pkey on notifications t')]);
       expect(customPlan).not.toMatch(/notifications_queued_|Seq Scan on notifications/);
 
       // The generic plan, which a pooled connection settles on after its first executions.
       await client.query('SET plan_cache_mode = force_generic_plan');
-      await client.query(`PREPARE outcomes_generic AS ${statement!.text}`);
-      // A generic plan does not depend on the values: NULLs stand in for them (EXPLAIN runs nothing).
-      const nulls = statement!.values.map(() => 'NULL').join(', ');
-      const generic = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN EXECUTE outcomes_generic(${nulls})`);
-      const genericPlan = generic.rows.map((r) => r['QUERY PLAN']).join('\n');
+      const genericPlan = await explainPrepared(client, 'outcomes_generic', statement!);
       expect(genericPlan).toContain('$1');
       expect(notificationScans(genericPlan)).toEqual([expect.stringContaining('using notifications_pkey on notifications t')]);
       expect(genericPlan).not.toMatch(/notifications_queued_|Seq Scan on notifications/);
@@ -153,15 +141,12 @@ describe('the delivery read', () => {
         const ids = Array.from({ length: 1 + (n % 4) }, (_, k) => queuedId(200 + 4 * n + k));
         expect((await notificationGetMany(exec, { ids })).map((r) => r?.id)).toEqual(ids);
       }
-      const { rows } = await client.query<{ generic: number; custom: number }>(
-        `SELECT generic_plans::int AS generic, custom_plans::int AS custom FROM pg_prepared_statements
-          WHERE name LIKE 'dispatcher\\_notification\\_read%'`,
-      );
       // PostgreSQL tries five custom plans before it weighs the generic one.
-      expect(rows).toEqual([{ generic: 7, custom: 5 }]);
+      expect(await preparedPlanCounts(client, 'dispatcher\\_notification\\_read%')).toEqual([{ generic: 7, custom: 5 }]);
       // The generic plan reads the primary key.
-      const plan = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN EXECUTE dispatcher_notification_read_v2('{${queuedId(300)}}')`);
-      expect(plan.rows.map((r) => r['QUERY PLAN']).join('\n')).toMatch(/Index Scan using notifications_pkey on notifications n/);
+      expect(await explain(client, `EXECUTE dispatcher_notification_read_v2('{${queuedId(300)}}')`)).toMatch(
+        /Index Scan using notifications_pkey on notifications n/,
+      );
     } finally {
       await client.end();
     }

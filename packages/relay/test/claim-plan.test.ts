@@ -2,6 +2,7 @@ import pg, { type PoolClient } from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fromPgClient, type SqlExecutor } from '@notify/outbox';
 import { type TestDatabase, createTestDatabase } from '../../../test/support/db.js';
+import { explain, preparedPlanCounts, recordStatements } from '../../../test/support/plans.js';
 import { outboxClaimBatch } from '../src/sql/outbox-claim-batch.js';
 import { relaySlotLock } from '../src/sql/relay-slot-lock.js';
 
@@ -41,17 +42,11 @@ describe('the claim of a 10,000-row backlog in batches of 1,000', () => {
       const slots = await relaySlotLock(tx, { instanceId: 'r1', now, idleTimeoutMs: 60_000 });
       expect(slots).toHaveLength(slotCount);
       // The claim's own statement (with its held-back check), explained instead of run.
-      const statements: { text: string; values: readonly unknown[] }[] = [];
-      const recorder: SqlExecutor = {
-        query: async (text, values) => {
-          statements.push({ text, values });
-          return { rows: [] };
-        },
-      };
-      await outboxClaimBatch(recorder, { instanceId: 'r1', now, slots, slotCount, limit: 1_000, orderWaitMs: 500 });
+      const statements = await recordStatements((recorder) =>
+        outboxClaimBatch(recorder, { instanceId: 'r1', now, slots, slotCount, limit: 1_000, orderWaitMs: 500 }),
+      );
       expect(statements).toHaveLength(1);
-      const explained = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${statements[0]!.text}`, [...statements[0]!.values]);
-      const plan = explained.rows.map((r) => r['QUERY PLAN']).join('\n');
+      const plan = await explain(client, statements[0]!.text, statements[0]!.values);
       expect(plan).toContain('Index Scan using outbox_unpublished_txid_idx');
       expect(plan).not.toMatch(/Sort|Seq Scan on outbox/);
       const claimed = await outboxClaimBatch(tx, { instanceId: 'r1', now, slots, slotCount, limit: 1_000, orderWaitMs: 500 });
@@ -59,10 +54,7 @@ describe('the claim of a 10,000-row backlog in batches of 1,000', () => {
       expect(claimed.heldBack).toBe(false);
       // That claim ran as a named prepared statement, and relaySlotLock made the transaction use
       // generic plans: the generic plan (its filters name the parameters) is the same walk.
-      const generic = await client.query<{ 'QUERY PLAN': string }>(
-        `EXPLAIN EXECUTE relay_claim_v1('r1', now(), '{${slots.join(',')}}', ${slotCount}, 1000, 500)`,
-      );
-      const genericPlan = generic.rows.map((r) => r['QUERY PLAN']).join('\n');
+      const genericPlan = await explain(client, `EXECUTE relay_claim_v1('r1', now(), '{${slots.join(',')}}', ${slotCount}, 1000, 500)`);
       expect(genericPlan).toContain('$6');
       expect(genericPlan).toContain('Index Scan using outbox_unpublished_txid_idx');
       expect(genericPlan).not.toMatch(/Sort|Seq Scan on outbox/);
@@ -114,11 +106,8 @@ describe('relaySlotLock', () => {
         await relaySlotLock(tx, { instanceId: 'r1', now: new Date(), idleTimeoutMs: 60_000 });
         await client.query('ROLLBACK');
       }
-      const { rows } = await client.query<{ generic: number; custom: number }>(
-        `SELECT generic_plans::int AS generic, custom_plans::int AS custom FROM pg_prepared_statements WHERE name LIKE 'relay\\_slot\\_lock%'`,
-      );
       // PostgreSQL tries five custom plans before it weighs the generic one.
-      expect(rows).toEqual([{ generic: 7, custom: 5 }]);
+      expect(await preparedPlanCounts(client, 'relay\\_slot\\_lock%')).toEqual([{ generic: 7, custom: 5 }]);
     } finally {
       await client.end();
     }

@@ -1,6 +1,8 @@
+import type { PoolClient } from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fromPgClient, type SqlExecutor } from '@notify/outbox';
 import { type TestDatabase, createTestDatabase } from '../../../test/support/db.js';
+import { explainPrepared, recordStatements } from '../../../test/support/plans.js';
 import { outboxMarkPublished } from '../src/sql/outbox-mark-published.js';
 import { relaySlotLock } from '../src/sql/relay-slot-lock.js';
 
@@ -37,13 +39,13 @@ afterAll(async () => {
 const ids = (from: number, n: number) => Array.from({ length: n }, (_, k) => String(firstId + from + k));
 
 /** Runs `fn` in a relay claim transaction (its settings made by relaySlotLock), rolled back unless `commit`. */
-async function inClaimTransaction(fn: (tx: SqlExecutor, explain: (text: string) => Promise<string>) => Promise<void>, commit = false) {
+async function inClaimTransaction(fn: (tx: SqlExecutor, client: PoolClient) => Promise<void>, commit = false) {
   const client = await tdb.pool.connect();
   try {
     await client.query('BEGIN');
     const tx = fromPgClient(client);
     await relaySlotLock(tx, { instanceId: 'r1', now: new Date(), idleTimeoutMs: 60_000 });
-    await fn(tx, async (text) => (await client.query<{ 'QUERY PLAN': string }>(text)).rows.map((r) => r['QUERY PLAN']).join('\n'));
+    await fn(tx, client);
     await client.query(commit ? 'COMMIT' : 'ROLLBACK');
   } catch (error) {
     await client.query('ROLLBACK');
@@ -55,24 +57,17 @@ async function inClaimTransaction(fn: (tx: SqlExecutor, explain: (text: string) 
 
 describe('marking a round published after a backlog arrived under stale statistics', () => {
   it('finds the rows by primary key alone, in each of the three statements', async () => {
-    const statements: { text: string; values: readonly unknown[] }[] = [];
-    const recorder: SqlExecutor = {
-      query: async (text, values) => {
-        statements.push({ text, values });
-        return { rows: [] };
-      },
-    };
     const now = new Date();
-    await outboxMarkPublished(recorder, { kept: ids(0, ROUND), deleted: [], now });
-    await outboxMarkPublished(recorder, { kept: [], deleted: ids(0, ROUND), now });
-    await outboxMarkPublished(recorder, { kept: ids(0, ROUND), deleted: ids(ROUND, ROUND), now });
+    const statements = await recordStatements(async (recorder) => {
+      await outboxMarkPublished(recorder, { kept: ids(0, ROUND), deleted: [], now });
+      await outboxMarkPublished(recorder, { kept: [], deleted: ids(0, ROUND), now });
+      await outboxMarkPublished(recorder, { kept: ids(0, ROUND), deleted: ids(ROUND, ROUND), now });
+    });
     expect(statements).toHaveLength(3);
-    await inClaimTransaction(async (_tx, explain) => {
+    await inClaimTransaction(async (_tx, client) => {
       for (const [i, statement] of statements.entries()) {
-        // The relay's transaction uses generic plans (relaySlotLock), which do not depend on the
-        // values: NULLs stand in for them (EXPLAIN runs nothing).
-        await explain(`PREPARE mark_${i} AS ${statement.text}`);
-        const plan = await explain(`EXPLAIN EXECUTE mark_${i}(${statement.values.map(() => 'NULL').join(', ')})`);
+        // The relay's transaction uses generic plans (relaySlotLock).
+        const plan = await explainPrepared(client, `mark_${i}`, statement);
         expect(plan).toContain('outbox_pkey');
         expect(plan).not.toMatch(/outbox_unpublished_txid_idx|Seq Scan on outbox/);
       }
