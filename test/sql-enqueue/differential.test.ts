@@ -74,10 +74,10 @@ async function enqueueRecordingPath(intent: unknown): Promise<{ outcome: Outcome
     await client.query('BEGIN');
     const { notification } = await enqueue(recording, intent as NotificationIntent);
     await client.query('COMMIT');
-    return { outcome: { id: notification.id }, plain: names.includes('notify_enqueue_plain_v2'), data: notification.data };
+    return { outcome: { id: notification.id }, plain: names.includes('notify_enqueue_plain_v3'), data: notification.data };
   } catch (err) {
     await client.query('ROLLBACK');
-    return { outcome: refusalOf(err), plain: names.includes('notify_enqueue_plain_v2') };
+    return { outcome: refusalOf(err), plain: names.includes('notify_enqueue_plain_v3') };
   } finally {
     client.release();
   }
@@ -228,7 +228,7 @@ async function enqueueManyRecordingPath(intents: readonly unknown[], now: Date):
     await client.query('COMMIT');
     return {
       outcomes: results.map((r) => (r.ok ? { id: r.notification.id } : refusalOf(r.error))),
-      plain: names.includes('notify_enqueue_plain_batch_v2'),
+      plain: names.includes('notify_enqueue_plain_batch_v3'),
     };
   } catch (err) {
     await client.query('ROLLBACK');

@@ -43,11 +43,18 @@ const SHARED_VALUES = new Set([6, 8, 9]);
 // notify_settings supplies what the options ($9, $10) leave out (its one row; none: the built-in
 // defaults, as in notify_enqueue_item), and its event policy decides whether the request carries
 // the queued event. $7 is the instant.
+//
+// LIMIT 1 changes no result (notify_settings_one_row) but tells the planner so. Autovacuum never
+// analyzes a one-row table, and PostgreSQL takes a never-analyzed one for as many rows as its
+// size suggests (1,000): a batch of n intents was planned as n × 1,000 rows, and from ~170 intents
+// its estimated cost passed jit_above_cost, so each custom plan (the first five on a connection)
+// was compiled by LLVM: 1,000 intents ~290 ms a call instead of ~55 (BENCHMARKS.md, session 35).
 const SETTINGS_CTE = `s AS (
      SELECT coalesce($9::integer, t.max_attempts, 8) AS max_attempts,
             $7::timestamptz + coalesce($10::bigint, t.default_ttl_ms, 86400000) * interval '1 millisecond' AS expires_at,
             coalesce(t.events, 'all') = 'all' AS all_events
        FROM (SELECT) AS one LEFT JOIN notify_settings AS t ON true
+      LIMIT 1
    )`;
 
 /**
@@ -55,7 +62,7 @@ const SETTINGS_CTE = `s AS (
  * defaults: metadata '{}', state queued, attempts 0, priority normal, ordering relaxed.
  */
 export const PLAIN_ENQUEUE_SQL = prepared(
-  'notify_enqueue_plain_v2',
+  'notify_enqueue_plain_v3',
   `WITH ${SETTINGS_CTE}, n AS (
      INSERT INTO notifications (id, tenant_id, channel, recipient, subject, body, data, max_attempts, next_attempt_at, expires_at,
                                 traceparent, created_at, updated_at)
@@ -76,7 +83,7 @@ export const PLAIN_ENQUEUE_SQL = prepared(
  * settings, so one result row serves them all.
  */
 export const PLAIN_BATCH_SQL = prepared(
-  'notify_enqueue_plain_batch_v2',
+  'notify_enqueue_plain_batch_v3',
   `WITH ${SETTINGS_CTE}, i AS (
      SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $8::text[],
                           $11::text[], $12::text[], $13::text[], $14::text[], $15::text[])
