@@ -187,8 +187,19 @@ function settledRows(rows: readonly ClaimedRow[], retentionMs: number): { kept: 
   return { kept, deleted };
 }
 
+// The planner settings relaySlotLock makes for the claim transaction, back to what the session had.
+// The set-aside's writes fire triggers whose statements (the event policy's read of notify_settings,
+// the outbox doorbell's of relay_instances, the state counts' sorted upsert) can only scan or sort,
+// and PL/pgSQL keeps their plans for the session: planned under the claim's settings, they were
+// costed at 10^10 (a disabled method's cost) and compiled by LLVM at every later execution on that
+// pooled connection, whatever transaction it served: 50 status events written by a dispatcher's
+// group commit took ~1 s instead of ~10 ms after one refused row (session 35).
+const RESTORE_PLANNER_SQL = `SELECT set_config(name, reset_val, true) FROM pg_settings
+  WHERE name IN ('enable_seqscan', 'enable_sort', 'plan_cache_mode', 'jit')`;
+
 /** The set-aside of `ClaimedBatch.commit`: returns the notifications it made dead, id → channel. */
 async function setAside(tx: SqlExecutor, refused: readonly RefusedRow[], now: Date): Promise<Map<string, string>> {
+  await tx.query(RESTORE_PLANNER_SQL, []);
   await outboxRefusedInsert(tx, {
     now,
     rows: refused.map(({ row, reason }) => ({ ...row, notificationId: row.headers[HEADERS.notificationId], reason })),

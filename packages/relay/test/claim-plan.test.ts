@@ -89,9 +89,16 @@ describe('relaySlotLock', () => {
       const settings = await client.query<Record<string, string>>(
         `SELECT current_setting('idle_in_transaction_session_timeout') AS idle, current_setting('enable_sort') AS sort,
                 current_setting('enable_seqscan') AS scan, current_setting('synchronous_commit') AS durability,
-                current_setting('plan_cache_mode') AS plans`,
+                current_setting('plan_cache_mode') AS plans, current_setting('jit') AS jit`,
       );
-      expect(settings.rows[0]).toEqual({ idle: '45s', sort: 'off', scan: 'off', durability: 'off', plans: 'force_generic_plan' });
+      expect(settings.rows[0]).toEqual({
+        idle: '45s',
+        sort: 'off',
+        scan: 'off',
+        durability: 'off',
+        plans: 'force_generic_plan',
+        jit: 'off',
+      });
     });
   });
 

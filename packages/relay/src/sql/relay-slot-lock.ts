@@ -58,6 +58,13 @@ export interface RelaySlotLockParams {
  * custom plans, which know the limit, always looked cheaper than the generic one. The generic
  * plan is made with sorts and sequential scans off (above), so it is the same walk of
  * outbox_unpublished_txid_idx.
+ *
+ * And turns JIT compilation off for the transaction (`jit`, transaction-local). Turning a planner
+ * method off works by costing it at 10^10: a statement of this transaction that has no other way
+ * (a sort, a scan of a table without a usable index) is estimated above every JIT threshold, and
+ * PostgreSQL compiled it with LLVM at each execution. The set-aside of refused rows (batch-source.ts)
+ * took 250-270 ms for one row that way (its triggers' statements; session 35); it now also restores
+ * the planner's settings first, so what it plans is costed as anywhere else.
  */
 export async function relaySlotLock(db: SqlExecutor, params: RelaySlotLockParams): Promise<number[]> {
   const values: unknown[] = [params.instanceId, params.now, SLOT_LOCK_NAMESPACE, `${Math.max(1, Math.round(params.idleTimeoutMs))}ms`];
@@ -101,10 +108,11 @@ const slotLockSql = (name: string, slots: string) =>
             set_config('enable_sort', 'off', true) AS sort,
             set_config('enable_seqscan', 'off', true) AS scan,
             set_config('synchronous_commit', 'off', true) AS durability,
-            set_config('plan_cache_mode', 'force_generic_plan', true) AS plans
+            set_config('plan_cache_mode', 'force_generic_plan', true) AS plans,
+            set_config('jit', 'off', true) AS jit
        FROM relay_leases
       WHERE CASE WHEN owner = $1 AND expires_at > $2${slots}
                  THEN pg_try_advisory_xact_lock_shared($3, slot) ELSE false END`,
   );
-const SLOT_LOCK_SQL = slotLockSql('relay_slot_lock_v3', '');
-const SLOT_LOCK_ONLY_SQL = slotLockSql('relay_slot_lock_only_v1', ' AND slot = ANY($5::int[])');
+const SLOT_LOCK_SQL = slotLockSql('relay_slot_lock_v4', '');
+const SLOT_LOCK_ONLY_SQL = slotLockSql('relay_slot_lock_only_v2', ' AND slot = ANY($5::int[])');
