@@ -62,9 +62,9 @@ export interface RelaySlotLockParams {
  * And turns JIT compilation off for the transaction (`jit`, transaction-local). Turning a planner
  * method off works by costing it at 10^10: a statement of this transaction that has no other way
  * (a sort, a scan of a table without a usable index) is estimated above every JIT threshold, and
- * PostgreSQL compiled it with LLVM at each execution. The set-aside of refused rows (batch-source.ts)
- * took 250-270 ms for one row that way (its triggers' statements; session 35); it now also restores
- * the planner's settings first, so what it plans is costed as anywhere else.
+ * PostgreSQL compiled it with LLVM at each execution: the set-aside of one refused row
+ * (batch-source.ts, its triggers' statements) took 360–430 ms instead of ~21 (session 35). The
+ * set-aside also restores the planner's settings first, so what it plans is costed as anywhere else.
  */
 export async function relaySlotLock(db: SqlExecutor, params: RelaySlotLockParams): Promise<number[]> {
   const values: unknown[] = [params.instanceId, params.now, SLOT_LOCK_NAMESPACE, `${Math.max(1, Math.round(params.idleTimeoutMs))}ms`];
