@@ -29,6 +29,11 @@ export async function explain(db: Queryable, sql: string, values: readonly unkno
   return (rows as { 'QUERY PLAN': string }[]).map((r) => r['QUERY PLAN']).join('\n');
 }
 
+/** Each estimate in a plan's text (EXPLAIN's or auto_explain's), in order: a node's total cost and rows. */
+export function estimates(plan: string): { cost: number; rows: number }[] {
+  return [...plan.matchAll(/cost=[\d.]+\.\.([\d.]+) rows=(\d+)/g)].map((m) => ({ cost: Number(m[1]), rows: Number(m[2]) }));
+}
+
 /**
  * The plan a session that prepared `statement` as `name` uses, explained with NULLs for its
  * parameters: under `plan_cache_mode = force_generic_plan` (the caller's to set) that is the

@@ -8,7 +8,7 @@ import type { ResolvedRelayConfig } from './config.js';
 import type { RelayEvents } from './events.js';
 import { type ClaimedRow, outboxClaimBatch } from './sql/outbox-claim-batch.js';
 import { outboxMarkPublished } from './sql/outbox-mark-published.js';
-import { relaySlotLock } from './sql/relay-slot-lock.js';
+import { relayRestorePlanner, relaySlotLock } from './sql/relay-slot-lock.js';
 import { notificationFailPublish } from './sql/notification-fail-publish.js';
 import { outboxRefusedInsert } from './sql/outbox-refused-insert.js';
 
@@ -187,19 +187,11 @@ function settledRows(rows: readonly ClaimedRow[], retentionMs: number): { kept: 
   return { kept, deleted };
 }
 
-// The planner settings relaySlotLock makes for the claim transaction, back to what the session had.
-// The set-aside's writes fire triggers whose statements (the event policy's read of notify_settings,
-// the outbox doorbell's of relay_instances, the state counts' sorted upsert) can only scan or sort,
-// and PL/pgSQL keeps their plans for the session: planned under the claim's settings, they were
-// costed at 10^10 (a disabled method's cost) and compiled by LLVM at every later execution on that
-// pooled connection, whatever transaction it served: after one refused row, a transaction writing
-// 50 status events there (as a group commit does) took 800–980 ms instead of 2–4 (session 35).
-const RESTORE_PLANNER_SQL = `SELECT set_config(name, reset_val, true) FROM pg_settings
-  WHERE name IN ('enable_seqscan', 'enable_sort', 'plan_cache_mode', 'jit')`;
-
 /** The set-aside of `ClaimedBatch.commit`: returns the notifications it made dead, id → channel. */
 async function setAside(tx: SqlExecutor, refused: readonly RefusedRow[], now: Date): Promise<Map<string, string>> {
-  await tx.query(RESTORE_PLANNER_SQL, []);
+  // Its writes fire triggers whose plans PL/pgSQL keeps for the session: planned with the claim's
+  // settings, they would keep a disabled method's cost on this pooled connection.
+  await relayRestorePlanner(tx);
   await outboxRefusedInsert(tx, {
     now,
     rows: refused.map(({ row, reason }) => ({ ...row, notificationId: row.headers[HEADERS.notificationId], reason })),

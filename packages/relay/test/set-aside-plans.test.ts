@@ -5,6 +5,7 @@ import type { Database } from '@notify/migrations';
 import { enqueue, fromPgClient, outboxInsert } from '@notify/outbox';
 import { silentLogger, systemClock } from '@notify/runtime';
 import { type TestDatabase, createTestDatabase } from '../../../test/support/db.js';
+import { estimates } from '../../../test/support/plans.js';
 import { createBatchSource } from '../src/batch-source.js';
 import { createRelayEvents } from '../src/events.js';
 import { resolveRelayConfig } from '../src/config.js';
@@ -15,8 +16,8 @@ import { resolveRelayConfig } from '../src/config.js';
 // the session, so planned there they carried that cost into every later transaction on the
 // pooled connection, and PostgreSQL, reading the cost, compiled them with LLVM at each execution:
 // after one refused row, a transaction writing 50 status events on that connection took
-// 800–980 ms instead of 2–4. auto_explain, at NOTICE level, shows this test every plan the connection runs,
-// the triggers' statements included.
+// 800–980 ms instead of 2–4. auto_explain, at NOTICE level, shows this test every plan the
+// connection runs, the triggers' statements included.
 
 const DISABLED_COST = 1e9; // a disabled method adds 1e10 (disable_cost)
 
@@ -50,7 +51,7 @@ afterAll(async () => {
 });
 
 /** The highest total cost in a logged plan. */
-const maxCost = (plan: string) => Math.max(...[...plan.matchAll(/cost=[\d.]+\.\.([\d.]+)/g)].map((m) => Number(m[1])));
+const maxCost = (plan: string) => Math.max(...estimates(plan).map((e) => e.cost));
 
 describe('the set-aside of a refused row', () => {
   it('plans its writes with the session’s settings, and leaves no plan costed as disabled behind it', async () => {

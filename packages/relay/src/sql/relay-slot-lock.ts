@@ -64,7 +64,8 @@ export interface RelaySlotLockParams {
  * (a sort, a scan of a table without a usable index) is estimated above every JIT threshold, and
  * PostgreSQL compiled it with LLVM at each execution: the set-aside of one refused row
  * (batch-source.ts, its triggers' statements) took 360–430 ms instead of ~21 (session 35). The
- * set-aside also restores the planner's settings first, so what it plans is costed as anywhere else.
+ * set-aside also restores the planner's settings first (`relayRestorePlanner`), so what it plans
+ * is costed as anywhere else.
  */
 export async function relaySlotLock(db: SqlExecutor, params: RelaySlotLockParams): Promise<number[]> {
   const values: unknown[] = [params.instanceId, params.now, SLOT_LOCK_NAMESPACE, `${Math.max(1, Math.round(params.idleTimeoutMs))}ms`];
@@ -74,6 +75,21 @@ export async function relaySlotLock(db: SqlExecutor, params: RelaySlotLockParams
   const slots = rows[0]?.slots;
   // int[] as text: "{0,1,…}" (NULL when no slot was locked).
   return slots ? slots.slice(1, -1).split(',').map(Number) : [];
+}
+
+/**
+ * Puts the planner settings `relaySlotLock` made for the claim transaction (`enable_seqscan`,
+ * `enable_sort`, `plan_cache_mode`, `jit`) back to the session's values for the rest of it; the
+ * idle timeout and asynchronous commit stay. For writes in the claim transaction that fire
+ * triggers (the set-aside of refused rows, batch-source.ts): the triggers' statements (the event
+ * policy's read of notify_settings, the outbox doorbell's of relay_instances, the state counts'
+ * sorted upsert) can only scan or sort, and PL/pgSQL keeps their plans for the session. Planned
+ * under the claim's settings they were costed at 10^10 and compiled by LLVM at every later
+ * execution on that pooled connection, whatever transaction it served: after one refused row, a
+ * transaction writing 50 status events there took 800–980 ms instead of 2–4 (session 35).
+ */
+export async function relayRestorePlanner(db: SqlExecutor): Promise<void> {
+  await db.query(RESTORE_PLANNER_SQL, []);
 }
 
 /**
@@ -116,3 +132,7 @@ const slotLockSql = (name: string, slots: string) =>
   );
 const SLOT_LOCK_SQL = slotLockSql('relay_slot_lock_v4', '');
 const SLOT_LOCK_ONLY_SQL = slotLockSql('relay_slot_lock_only_v2', ' AND slot = ANY($5::int[])');
+
+// The session's value of each planner setting slotLockSql makes (RESET's, read from pg_settings).
+const RESTORE_PLANNER_SQL = `SELECT set_config(name, reset_val, true) FROM pg_settings
+  WHERE name IN ('enable_seqscan', 'enable_sort', 'plan_cache_mode', 'jit')`;
