@@ -110,11 +110,11 @@ const service = await startNotifyService({
   nodeFlags: ['--import', path.join(ROOT, 'bench', 'dist', 'lib', 'alloc-sampler.js')],
 });
 
-/** One window at `rate` for `ms`; answers how many of its notifications arrived. */
+/** One window at `rate` for `ms`; answers how many notifications arrived (its lead-in's and lead-out's too: the profile spans them). */
 async function window(ms: number): Promise<number> {
   receiver.reset();
   const { result } = await loadWindow('alloc-probe-load', receiver, { system: 'notify', url: db.url, rate, durationMs: ms });
-  return result.ids.length - result.undelivered;
+  return result.ids.length - result.undelivered + result.deliveredUnmeasured;
 }
 
 try {

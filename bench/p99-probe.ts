@@ -5,7 +5,8 @@
 // then one measured window from bench/workers/latency-load.ts (the end-to-end scenario's load:
 // its own process, 32 connections, `BEGIN; enqueue(); COMMIT`).
 //   pnpm build && tsc -p bench/tsconfig.json && node bench/dist/p99-probe.js \
-//     [--rate 500] [--window-ms 10000] [--pairs 4] [--profile DIR] SETTING SETTING ...
+//     [--rate 500] [--window-ms 10000] [--pairs 4] [--lead-in MS] [--lead-out MS] [--profile DIR] SETTING SETTING ...
+// --lead-in / --lead-out: the steady load around the measured span (default: the end-to-end scenario's).
 // A SETTING is `default` or comma-separated NAME=value pairs for the service's environment, e.g.
 // `default NOTIFY_RELAY_ORDER_WAIT_MS=0`. `--profile DIR` runs each service with `--cpu-prof`.
 // Each window also prints the CPU per delivered notification of the service process and of the
@@ -27,6 +28,9 @@ const rate = Number(option('--rate', '500'));
 const windowMs = Number(option('--window-ms', '10000'));
 const pairs = Number(option('--pairs', '4'));
 const profileDir = option('--profile', '');
+const leadIn = option('--lead-in', '');
+const leadOut = option('--lead-out', '');
+const leads = { ...(leadIn ? { leadInMs: Number(leadIn) } : {}), ...(leadOut ? { leadOutMs: Number(leadOut) } : {}) };
 const settings = (args.length > 0 ? args : ['default']).map((s) => ({
   name: s,
   env: s === 'default' ? {} : Object.fromEntries(s.split(',').map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)])),
@@ -39,8 +43,13 @@ const brokers = await stack.kafkaBrokers();
 /** One window at `rate` for `ms`: commit → first arrival of each notification (undelivered ones count with the time waited). */
 async function window(url: string, ms: number) {
   receiver.reset();
-  const { output, result } = await loadWindow('p99-probe-load', receiver, { system: 'notify', url, rate, durationMs: ms });
-  return { latency: result.latencyMs, offered: output.offered, delivered: result.ids.length - result.undelivered };
+  const { output, result } = await loadWindow('p99-probe-load', receiver, { system: 'notify', url, rate, durationMs: ms, ...leads });
+  // delivered: the CPU snapshots span the lead-in and lead-out too.
+  return {
+    latency: result.latencyMs,
+    offered: output.offered,
+    delivered: result.ids.length - result.undelivered + result.deliveredUnmeasured,
+  };
 }
 
 const p99s = new Map<string, number[]>(settings.map((s) => [s.name, []]));

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { latencySummary, median, outOfOrder, pairedRatio, percentile, round } from './stats.js';
+import { latencySummary, measuredOffers, median, outOfOrder, pairedRatio, percentile, round } from './stats.js';
 
 describe('percentile', () => {
   it('uses the nearest rank and leaves its input alone', () => {
@@ -46,5 +46,15 @@ describe('outOfOrder', () => {
     ]);
     expect(outOfOrder(['a', 'b', 'c', 'd', 'e'], at)).toBe(1);
     expect(outOfOrder(['a', 'c', 'b', 'e'], at)).toBe(0);
+  });
+});
+
+describe('measuredOffers', () => {
+  it('measures the offers issued between the lead-in and the lead-out: rate × span of them', () => {
+    expect(measuredOffers(500, 2_000, 10_000)).toEqual({ first: 1_000, end: 6_000 });
+    expect(measuredOffers(100, 2_000, 3_000)).toEqual({ first: 200, end: 500 });
+  });
+  it('measures from the first offer without a lead-in', () => {
+    expect(measuredOffers(1_000, 0, 10_000)).toEqual({ first: 0, end: 10_000 });
   });
 });

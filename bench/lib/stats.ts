@@ -86,3 +86,12 @@ export function outOfOrder(ids: readonly string[], arrivals: ReadonlyMap<string,
   }
   return late;
 }
+
+/**
+ * Which offers of a steady load are measured: `offerAtRate` issues offer n once rate × elapsed
+ * passes n, so the offers issued after `leadInMs` and before `leadInMs + durationMs` are
+ * [first, end). The rest (lead-in, lead-out) keep the load steady around the measured span.
+ */
+export function measuredOffers(rate: number, leadInMs: number, durationMs: number): { first: number; end: number } {
+  return { first: Math.floor((rate * leadInMs) / 1000), end: Math.floor((rate * (leadInMs + durationMs)) / 1000) };
+}

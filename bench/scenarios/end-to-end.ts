@@ -163,8 +163,9 @@ export async function latencyAtRate(
  * Waits for every committed id to arrive and summarises commit → first arrival. `committed` holds
  * commit instants on this process's performance.now() clock, as the receiver's arrivals are.
  */
-async function arrivals(receiver: Receiver, committed: ReadonlyMap<string, number>, waitMs = 30_000) {
-  await waitUntil(() => [...committed.keys()].every((id) => receiver.firstDelivered.has(id)), {
+async function arrivals(receiver: Receiver, committed: ReadonlyMap<string, number>, waitMs = 30_000, unmeasured: readonly string[] = []) {
+  const awaited = [...committed.keys(), ...unmeasured];
+  await waitUntil(() => awaited.every((id) => receiver.firstDelivered.has(id)), {
     timeoutMs: waitMs,
     intervalMs: 100,
     message: 'every notification of the latency window to arrive',
@@ -179,24 +180,35 @@ async function arrivals(receiver: Receiver, committed: ReadonlyMap<string, numbe
     if (arrived === undefined) undelivered++;
     latencies.push((arrived ?? gaveUpAt) - at);
   }
-  return { latencyMs: latencySummary(latencies), undelivered, ids: [...committed.keys()], committed };
+  const deliveredUnmeasured = unmeasured.filter((id) => receiver.firstDelivered.has(id)).length;
+  return { latencyMs: latencySummary(latencies), undelivered, deliveredUnmeasured, ids: [...committed.keys()], committed };
 }
+
+/**
+ * Steady load around each measured span (bench/workers/latency-load.ts): the generator offers at
+ * the same rate this long before the span and after it, and neither part is measured, so the span
+ * sees neither the generator's start nor its stop. Measured (session 36, p99-probe at 500/s): with
+ * no lead the slowest 1 % of a window clustered in its first second and its last 250 ms, where the
+ * relay's claims took 130-220 ms while the generator's 32 backends started or ended.
+ */
+const LEAD_IN_MS = 2_000;
+const LEAD_OUT_MS = 1_000;
 
 /**
  * One window of bench/workers/latency-load.ts (its own process, 128 transactions in flight) at
  * `input.rate`, delivering to `receiver`, which the caller resets first: the worker's output and
- * its notifications' arrivals. The worker's commit instants are wall-clock ms (performance.timeOrigin
- * + now); they are moved onto this process's performance.now() clock to compare with the arrivals.
+ * its notifications' arrivals (the measured span's; the lead-in's and lead-out's are awaited too,
+ * and counted in `deliveredUnmeasured`). The worker's commit instants are wall-clock ms
+ * (performance.timeOrigin + now); they are moved onto this process's performance.now() clock to
+ * compare with the arrivals.
  */
 export async function loadWindow(name: string, receiver: Receiver, input: Omit<LatencyLoadInput, 'receiverUrl' | 'maxInFlight'>) {
-  const { output } = await runWorker<LatencyLoadInput, LatencyLoadOutput>(
-    name,
-    'bench/workers/latency-load.ts',
-    { ...input, receiverUrl: receiver.url, maxInFlight: 128 },
-    { timeoutMs: input.durationMs + 120_000 },
-  );
+  const full: LatencyLoadInput = { leadInMs: LEAD_IN_MS, leadOutMs: LEAD_OUT_MS, ...input, receiverUrl: receiver.url, maxInFlight: 128 };
+  const { output } = await runWorker<LatencyLoadInput, LatencyLoadOutput>(name, 'bench/workers/latency-load.ts', full, {
+    timeoutMs: (full.leadInMs ?? 0) + full.durationMs + (full.leadOutMs ?? 0) + 120_000,
+  });
   const committed = new Map(output.committed.map(([id, wall]) => [id, wall - performance.timeOrigin]));
-  return { output, result: await arrivals(receiver, committed) };
+  return { output, result: await arrivals(receiver, committed, undefined, output.unmeasured) };
 }
 
 /**
@@ -212,7 +224,13 @@ async function latencyFromLoadProcess(receiver: Receiver, input: Omit<LatencyLoa
     result: { output, result },
     loopDelayMs,
   } = await withLoopDelay(() => loadWindow(`e2e-load-${input.system}-${input.rate}`, receiver, input));
-  const cpu = cpuPerUnit(before, await cpuSnapshot(parts), result.ids.length - result.undelivered, os.availableParallelism());
+  // The CPU window spans the lead-in and lead-out too: per notification delivered in all of it.
+  const cpu = cpuPerUnit(
+    before,
+    await cpuSnapshot(parts),
+    result.ids.length - result.undelivered + result.deliveredUnmeasured,
+    os.availableParallelism(),
+  );
   return {
     rate: input.rate,
     offered: output.offered,
@@ -586,7 +604,9 @@ function latencyFigures(ours: LatencyPoint, peer: LatencyPoint | undefined, targ
  *    Then, on the same process, a second backlog of the same size queued at once and drained the
  *    same way (the warm drain: JIT compilation done), reported next to the cold figures.
  * 2. Latency: on the first round's warm service, single-row enqueue transactions at 100, 500 and
- *    1,000 per second; each notification's COMMIT returning → its first arrival at the receiver.
+ *    1,000 per second; each notification's COMMIT returning → its first arrival at the receiver,
+ *    for the transactions of a measured span inside a steady load (2 s of it before, 1 s after:
+ *    `LEAD_IN_MS`, `LEAD_OUT_MS`).
  * The same workload on pg-boss 10 (a worker process that POSTs each job to the same receiver)
  * is the peer baseline.
  */

@@ -7,10 +7,15 @@
 // performance.now() alone). Its pool is opened and warmed before the window starts: left to open
 // lazily, it started 32 PostgreSQL backends inside the window, each compiling the enqueue function
 // and planning its statement on its first call, and the slowest 1 % of a 500/s window clustered in
-// the window's first seconds (BENCHMARKS.md, session 24).
+// the window's first seconds (BENCHMARKS.md, session 24). The measured span is also run inside a
+// steady load: the generator offers at the same rate for `leadInMs` before it and `leadOutMs` after
+// it, and only the span's commits are measured (`committed`; the others are `unmeasured`). Without
+// them the span's first and last few hundred milliseconds overlapped the generator's own start
+// (its JIT, its first transactions) and stop (its pool's 32 backends ending, its output sent), and
+// the slowest 1 % of a 500/s window clustered there (BENCHMARKS.md, session 36).
 import PgBoss from 'pg-boss';
 import { type OfferResult, createEnqueuer, offerAtRate, pgBossJob, webhookIntent } from '../lib/load.js';
-import { type LoopDelay, withLoopDelay } from '../lib/stats.js';
+import { type LoopDelay, measuredOffers, withLoopDelay } from '../lib/stats.js';
 import { workerMain } from '../lib/worker.js';
 
 /** Input of the worker. */
@@ -21,15 +26,22 @@ export interface LatencyLoadInput {
   /** pg-boss only: the queue to send to. */
   readonly queue?: string;
   readonly rate: number;
+  /** The measured span. */
   readonly durationMs: number;
+  /** Load at the same rate before the measured span, not measured. Default 0. */
+  readonly leadInMs?: number;
+  /** Load at the same rate after the measured span, not measured. Default 0. */
+  readonly leadOutMs?: number;
   readonly maxInFlight: number;
 }
 
 /** Output of the worker. */
 export interface LatencyLoadOutput {
   readonly offered: OfferResult;
-  /** [id, commit instant in wall-clock ms] of each committed notification or job. */
+  /** [id, commit instant in wall-clock ms] of each committed notification or job of the measured span. */
   readonly committed: readonly (readonly [string, number])[];
+  /** Ids committed in the lead-in and the lead-out (delivered too, not measured). */
+  readonly unmeasured: readonly string[];
   /** The generator's own event-loop delay over the window (ms): how late its ticks ran. */
   readonly loopDelayMs: LoopDelay;
 }
@@ -40,22 +52,27 @@ const wallClock = () => performance.timeOrigin + performance.now();
 const CLIENTS = 32;
 const PGBOSS_CLIENTS = 16;
 
-async function offerNotify(input: LatencyLoadInput, op: (send: () => Promise<{ id: string }>) => Promise<void>) {
+type Op = (n: number, send: () => Promise<{ id: string }>) => Promise<void>;
+
+/** The whole offered span: lead-in, measured span, lead-out. */
+const spanMs = (input: LatencyLoadInput) => (input.leadInMs ?? 0) + input.durationMs + (input.leadOutMs ?? 0);
+
+async function offerNotify(input: LatencyLoadInput, op: Op) {
   const enqueuer = createEnqueuer(input.url, CLIENTS);
   try {
     await enqueuer.warm(webhookIntent(input.receiverUrl, 0));
     return await offerAtRate({
       rate: input.rate,
-      durationMs: input.durationMs,
+      durationMs: spanMs(input),
       maxInFlight: input.maxInFlight,
-      op: (n) => op(async () => ({ id: (await enqueuer.enqueueOne(webhookIntent(input.receiverUrl, n))).id })),
+      op: (n) => op(n, async () => ({ id: (await enqueuer.enqueueOne(webhookIntent(input.receiverUrl, n))).id })),
     });
   } finally {
     await enqueuer.close();
   }
 }
 
-async function offerPgBoss(input: LatencyLoadInput, op: (send: () => Promise<{ id: string }>) => Promise<void>) {
+async function offerPgBoss(input: LatencyLoadInput, op: Op) {
   // The producer side, as an application would run it: no maintenance, no schedules.
   const boss = new PgBoss({
     connectionString: input.url,
@@ -76,10 +93,10 @@ async function offerPgBoss(input: LatencyLoadInput, op: (send: () => Promise<{ i
     );
     return await offerAtRate({
       rate: input.rate,
-      durationMs: input.durationMs,
+      durationMs: spanMs(input),
       maxInFlight: input.maxInFlight,
       op: (n) =>
-        op(async () => {
+        op(n, async () => {
           const data = pgBossJob(n);
           await boss.send(input.queue!, data);
           return { id: data.id };
@@ -92,12 +109,15 @@ async function offerPgBoss(input: LatencyLoadInput, op: (send: () => Promise<{ i
 
 workerMain(async (input: LatencyLoadInput): Promise<LatencyLoadOutput> => {
   const committed: (readonly [string, number])[] = [];
-  const op = async (send: () => Promise<{ id: string }>) => {
+  const unmeasured: string[] = [];
+  const { first, end } = measuredOffers(input.rate, input.leadInMs ?? 0, input.durationMs);
+  const op: Op = async (n, send) => {
     const { id } = await send();
-    committed.push([id, wallClock()]);
+    if (n >= first && n < end) committed.push([id, wallClock()]);
+    else unmeasured.push(id);
   };
   const { result: offered, loopDelayMs } = await withLoopDelay(() =>
     input.system === 'notify' ? offerNotify(input, op) : offerPgBoss(input, op),
   );
-  return { offered, committed, loopDelayMs };
+  return { offered, committed, unmeasured, loopDelayMs };
 });
