@@ -9,7 +9,7 @@ import { runWorker } from '../lib/worker.js';
 import type { Figure } from '../lib/report.js';
 import { startNotifyService } from '../lib/service.js';
 import { type StageBreakdown, stageBreakdown } from '../lib/stages.js';
-import { latencySummary, median, pairedRatio, sleep, waitUntil, withLoopDelay } from '../lib/stats.js';
+import { latencySummary, median, pairedRatio, percentile, sleep, waitUntil, withLoopDelay } from '../lib/stats.js';
 import type { LatencyLoadInput, LatencyLoadOutput } from '../workers/latency-load.js';
 import type { PgBossWorkerInput } from '../workers/pgboss-worker.js';
 import type { BenchContext, Scenario } from './types.js';
@@ -19,6 +19,8 @@ import { benchPool } from '../lib/pool.js';
 interface LatencyPoint {
   readonly rate: number;
   readonly latencyMs: ReturnType<typeof latencySummary>;
+  /** p99 of each consecutive 10-s slice of the measured span, by commit instant (the spread within the window). */
+  readonly sliceP99Ms: readonly number[];
   readonly offered: OfferResult;
   readonly undelivered: number;
   /** Where the window's time went (notify only). */
@@ -35,10 +37,14 @@ interface LatencyPoint {
 }
 
 /** A log line of one latency window: offered vs target rate and both processes' event-loop delay. */
-function loadLine(system: string, p: Required<Pick<LatencyPoint, 'rate' | 'offered' | 'latencyMs' | 'loopDelayMs'>>): string {
+function loadLine(
+  system: string,
+  p: Required<Pick<LatencyPoint, 'rate' | 'offered' | 'latencyMs' | 'sliceP99Ms' | 'loopDelayMs'>>,
+): string {
   const d = p.loopDelayMs;
   return (
-    `end-to-end/${system}: ${p.rate}/s offered ${Math.round(p.offered.achievedRate)}/s (${p.offered.stalls} stalls), p50 ${Math.round(p.latencyMs.p50)} p99 ${Math.round(p.latencyMs.p99)} ms; ` +
+    `end-to-end/${system}: ${p.rate}/s offered ${Math.round(p.offered.achievedRate)}/s (${p.offered.stalls} stalls), p50 ${Math.round(p.latencyMs.p50)} p99 ${Math.round(p.latencyMs.p99)} ms ` +
+    `(10-s slices: ${p.sliceP99Ms.map(Math.round).join(', ')} ms); ` +
     `loop delay p99/max: generator ${d.generator.p99.toFixed(1)}/${d.generator.max.toFixed(1)} ms, receiver ${d.receiver.p99.toFixed(1)}/${d.receiver.max.toFixed(1)} ms`
   );
 }
@@ -122,10 +128,13 @@ export interface E2eWorkload {
  * median of the per-pair ratios and the median round (the CPU figures) are a middle value: with
  * 2 pairs the nearest-rank median was the lower of the two, so the drain ratio reported was the
  * worse pair's and the CPU figures the slower round's (session 25 measured pairs 1.03 and 0.74 in
- * one run, and reported 0.74).
+ * one run, and reported 0.74). A full run's latency windows measure 30 s at each rate (15,000
+ * notifications at 500/s): a 10-s window's p99 (its 50th slowest at 500/s, its 10th at 100/s) was
+ * decided by whether one episode of a saturated machine fell in it (session 36: 10-s windows of one
+ * code at 500/s read 77-244 ms); each 10-s slice's p99 is reported next to the window's.
  */
 export function e2eWorkload(quick: boolean): E2eWorkload {
-  return { backlog: quick ? 3_000 : 10_000, rates: [100, 500, 1_000], latencyWindowMs: quick ? 3_000 : 10_000, pairs: quick ? 1 : 3 };
+  return { backlog: quick ? 3_000 : 10_000, rates: [100, 500, 1_000], latencyWindowMs: quick ? 3_000 : 30_000, pairs: quick ? 1 : 3 };
 }
 
 /**
@@ -174,14 +183,20 @@ async function arrivals(receiver: Receiver, committed: ReadonlyMap<string, numbe
   // overloaded system cannot look fast by leaving its slowest deliveries out.
   const gaveUpAt = performance.now();
   const latencies: number[] = [];
+  const slices: number[][] = [];
+  const start = Math.min(...committed.values());
   let undelivered = 0;
   for (const [id, at] of committed) {
     const arrived = receiver.firstDelivered.get(id);
     if (arrived === undefined) undelivered++;
     latencies.push((arrived ?? gaveUpAt) - at);
+    (slices[Math.floor((at - start) / SLICE_MS)] ??= []).push((arrived ?? gaveUpAt) - at);
   }
+  // A last slice shorter than half a slice is folded into the one before (offers end on the span's last tick).
+  if (slices.length > 1 && slices.at(-1)!.length < slices.at(-2)!.length / 2) slices.at(-2)!.push(...slices.pop()!);
+  const sliceP99Ms = slices.filter((x) => x.length > 0).map((x) => percentile(x, 0.99));
   const deliveredUnmeasured = unmeasured.filter((id) => receiver.firstDelivered.has(id)).length;
-  return { latencyMs: latencySummary(latencies), undelivered, deliveredUnmeasured, ids: [...committed.keys()], committed };
+  return { latencyMs: latencySummary(latencies), sliceP99Ms, undelivered, deliveredUnmeasured, ids: [...committed.keys()], committed };
 }
 
 /**
@@ -193,6 +208,9 @@ async function arrivals(receiver: Receiver, committed: ReadonlyMap<string, numbe
  */
 const LEAD_IN_MS = 2_000;
 const LEAD_OUT_MS = 1_000;
+
+/** Each latency window also reports the p99 of each slice this long (`sliceP99Ms`). */
+const SLICE_MS = 10_000;
 
 /**
  * One window of bench/workers/latency-load.ts (its own process, 128 transactions in flight) at
@@ -578,7 +596,9 @@ function latencyFigures(ours: LatencyPoint, peer: LatencyPoint | undefined, targ
       unit: 'ms',
       ...(peer ? { baseline: { label: 'pg-boss', value: peer.latencyMs.p99 } } : {}),
       ...(targetP99Ms !== undefined ? { targets: [{ on: 'value' as const, op: '<=' as const, value: targetP99Ms }] } : {}),
-      note: `offered ${Math.round(ours.offered.achievedRate)}/s to notify${peer ? `, ${Math.round(peer.offered.achievedRate)}/s to pg-boss` : ''}; undelivered ${ours.undelivered}${peer ? ` / ${peer.undelivered}` : ''}`,
+      note:
+        `offered ${Math.round(ours.offered.achievedRate)}/s to notify${peer ? `, ${Math.round(peer.offered.achievedRate)}/s to pg-boss` : ''}; undelivered ${ours.undelivered}${peer ? ` / ${peer.undelivered}` : ''}; ` +
+        `p99 of each 10-s slice ${ours.sliceP99Ms.map(Math.round).join(', ')} ms${peer ? ` / ${peer.sliceP99Ms.map(Math.round).join(', ')} ms` : ''}`,
     },
     ...(ours.cpu
       ? [
