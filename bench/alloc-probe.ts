@@ -114,7 +114,7 @@ const service = await startNotifyService({
 async function window(ms: number): Promise<number> {
   receiver.reset();
   const { result } = await loadWindow('alloc-probe-load', receiver, { system: 'notify', url: db.url, rate, durationMs: ms });
-  return result.ids.length - result.undelivered + result.deliveredUnmeasured;
+  return result.delivered;
 }
 
 try {

@@ -48,7 +48,7 @@ async function window(url: string, ms: number) {
   return {
     latency: result.latencyMs,
     offered: output.offered,
-    delivered: result.ids.length - result.undelivered + result.deliveredUnmeasured,
+    delivered: result.delivered,
   };
 }
 

@@ -87,6 +87,11 @@ export function outOfOrder(ids: readonly string[], arrivals: ReadonlyMap<string,
   return late;
 }
 
+/** The whole span a steady load is offered for: lead-in, measured span, lead-out. */
+export function loadSpanMs(load: { readonly leadInMs?: number; readonly durationMs: number; readonly leadOutMs?: number }): number {
+  return (load.leadInMs ?? 0) + load.durationMs + (load.leadOutMs ?? 0);
+}
+
 /**
  * Which offers of a steady load are measured: `offerAtRate` issues offer n once rate × elapsed
  * passes n, so the offers issued after `leadInMs` and before `leadInMs + durationMs` are

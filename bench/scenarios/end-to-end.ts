@@ -9,7 +9,7 @@ import { runWorker } from '../lib/worker.js';
 import type { Figure } from '../lib/report.js';
 import { startNotifyService } from '../lib/service.js';
 import { type StageBreakdown, stageBreakdown } from '../lib/stages.js';
-import { latencySummary, median, pairedRatio, percentile, sleep, waitUntil, withLoopDelay } from '../lib/stats.js';
+import { latencySummary, loadSpanMs, median, pairedRatio, percentile, sleep, waitUntil, withLoopDelay } from '../lib/stats.js';
 import type { LatencyLoadInput, LatencyLoadOutput } from '../workers/latency-load.js';
 import type { PgBossWorkerInput } from '../workers/pgboss-worker.js';
 import type { BenchContext, Scenario } from './types.js';
@@ -190,14 +190,16 @@ async function arrivals(receiver: Receiver, committed: ReadonlyMap<string, numbe
   for (const [id, at] of committed) {
     const arrived = receiver.firstDelivered.get(id);
     if (arrived === undefined) undelivered++;
-    latencies.push((arrived ?? gaveUpAt) - at);
-    (slices[Math.floor((at - start) / SLICE_MS)] ??= []).push((arrived ?? gaveUpAt) - at);
+    const latency = (arrived ?? gaveUpAt) - at;
+    latencies.push(latency);
+    (slices[Math.floor((at - start) / SLICE_MS)] ??= []).push(latency);
   }
   // A last slice shorter than half a slice is folded into the one before (offers end on the span's last tick).
   if (slices.length > 1 && slices.at(-1)!.length < slices.at(-2)!.length / 2) slices.at(-2)!.push(...slices.pop()!);
   const sliceP99Ms = slices.filter((x) => x.length > 0).map((x) => percentile(x, 0.99));
-  const deliveredUnmeasured = unmeasured.filter((id) => receiver.firstDelivered.has(id)).length;
-  return { latencyMs: latencySummary(latencies), sliceP99Ms, undelivered, deliveredUnmeasured, ids: [...committed.keys()], committed };
+  // Every notification of the window that arrived, the lead's included: what its CPU is divided by.
+  const delivered = committed.size - undelivered + unmeasured.filter((id) => receiver.firstDelivered.has(id)).length;
+  return { latencyMs: latencySummary(latencies), sliceP99Ms, undelivered, delivered, ids: [...committed.keys()], committed };
 }
 
 /**
@@ -218,14 +220,14 @@ const SLICE_MS = 10_000;
  * One window of bench/workers/latency-load.ts (its own process, 128 transactions in flight) at
  * `input.rate`, delivering to `receiver`, which the caller resets first: the worker's output and
  * its notifications' arrivals (the measured span's; the lead-in's and lead-out's are awaited too,
- * and counted in `deliveredUnmeasured`). The worker's commit instants are wall-clock ms
+ * and counted in `delivered`). The worker's commit instants are wall-clock ms
  * (performance.timeOrigin + now); they are moved onto this process's performance.now() clock to
  * compare with the arrivals.
  */
 export async function loadWindow(name: string, receiver: Receiver, input: Omit<LatencyLoadInput, 'receiverUrl' | 'maxInFlight'>) {
   const full: LatencyLoadInput = { leadInMs: LEAD_IN_MS, leadOutMs: LEAD_OUT_MS, ...input, receiverUrl: receiver.url, maxInFlight: 128 };
   const { output } = await runWorker<LatencyLoadInput, LatencyLoadOutput>(name, 'bench/workers/latency-load.ts', full, {
-    timeoutMs: (full.leadInMs ?? 0) + full.durationMs + (full.leadOutMs ?? 0) + 120_000,
+    timeoutMs: loadSpanMs(full) + 120_000,
   });
   const committed = new Map(output.committed.map(([id, wall]) => [id, wall - performance.timeOrigin]));
   return { output, result: await arrivals(receiver, committed, undefined, output.unmeasured) };
@@ -245,12 +247,7 @@ async function latencyFromLoadProcess(receiver: Receiver, input: Omit<LatencyLoa
     loopDelayMs,
   } = await withLoopDelay(() => loadWindow(`e2e-load-${input.system}-${input.rate}`, receiver, input));
   // The CPU window spans the lead-in and lead-out too: per notification delivered in all of it.
-  const cpu = cpuPerUnit(
-    before,
-    await cpuSnapshot(parts),
-    result.ids.length - result.undelivered + result.deliveredUnmeasured,
-    os.availableParallelism(),
-  );
+  const cpu = cpuPerUnit(before, await cpuSnapshot(parts), result.delivered, os.availableParallelism());
   return {
     rate: input.rate,
     offered: output.offered,

@@ -15,7 +15,7 @@
 // the slowest 1 % of a 500/s window clustered there (BENCHMARKS.md, session 36).
 import PgBoss from 'pg-boss';
 import { type OfferResult, createEnqueuer, offerAtRate, pgBossJob, webhookIntent } from '../lib/load.js';
-import { type LoopDelay, measuredOffers, withLoopDelay } from '../lib/stats.js';
+import { type LoopDelay, loadSpanMs, measuredOffers, withLoopDelay } from '../lib/stats.js';
 import { workerMain } from '../lib/worker.js';
 
 /** Input of the worker. */
@@ -54,16 +54,13 @@ const PGBOSS_CLIENTS = 16;
 
 type Op = (n: number, send: () => Promise<{ id: string }>) => Promise<void>;
 
-/** The whole offered span: lead-in, measured span, lead-out. */
-const spanMs = (input: LatencyLoadInput) => (input.leadInMs ?? 0) + input.durationMs + (input.leadOutMs ?? 0);
-
 async function offerNotify(input: LatencyLoadInput, op: Op) {
   const enqueuer = createEnqueuer(input.url, CLIENTS);
   try {
     await enqueuer.warm(webhookIntent(input.receiverUrl, 0));
     return await offerAtRate({
       rate: input.rate,
-      durationMs: spanMs(input),
+      durationMs: loadSpanMs(input),
       maxInFlight: input.maxInFlight,
       op: (n) => op(n, async () => ({ id: (await enqueuer.enqueueOne(webhookIntent(input.receiverUrl, n))).id })),
     });
@@ -93,7 +90,7 @@ async function offerPgBoss(input: LatencyLoadInput, op: Op) {
     );
     return await offerAtRate({
       rate: input.rate,
-      durationMs: spanMs(input),
+      durationMs: loadSpanMs(input),
       maxInFlight: input.maxInFlight,
       op: (n) =>
         op(n, async () => {
