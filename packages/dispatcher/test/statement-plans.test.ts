@@ -88,7 +88,7 @@ describe('the group commit after a backlog arrived under stale statistics', () =
       // The generic plan, which a pooled connection settles on after its first executions.
       await client.query('SET plan_cache_mode = force_generic_plan');
       const genericPlan = await explainPrepared(client, 'outcomes_generic', statement!);
-      expect(genericPlan).toContain('$1');
+      expect(await preparedPlanCounts(client, 'outcomes\\_generic')).toEqual([{ generic: 1, custom: 0 }]);
       expect(notificationScans(genericPlan)).toEqual([expect.stringContaining('using notifications_pkey on notifications t')]);
       expect(genericPlan).not.toMatch(/notifications_queued_|Seq Scan on notifications/);
     } finally {
@@ -144,9 +144,68 @@ describe('the delivery read', () => {
       // PostgreSQL tries five custom plans before it weighs the generic one.
       expect(await preparedPlanCounts(client, 'dispatcher\\_notification\\_read%')).toEqual([{ generic: 7, custom: 5 }]);
       // The generic plan reads the primary key.
-      expect(await explain(client, `EXECUTE dispatcher_notification_read_v2('{${queuedId(300)}}')`)).toMatch(
+      expect(await explain(client, `EXECUTE dispatcher_notification_read_v3('{${queuedId(300)}}')`)).toMatch(
         /Index Scan using notifications_pkey on notifications n/,
       );
+    } finally {
+      await client.end();
+    }
+  });
+});
+
+describe('a service started on a new database', () => {
+  // A connection's generic plan is kept until an ANALYZE, a VACUUM or DDL of the table; a service
+  // started on an empty database makes its plans in its first seconds, and with autovacuum off (or
+  // before its first ANALYZE) keeps them while the table grows.
+  let fresh: TestDatabase;
+
+  beforeAll(async () => {
+    fresh = await createTestDatabase();
+  });
+
+  afterAll(async () => {
+    await fresh?.close();
+  });
+
+  it('keeps reading and updating by primary key as the table grows', async () => {
+    const client = new pg.Client({ connectionString: fresh.url });
+    await client.connect();
+    try {
+      const exec = fromPgClient(client);
+      const missing = (n: number) => Array.from({ length: 1 + (n % 3) }, (_, k) => `ntf_none${n}_${k}`);
+      // What a new service's first deliveries run while the table is still empty: enough executions to settle on the generic plan.
+      for (let n = 0; n < 8; n++) {
+        expect(await notificationGetMany(exec, { ids: missing(n) })).toEqual(missing(n).map(() => undefined));
+        const outcomes = group(1)
+          .slice(0, 1 + (n % 3))
+          .map((o, k) => ({ ...o, id: missing(n)[k]! }));
+        expect(await notificationRecordOutcomes(exec, { outcomes })).toEqual(outcomes.map(() => false));
+      }
+      const settled = await preparedPlanCounts(client, 'dispatcher\\_%');
+      expect(settled).toHaveLength(2);
+      for (const counts of settled) expect(counts.generic).toBeGreaterThan(0);
+
+      // The table grows; nothing analyzes it.
+      await client.query(
+        `INSERT INTO notifications (id, tenant_id, channel, recipient, body, max_attempts, next_attempt_at, expires_at, created_at, updated_at)
+         SELECT 'ntf_q' || lpad(g::text, 21, '0'), 't1', 'webhook', 'https://example.com/' || (g % 97), 'hello', 8, now(),
+                now() + interval '1 day', now(), now()
+           FROM generate_series(1, $1) g`,
+        [QUEUED],
+      );
+      const readPlan = await explain(client, `EXECUTE dispatcher_notification_read_v3('{${queuedId(7)}}')`);
+      expect(readPlan).toMatch(/Index Scan using notifications_pkey on notifications n/);
+      expect(readPlan).not.toMatch(/Seq Scan on notifications/);
+      const [statement] = await recordStatements((recorder) => notificationRecordOutcomes(recorder, { outcomes: group(1) }));
+      const name = /prepared:(\w+)/.exec(statement!.text)![1]!;
+      const updatePlan = await explain(client, `EXECUTE ${name}(${statement!.values.map(() => 'NULL').join(', ')})`);
+      expect(notificationScans(updatePlan)).toEqual([expect.stringContaining('using notifications_pkey on notifications t')]);
+      expect(updatePlan).not.toMatch(/Seq Scan on notifications/);
+      // The plans explained are the settled ones, not new ones.
+      expect(await preparedPlanCounts(client, 'dispatcher\\_%')).toEqual(settled.map((c) => ({ ...c, generic: c.generic + 1 })));
+
+      // And the group is found and recorded.
+      expect(await notificationRecordOutcomes(exec, { outcomes: group(1) })).toEqual(Array.from({ length: GROUP }, () => true));
     } finally {
       await client.end();
     }

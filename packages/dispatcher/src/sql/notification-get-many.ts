@@ -50,19 +50,30 @@ export interface DeliveryRow extends DeliveryNotification {
 // notification): parsed once per connection (`prepared`); it names its columns, so a migration
 // adding one does not change its result.
 //
-// The ids are read through a sub-SELECT, `= ANY((SELECT $1::text[])::text[])`: PostgreSQL then
-// cannot see the array's length in a custom plan either, so custom and generic plans cost the
-// same and it keeps the generic one after its five custom ones. With `= ANY($1)` a custom plan
-// for a few ids always looked cheaper than the generic one, which guesses ten, so every read of
-// one to nine ids was planned again (1,039 plans in 1,035 reads, 296 ms of planning against 64 of
-// execution, in a 100/s window of p99-probe; session 34). The sub-SELECT is an InitPlan evaluated
-// once; the ids are still an index condition on the primary key.
+// The ids come as a table (`unnest ... WITH ORDINALITY`) joined to notifications by primary key,
+// and that table says it is one row: `ord` between 1 and 2^31 − 1, true of every row, is a range
+// PostgreSQL has no statistics for and estimates at 0.5 % (its default selectivity of a range).
+// So every plan is a Nested Loop of primary-key probes, one per id:
+// - from an empty table on. The generic plan a connection settles on is kept for its life, until
+//   an ANALYZE (or VACUUM, or DDL) of notifications. With `n.id = ANY(...)` (10 ids assumed) a
+//   service started on a new database planned it while the table was empty, taken for ten pages
+//   (never analyzed), as a sequential scan, and read the whole table for every group of starting
+//   deliveries: 3.7 ms a read of ~10 at 15,000 rows, growing with it, until an ANALYZE
+//   (pg_stat_statements over a 500/s p99-probe window, session 37; with autovacuum off, for ever).
+//   Only statistics that call the table one to ten pages make a scan look cheaper, and those are a
+//   small table's, which autovacuum's next ANALYZE replaces as it grows.
+// - with the custom and the generic plan costed alike (one row either way), so PostgreSQL keeps
+//   the generic one after its five custom ones. With `= ANY($1)` a custom plan for a few ids always
+//   looked cheaper than the generic one, which guesses ten, so every read of one to nine ids was
+//   planned again (1,039 plans in 1,035 reads, 296 ms of planning against 64 of execution, in a
+//   100/s window of p99-probe; session 34).
 const SQL = prepared(
-  'dispatcher_notification_read_v2',
+  'dispatcher_notification_read_v3',
   `SELECT n.id, n.tenant_id, n.channel, n.recipient, n.subject, n.body, n.template, n.template_version, n.data,
        n.category, n.metadata, n.state, n.attempts, n.max_attempts, n.expires_at, n.traceparent, n.created_at, n.ordering,
        s.category AS opt_out_category, s.reason AS opt_out_reason, s.created_at AS opt_out_created_at
-  FROM notifications n
+  FROM unnest($1::text[]) WITH ORDINALITY AS k(id, ord)
+  JOIN notifications n ON n.id = k.id
   LEFT JOIN LATERAL (
     SELECT category, reason, created_at
       FROM suppressions
@@ -72,7 +83,7 @@ const SQL = prepared(
      ORDER BY (category = '*') DESC
      LIMIT 1
   ) AS s ON true
- WHERE n.id = ANY((SELECT $1::text[])::text[])`,
+ WHERE k.ord >= 1 AND k.ord <= 2147483647`,
 );
 
 /**

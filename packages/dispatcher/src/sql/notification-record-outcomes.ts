@@ -14,24 +14,38 @@ export interface NotificationRecordOutcomesParams {
 // the others are written. The outbox rows of the recorded outcomes are inserted in input order
 // (each outcome's status event before its retry request).
 //
-// The rows are found by primary key only, whatever the statistics say. The guard's state is a
-// join clause against the input (`i.from_state`, the constant 'queued' of a materialized CTE),
-// not a restriction `t.state = 'queued'`: as a restriction it matched the partial indexes on
-// queued rows, and a planner that believed few rows were queued (statistics from before a
-// backlog arrived, or none yet: autovacuum had not analyzed the table) scanned every queued
-// notification through one of them and hash-joined the group against it, in every group commit
-// of a drain (auto_explain, session 34: 33 of 34 slow plans, 15-50 ms each with 10,000 queued).
-// `t.id = ANY($1)` bounds the scan of notifications to the group's ids whichever join is chosen.
+// The rows are found by primary key only, whatever the statistics say: a Nested Loop over the
+// input, one primary-key probe per outcome.
+// - The input says it is one row: `ord` between 1 and 2^31 − 1, true of every row, is a range
+//   PostgreSQL has no statistics for and estimates at 0.5 % (its default selectivity of a range).
+//   A connection keeps the generic plan it settles on for its life, until an ANALYZE (or VACUUM,
+//   or DDL) of notifications, and a service started on a new database settles in its first
+//   seconds, while the table is empty and taken for ten pages (never analyzed). Estimated at ten
+//   rows (unnest of an array parameter), the input was hash-joined against a sequential scan of
+//   the table, which then read the whole table in every group commit: 5.2 ms a group of ~10 at
+//   15,000 rows, growing with it, until an ANALYZE (pg_stat_statements over a 500/s p99-probe
+//   window, session 37; with autovacuum off, for ever). Only statistics that call the table one
+//   to ten pages make a scan look cheaper, and those are a small table's, which autovacuum's next
+//   ANALYZE replaces as it grows. A custom plan costs the same as the generic one (one row either
+//   way), so PostgreSQL settles on the generic one after its five custom ones.
+// - The probe's only index condition is `t.id = i.id`: with `t.id = ANY($1)` beside it (once the
+//   bound of the scan whichever join was chosen) the primary key's path looked dearer than a
+//   walk of another index that ends in id, which the empty table's plan then took.
+// - The guard's state is a join clause against the input (`i.from_state`, the constant 'queued'
+//   of a materialized CTE), not a restriction `t.state = 'queued'`: as a restriction it matched
+//   the partial indexes on queued rows, and a planner that believed few rows were queued
+//   (statistics from before a backlog arrived, or none yet: autovacuum had not analyzed the table)
+//   scanned every queued notification through one of them and hash-joined the group against it,
+//   in every group commit of a drain (auto_explain, session 34: 33 of 34 slow plans, 15-50 ms
+//   each with 10,000 queued).
 //
-// Rows are locked in the order the plan visits them: the primary key's (an index scan of `= ANY`,
-// or a Nested Loop over the input, which is sorted by id: see `notificationRecordOutcomes`), or
-// the heap's (a bitmap scan of `= ANY`, which the drain's plans use). Two groups planned alike
-// lock shared rows in the same order; otherwise a deadlock is possible, as against other
-// writers: it fails the group, which the writer then retries one outcome at a time.
+// Rows are locked in the order the plan visits them: the input's, which is sorted by id (see
+// `notificationRecordOutcomes`). Two groups lock shared rows in the same order; against other
+// writers a deadlock is possible: it fails the group, which the writer then retries one outcome
+// at a time.
 //
-// A hot statement: parsed once per connection (`prepared`), and PostgreSQL settles on its generic
-// plan after five custom ones. It returns only `ord`, so a migration adding a column does not
-// break the prepared form.
+// A hot statement: parsed once per connection (`prepared`). It returns only `ord`, so a migration
+// adding a column does not break the prepared form.
 //
 // The outbox rows come as one JSON text (`json_to_recordset`), not as five arrays: node-postgres
 // writes a JS array as an array literal, escaping every element with two regular expressions and
@@ -43,7 +57,7 @@ export interface NotificationRecordOutcomesParams {
 // Their instants go as ISO texts: node-postgres formats a Date in an array with its own
 // local-time code, where `toISOString` is native.
 const SQL = prepared(
-  'dispatcher_record_outcomes_v4',
+  'dispatcher_record_outcomes_v5',
   `
 WITH input AS MATERIALIZED (
   SELECT i.*, 'queued'::text AS from_state
@@ -51,6 +65,7 @@ WITH input AS MATERIALIZED (
                 $7::timestamptz[], $8::timestamptz[], $9::text[], $10::text[], $11::text[], $12::text[])
          WITH ORDINALITY AS i(id, attempt, state, dead_reason, last_error, next_attempt_at,
                              started_at, finished_at, outcome, error, provider_status, provider, ord)
+   WHERE i.ord >= 1 AND i.ord <= 2147483647
 ), n AS (
   UPDATE notifications AS t
      SET state = i.state,
@@ -61,7 +76,7 @@ WITH input AS MATERIALIZED (
          sent_at = CASE WHEN i.state = 'sent' THEN i.finished_at ELSE NULL END,
          updated_at = i.finished_at
     FROM input AS i
-   WHERE t.id = ANY($1::text[]) AND t.id = i.id AND t.state = i.from_state AND t.attempts = i.attempt - 1
+   WHERE t.id = i.id AND t.state = i.from_state AND t.attempts = i.attempt - 1
   RETURNING i.ord
 ), a AS (
   INSERT INTO attempts (notification_id, attempt, started_at, finished_at, outcome, error, provider_status, provider)
