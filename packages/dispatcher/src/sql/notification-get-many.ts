@@ -60,8 +60,9 @@ export interface DeliveryRow extends DeliveryNotification {
 //   (never analyzed), as a sequential scan, and read the whole table for every group of starting
 //   deliveries: 3.7 ms a read of ~10 at 15,000 rows, growing with it, until an ANALYZE
 //   (pg_stat_statements over a 500/s p99-probe window, session 37; with autovacuum off, for ever).
-//   Only statistics that call the table one to ten pages make a scan look cheaper, and those are a
-//   small table's, which autovacuum's next ANALYZE replaces as it grows.
+//   Only statistics of an analyzed table of a few pages (a probe is costed at ~8 pages' reads) make
+//   a scan per id look cheaper, and those are a small table's, which autovacuum's next ANALYZE
+//   replaces as it grows (a never-analyzed table is taken for ten pages at least).
 // - with the custom and the generic plan costed alike (one row either way), so PostgreSQL keeps
 //   the generic one after its five custom ones. With `= ANY($1)` a custom plan for a few ids always
 //   looked cheaper than the generic one, which guesses ten, so every read of one to nine ids was

@@ -24,9 +24,10 @@ export interface NotificationRecordOutcomesParams {
 //   rows (unnest of an array parameter), the input was hash-joined against a sequential scan of
 //   the table, which then read the whole table in every group commit: 5.2 ms a group of ~10 at
 //   15,000 rows, growing with it, until an ANALYZE (pg_stat_statements over a 500/s p99-probe
-//   window, session 37; with autovacuum off, for ever). Only statistics that call the table one
-//   to ten pages make a scan look cheaper, and those are a small table's, which autovacuum's next
-//   ANALYZE replaces as it grows. A custom plan costs the same as the generic one (one row either
+//   window, session 37; with autovacuum off, for ever). Only statistics of an analyzed table of a
+//   few pages (a probe is costed at ~8 pages' reads) make a scan look cheaper, and those are a
+//   small table's, which autovacuum's next ANALYZE replaces as it grows (a never-analyzed table is
+//   taken for ten pages at least). A custom plan costs the same as the generic one (one row either
 //   way), so PostgreSQL settles on the generic one after its five custom ones.
 // - The probe's only index condition is `t.id = i.id`: with `t.id = ANY($1)` beside it (once the
 //   bound of the scan whichever join was chosen) the primary key's path looked dearer than a
