@@ -3,6 +3,7 @@ import { type Kysely, Migrator } from 'kysely';
 import type pg from 'pg';
 import type { Database } from '@notify/migrations';
 import { DatabaseUnreachableError, SqlFileMigrationProvider, connectPostgres, databaseName, redactUrl } from '@notify/migrations';
+import { fromKysely } from '@notify/outbox';
 import { createDb } from '@notify/runtime';
 import { CliError } from './cli-error.js';
 
@@ -56,6 +57,35 @@ export async function withMigratedDb<T>(url: string, applicationName: string, fn
   } finally {
     await db.destroy();
   }
+}
+
+// The tables whose churn autovacuum must keep up with: an outbox row inserted and deleted per
+// message, a notification updated at every attempt, attempts appended (docs/operations.md,
+// "Vacuum and statistics").
+const CHURNING_TABLES = ['attempts', 'notifications', 'outbox'];
+
+/**
+ * Why autovacuum would leave notify's churning tables alone, one line each (empty when it looks
+ * after them): off on the server (`autovacuum`, or `track_counts`, without which it cannot tell
+ * what changed), or off for a table (`autovacuum_enabled`). `notify start` logs them as a warning:
+ * without VACUUM the dead rows of the outbox and of notifications pile up under the relay's claims
+ * and the dispatcher's reads, and without ANALYZE the statistics stay as they were.
+ */
+export async function autovacuumGaps(db: Kysely<Database>): Promise<string[]> {
+  const { rows } = await fromKysely(db).query<{ autovacuum: string; track_counts: string; off: string[] }>(
+    `SELECT current_setting('autovacuum') AS autovacuum, current_setting('track_counts') AS track_counts,
+            coalesce(array_agg(c.relname::text ORDER BY c.relname) FILTER (
+              WHERE EXISTS (SELECT 1 FROM unnest(c.reloptions) AS o WHERE o ~* '^autovacuum_enabled=(false|off|no|n|f|0)$')), '{}') AS off
+       FROM pg_class AS c
+      WHERE c.oid = ANY (ARRAY(SELECT to_regclass(t) FROM unnest($1::text[]) AS t))`,
+    [CHURNING_TABLES],
+  );
+  const { autovacuum, track_counts: trackCounts, off } = rows[0]!;
+  return [
+    ...(autovacuum === 'on' ? [] : ['autovacuum is off on the server']),
+    ...(trackCounts === 'on' ? [] : ['track_counts is off on the server']),
+    ...off.map((table) => `autovacuum_enabled is off for ${table}`),
+  ];
 }
 
 /** Connects an admin client and asks the cluster for its brokers. Throws a one-line `CliError` when Kafka does not answer. */

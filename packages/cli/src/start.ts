@@ -24,7 +24,7 @@ import { createMetrics } from './observability/metrics.js';
 import { createPipelineProbe } from './observability/pipeline-probe.js';
 import { CliError } from './cli-error.js';
 import { createKafka } from './kafka-client.js';
-import { checkDatabase, checkMigrations, connectKafkaAdmin, ensureTopics, planTopicReplication } from './preflight.js';
+import { autovacuumGaps, checkDatabase, checkMigrations, connectKafkaAdmin, ensureTopics, planTopicReplication } from './preflight.js';
 import { seedApiKeys } from './seed-api-keys.js';
 import { notifySettingsWrite } from './sql/notify-settings-write.js';
 
@@ -95,6 +95,13 @@ export async function startNotify(config: Config, roles: readonly Role[], deps: 
   };
   try {
     await checkMigrations(db);
+    const vacuumGaps = await autovacuumGaps(db);
+    if (vacuumGaps.length > 0) {
+      logger.warn(
+        { autovacuum: vacuumGaps },
+        'autovacuum does not look after the outbox and notifications: run VACUUM ANALYZE on them yourself (docs/operations.md, "Vacuum and statistics")',
+      );
+    }
     // Every enqueuer (the API, enqueue() in a domain service, notify_enqueue from SQL) reads these.
     await notifySettingsWrite(fromKysely(db), {
       maxAttempts: config.retry.maxAttempts,
