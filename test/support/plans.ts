@@ -41,6 +41,15 @@ export function estimates(plan: string): { cost: number; rows: number }[] {
  */
 export async function explainPrepared(db: Queryable, name: string, statement: RecordedStatement): Promise<string> {
   await db.query(`PREPARE ${name} AS ${statement.text}`);
+  return explainExecute(db, name, statement);
+}
+
+/**
+ * The plan the session's prepared statement `name` (already prepared, as `statement`) would run
+ * now, explained with NULLs for its parameters: the plan it settled on, when it settled on its
+ * generic one. Runs nothing.
+ */
+export async function explainExecute(db: Queryable, name: string, statement: RecordedStatement): Promise<string> {
   return explain(db, `EXECUTE ${name}(${statement.values.map(() => 'NULL').join(', ')})`);
 }
 

@@ -77,7 +77,7 @@ export async function autovacuumGaps(db: Kysely<Database>): Promise<string[]> {
             coalesce(array_agg(c.relname::text ORDER BY c.relname) FILTER (
               WHERE EXISTS (SELECT 1 FROM unnest(c.reloptions) AS o WHERE o ~* '^autovacuum_enabled=(false|off|no|n|f|0)$')), '{}') AS off
        FROM pg_class AS c
-      WHERE c.oid = ANY (ARRAY(SELECT to_regclass(t) FROM unnest($1::text[]) AS t))`,
+      WHERE c.oid IN (SELECT to_regclass(t) FROM unnest($1::text[]) AS t)`,
     [CHURNING_TABLES],
   );
   const { autovacuum, track_counts: trackCounts, off } = rows[0]!;

@@ -1,8 +1,15 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fromKysely, fromPgClient } from '@notify/outbox';
+import { fromKysely, fromPgClient, preparedName } from '@notify/outbox';
 import { type TestDatabase, createTestDatabase } from '../../../test/support/db.js';
-import { explain, explainPrepared, preparedPlanCounts, recordStatements } from '../../../test/support/plans.js';
+import {
+  type Queryable,
+  explain,
+  explainExecute,
+  explainPrepared,
+  preparedPlanCounts,
+  recordStatements,
+} from '../../../test/support/plans.js';
 import { notificationRecordOutcomes } from '../src/sql/notification-record-outcomes.js';
 import type { NotificationRecordOutcomeParams } from '../src/sql/notification-record-outcome.js';
 import { notificationGetMany } from '../src/sql/notification-get-many.js';
@@ -23,6 +30,17 @@ let tdb: TestDatabase;
 
 const queuedId = (n: number) => `ntf_q${String(n).padStart(21, '0')}`;
 
+/** QUEUED queued notifications, queuedId(1) … queuedId(QUEUED), with no ANALYZE after. */
+async function insertQueued(db: Queryable): Promise<void> {
+  await db.query(
+    `INSERT INTO notifications (id, tenant_id, channel, recipient, body, max_attempts, next_attempt_at, expires_at, created_at, updated_at)
+     SELECT 'ntf_q' || lpad(g::text, 21, '0'), 't1', 'webhook', 'https://example.com/' || (g % 97), 'hello', 8, now(),
+            now() + interval '1 day', now(), now()
+       FROM generate_series(1, $1) g`,
+    [QUEUED],
+  );
+}
+
 beforeAll(async () => {
   tdb = await createTestDatabase();
   await tdb.pool.query(
@@ -34,13 +52,7 @@ beforeAll(async () => {
     [SENT],
   );
   await tdb.pool.query('ANALYZE notifications');
-  await tdb.pool.query(
-    `INSERT INTO notifications (id, tenant_id, channel, recipient, body, max_attempts, next_attempt_at, expires_at, created_at, updated_at)
-     SELECT 'ntf_q' || lpad(g::text, 21, '0'), 't1', 'webhook', 'https://example.com/' || (g % 97), 'hello', 8, now(),
-            now() + interval '1 day', now(), now()
-       FROM generate_series(1, $1) g`,
-    [QUEUED],
-  );
+  await insertQueued(tdb.pool);
 });
 
 afterAll(async () => {
@@ -186,19 +198,12 @@ describe('a service started on a new database', () => {
       for (const counts of settled) expect(counts.generic).toBeGreaterThan(0);
 
       // The table grows; nothing analyzes it.
-      await client.query(
-        `INSERT INTO notifications (id, tenant_id, channel, recipient, body, max_attempts, next_attempt_at, expires_at, created_at, updated_at)
-         SELECT 'ntf_q' || lpad(g::text, 21, '0'), 't1', 'webhook', 'https://example.com/' || (g % 97), 'hello', 8, now(),
-                now() + interval '1 day', now(), now()
-           FROM generate_series(1, $1) g`,
-        [QUEUED],
-      );
+      await insertQueued(client);
       const readPlan = await explain(client, `EXECUTE dispatcher_notification_read_v3('{${queuedId(7)}}')`);
       expect(readPlan).toMatch(/Index Scan using notifications_pkey on notifications n/);
       expect(readPlan).not.toMatch(/Seq Scan on notifications/);
       const [statement] = await recordStatements((recorder) => notificationRecordOutcomes(recorder, { outcomes: group(1) }));
-      const name = /prepared:(\w+)/.exec(statement!.text)![1]!;
-      const updatePlan = await explain(client, `EXECUTE ${name}(${statement!.values.map(() => 'NULL').join(', ')})`);
+      const updatePlan = await explainExecute(client, preparedName(statement!.text)!, statement!);
       expect(notificationScans(updatePlan)).toEqual([expect.stringContaining('using notifications_pkey on notifications t')]);
       expect(updatePlan).not.toMatch(/Seq Scan on notifications/);
       // The plans explained are the settled ones, not new ones.
