@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { CHANNELS } from '@notify/outbox';
 import { ENDPOINT_STATES, parseRateLimit } from '@notify/providers';
-import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from './schemas.js';
+import { PageSize } from './schemas.js';
 
 // The shapes of /v1/endpoints (docs/endpoints.md): /openapi.json is generated from them and the
 // tests parse responses with them.
@@ -60,7 +60,7 @@ export const EndpointListQuery = z
   .object({
     state: z.enum(ENDPOINT_STATES).optional().describe('Only endpoints in this state'),
     channel: z.enum(CHANNELS).optional().describe('Only endpoints of this channel'),
-    limit: z.coerce.number().int().min(1).max(MAX_PAGE_SIZE).default(DEFAULT_PAGE_SIZE).describe('Page size'),
+    limit: PageSize,
     cursor: z.string().min(1).max(200).optional().describe('`next_cursor` of the previous page'),
   })
   .strict();

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { CHANNELS, DEAD_REASONS } from '@notify/outbox';
-import { MAX_PAGE_SIZE, DEFAULT_PAGE_SIZE } from './schemas.js';
+import { PageSize } from './schemas.js';
 
 // The shapes of the management routes (templates, opt-outs, webhook secret): /openapi.json is
 // generated from them and the tests parse responses with them.
@@ -124,7 +124,7 @@ export const SuppressionListQuery = z
   .object({
     channel: z.enum(CHANNELS).optional(),
     to: z.string().min(1).max(2048).optional().describe('Only this recipient'),
-    limit: z.coerce.number().int().min(1).max(MAX_PAGE_SIZE).default(DEFAULT_PAGE_SIZE),
+    limit: PageSize,
     cursor: z.string().min(1).max(4096).optional(),
   })
   .strict();

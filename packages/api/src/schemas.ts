@@ -71,12 +71,24 @@ export const MAX_PAGE_SIZE = 100;
 /** Page size when `limit` is not given. */
 export const DEFAULT_PAGE_SIZE = 25;
 
+// One message for every way `limit` can be wrong (zod's own named its internals: "expected int, received number").
+const PAGE_SIZE_PROBLEM = `must be a whole number from 1 to ${MAX_PAGE_SIZE}`;
+
+/** `limit` of a list endpoint: 1 to MAX_PAGE_SIZE, DEFAULT_PAGE_SIZE when absent. */
+export const PageSize = z.coerce
+  .number({ error: PAGE_SIZE_PROBLEM })
+  .int({ error: PAGE_SIZE_PROBLEM })
+  .min(1, { error: PAGE_SIZE_PROBLEM })
+  .max(MAX_PAGE_SIZE, { error: PAGE_SIZE_PROBLEM })
+  .default(DEFAULT_PAGE_SIZE)
+  .describe('Page size');
+
 /** Query string of `GET /v1/notifications`. Unknown parameters are rejected (a typo should not silently list everything). */
 export const ListQuery = z
   .object({
     state: z.enum(NOTIFICATION_STATES).optional().describe('Only notifications in this state'),
     to: z.string().min(1).max(2048).optional().describe('Only notifications to this exact recipient'),
-    limit: z.coerce.number().int().min(1).max(MAX_PAGE_SIZE).default(DEFAULT_PAGE_SIZE).describe('Page size'),
+    limit: PageSize,
     cursor: z.string().min(1).max(200).optional().describe('`next_cursor` of the previous page'),
   })
   .strict();

@@ -503,6 +503,11 @@ describe('GET /v1/notifications (list)', () => {
     const p = await expectProblem(await call('GET', `/v1/notifications?${qs}`), 'invalid_query');
     expect(p.errors?.[0]?.path).toBe(path);
   });
+
+  it.each(['limit=0', 'limit=101', 'limit=ten', 'limit=2.5', 'limit='])('names the range of limit, in words, for %s', async (qs) => {
+    const p = await expectProblem(await call('GET', `/v1/notifications?${qs}`), 'invalid_query');
+    expect(p.errors).toEqual([{ path: 'limit', message: 'must be a whole number from 1 to 100' }]);
+  });
 });
 
 describe('POST /v1/notifications/{id}/cancel', () => {
