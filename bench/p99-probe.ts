@@ -9,9 +9,10 @@
 // --lead-in / --lead-out: the steady load around the measured span (default: the end-to-end scenario's).
 // A SETTING is `default` or comma-separated NAME=value pairs for the service's environment, e.g.
 // `default NOTIFY_RELAY_ORDER_WAIT_MS=0`. `--profile DIR` runs each service with `--cpu-prof`.
-// Each window also prints the CPU per delivered notification of the service process and of the
-// database's PostgreSQL backends alive at the window's end: the service's (a connection it closed
-// during the window is missed); the load generator's have usually ended by then (one still
+// Each window also prints the p99 of each 10-s slice of it (a service started for the run is
+// slower in its first seconds) and the CPU per delivered notification of the service process and
+// of the database's PostgreSQL backends alive at the window's end: the service's (a connection it
+// closed during the window is missed); the load generator's have usually ended by then (one still
 // closing would count whole).
 import { cpuPerUnit, cpuSnapshot } from './lib/cpu-meter.js';
 import { optionTaker } from './lib/options.js';
@@ -49,6 +50,7 @@ async function window(url: string, ms: number) {
     latency: result.latencyMs,
     offered: output.offered,
     delivered: result.delivered,
+    sliceP99Ms: result.sliceP99Ms,
   };
 }
 
@@ -71,12 +73,13 @@ try {
         await window(db.url, 3_000);
         const parts = { service: service.child.process.pid!, database: db.name, admin };
         const before = await cpuSnapshot(parts);
-        const { latency, offered, delivered } = await window(db.url, windowMs);
+        const { latency, offered, delivered, sliceP99Ms } = await window(db.url, windowMs);
         const cpu = cpuPerUnit(before, await cpuSnapshot(parts), delivered, 1);
         p99s.get(setting.name)!.push(latency.p99);
         console.log(
           `${new Date().toISOString().slice(11, 19)} ${setting.name}: p50 ${latency.p50.toFixed(0)} ms, p99 ${latency.p99.toFixed(0)} ms, ` +
             `${latency.count} notifications, offered ${offered.achievedRate.toFixed(0)}/s; ` +
+            `p99 of each 10-s slice ${sliceP99Ms.map(Math.round).join(', ')} ms; ` +
             `CPU per notification: service ${cpu.serviceMs.toFixed(3)} ms, PostgreSQL ${cpu.postgresMs.toFixed(3)} ms`,
         );
       } finally {
