@@ -11,7 +11,7 @@ describe('relay config', () => {
       heartbeatIntervalMs: 3_333,
       backoff: { baseMs: 100, maxMs: 30_000, jitter: 0.2 },
       orderWaitMs: 500,
-      heldBackMaxMs: 100, // a fifth of the order wait: held-back rows are re-polled well within the bound
+      heldBackMaxMs: 20, // a 25th of the order wait: held-back rows are re-polled soon after a neighbour commits
     });
     expect(resolveRelayConfig({ topicPrefix: 'p', batchSize: 10, pollIntervalMs: 1000, retentionMs: 0 }).instanceId).toMatch(/^relay-/);
   });
