@@ -114,6 +114,7 @@ export function resolveRelayConfig(config: RelayConfig): ResolvedRelayConfig {
   const maxMs = check('backoff.maxMs', config.backoff?.maxMs ?? RELAY_DEFAULTS.backoff.maxMs, baseMs);
   const jitter = check('backoff.jitter', config.backoff?.jitter ?? RELAY_DEFAULTS.backoff.jitter, 0, 1);
   const pollIntervalMs = check('pollIntervalMs', config.pollIntervalMs, 1);
+  const heldBackRetryMs = check('heldBackRetryMs', config.heldBackRetryMs ?? RELAY_DEFAULTS.heldBackRetryMs, 1);
   const orderWaitMs = check('orderWaitMs', config.orderWaitMs ?? RELAY_DEFAULTS.orderWaitMs, 0, 86_400_000);
   const instanceId = config.instanceId ?? `relay-${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
   if (instanceId.length === 0 || instanceId.length > 200) throw new ConfigError('relay.instanceId', 'expected 1–200 characters');
@@ -126,12 +127,16 @@ export function resolveRelayConfig(config: RelayConfig): ResolvedRelayConfig {
     leaseTtlMs,
     heartbeatIntervalMs,
     backoff: { baseMs, maxMs, jitter },
-    heldBackRetryMs: check('heldBackRetryMs', config.heldBackRetryMs ?? RELAY_DEFAULTS.heldBackRetryMs, 1),
+    heldBackRetryMs,
     // Rows held back behind another open transaction are publishable as soon as it ends, and at the
     // latest orderWaitMs after their own started. Under load that wait is a few milliseconds of a
-    // neighbour's commit, so the re-poll backs off only to a 25th of the bound (20 ms by default):
-    // a fifth (100 ms) was measured to double p99 at 500/s, and a claim that finds nothing is cheap.
-    heldBackMaxMs: Math.max(1, Math.min(RELAY_DEFAULTS.heldBackMaxMs, pollIntervalMs, Math.floor(orderWaitMs / 25))),
+    // neighbour's commit, so the re-poll backs off only to a 25th of the bound (20 ms by default;
+    // a fifth, 100 ms, added ~25 ms to p99 at 500/s), never below the first re-poll (a short bound
+    // must not turn the re-poll into a busy loop), never above the idle poll.
+    heldBackMaxMs: Math.min(
+      pollIntervalMs,
+      Math.max(heldBackRetryMs, Math.min(RELAY_DEFAULTS.heldBackMaxMs, Math.floor(orderWaitMs / 25))),
+    ),
     orderWaitMs,
     lingerMs: check('lingerMs', config.lingerMs ?? RELAY_DEFAULTS.lingerMs, 0, 1_000),
     purgeIntervalMs: check('purgeIntervalMs', config.purgeIntervalMs ?? RELAY_DEFAULTS.purgeIntervalMs, 10),
