@@ -20,9 +20,29 @@ import { waitFor } from '../support/wait.js';
 
 const run = promisify(execFile);
 
+/** `npm install` of `packages` into the project at `cwd`, from the npm cache where it can. */
+const npmInstall = (cwd: string, packages: readonly string[]) =>
+  run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', ...packages], { cwd, timeout: 240_000 });
+
+/** A consumer's tsconfig: NodeNext, strict, and the packed .d.ts checked too (no skipLibCheck). */
+const consumerTsconfig = (files: readonly string[]) =>
+  JSON.stringify({
+    compilerOptions: {
+      module: 'NodeNext',
+      moduleResolution: 'NodeNext',
+      target: 'ES2022',
+      strict: true,
+      noEmit: true,
+      skipLibCheck: false,
+      types: ['node'],
+    },
+    files,
+  });
+
 let t: TestDatabase;
 let kafka: TestKafka;
 let dir: string;
+let pgOnlyDir: string;
 let receiver: Server;
 let hookUrl: string;
 let notify: NotifyServer;
@@ -113,6 +133,24 @@ export function onEvent(bytes: Buffer): StatusEventV1['state'] | undefined {
 }
 `;
 
+// A project that enqueues with pg and has no kysely (an optional peer): the packed types must
+// stand on their own, and stay precise (an `any` row would make each expected error unused).
+const PG_ONLY_CONSUMER = `
+import pg from 'pg';
+import { enqueue, type Notification } from '@notify/outbox';
+
+export async function welcome(client: pg.PoolClient, email: string): Promise<Notification> {
+  const { notification } = await enqueue(client, { tenant_id: 'acme', channel: 'email', to: email, body: 'Welcome' });
+  // @ts-expect-error an id is a string
+  const id: number = notification.id;
+  // @ts-expect-error created_at is read as a Date
+  const created: string = notification.created_at;
+  void id;
+  void created;
+  return notification;
+}
+`;
+
 // A CommonJS caller: require() gets the packages' CommonJS build (no reliance on require(esm)).
 const CJS_CONSUMER = `
 const pg = require('pg');
@@ -155,33 +193,19 @@ beforeAll(async () => {
   const tarballs = (await readdir(dir)).filter((f) => f.endsWith('.tgz')).map((f) => join(dir, f));
   expect(tarballs).toHaveLength(2);
   await writeFile(join(dir, 'package.json'), JSON.stringify({ name: 'a-domain-service', private: true, type: 'module' }));
-  await run(
-    'npm',
-    ['install', '--no-audit', '--no-fund', '--prefer-offline', ...tarballs, 'pg@^8', 'kysely@~0.28', '@types/pg@^8', '@types/node@^20'],
-    {
-      cwd: dir,
-      timeout: 240_000,
-    },
-  );
+  await npmInstall(dir, [...tarballs, 'pg@^8', 'kysely@~0.28', '@types/pg@^8', '@types/node@^20']);
   await writeFile(join(dir, 'consumer.mjs'), CONSUMER);
   await writeFile(join(dir, 'consumer.ts'), TS_CONSUMER);
   await writeFile(join(dir, 'consumer.cjs'), CJS_CONSUMER);
   await writeFile(join(dir, 'consumer-cjs.cts'), CTS_CONSUMER);
-  await writeFile(
-    join(dir, 'tsconfig.json'),
-    JSON.stringify({
-      compilerOptions: {
-        module: 'NodeNext',
-        moduleResolution: 'NodeNext',
-        target: 'ES2022',
-        strict: true,
-        noEmit: true,
-        skipLibCheck: false,
-        types: ['node'],
-      },
-      files: ['consumer.ts', 'consumer-cjs.cts'],
-    }),
-  );
+  await writeFile(join(dir, 'tsconfig.json'), consumerTsconfig(['consumer.ts', 'consumer-cjs.cts']));
+
+  // Outside `dir`, whose node_modules has kysely: module resolution would find it by walking up.
+  pgOnlyDir = await mkdtemp(join(tmpdir(), 'notify-packaging-pg-only-'));
+  await writeFile(join(pgOnlyDir, 'package.json'), JSON.stringify({ name: 'a-pg-only-service', private: true, type: 'module' }));
+  await npmInstall(pgOnlyDir, [...tarballs.filter((f) => /outbox/.test(f)), 'pg@^8', '@types/pg@^8', '@types/node@^20']);
+  await writeFile(join(pgOnlyDir, 'consumer.ts'), PG_ONLY_CONSUMER);
+  await writeFile(join(pgOnlyDir, 'tsconfig.json'), consumerTsconfig(['consumer.ts']));
 
   notify = await startNotifyProcess([], {
     DATABASE_URL: t.url,
@@ -201,6 +225,7 @@ afterAll(async () => {
   await kafka?.close();
   await t?.close();
   if (dir) await rm(dir, { recursive: true, force: true });
+  if (pgOnlyDir) await rm(pgOnlyDir, { recursive: true, force: true });
 });
 
 describe('the packed libraries, installed with npm outside the workspace', () => {
@@ -264,5 +289,10 @@ describe('the packed libraries, installed with npm outside the workspace', () =>
 
   it('type-checks TypeScript consumers, ESM and CommonJS, against the packed .d.ts (NodeNext, strict, no skipLibCheck)', async () => {
     await run(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json'], { cwd: dir });
+  }, 180_000);
+
+  it('type-checks a project that enqueues with pg and has no kysely installed, with precise row types', async () => {
+    await expect(readdir(join(pgOnlyDir, 'node_modules'))).resolves.not.toContain('kysely');
+    await run(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json'], { cwd: pgOnlyDir });
   }, 180_000);
 });

@@ -9,7 +9,7 @@
  *
  * The JSON Schemas (`@notify/contract/schemas/*`) and the AsyncAPI document
  * (`@notify/contract/asyncapi.yaml`) describe the same contract; tests keep them in agreement
- * with the code. This module depends on nothing but Node's `node:crypto` and `node:fs`.
+ * with the code. This module depends on nothing but Node's `node:crypto`.
  *
  * @packageDocumentation
  */

@@ -63,8 +63,47 @@ const ENQUEUE_SQL = prepared(
      FROM notify_enqueue_item($1::jsonb, $2::jsonb) AS r`,
 );
 
+// Every column of `Notification`, named (the compiler holds the list to the type). A prepared
+// statement's result type is fixed when it is first prepared on a connection: with `SELECT *`, a
+// migration that adds a column to notifications failed every later repeat of a key on that
+// connection ("cached plan must not change result type", 0A000) until it closed, be it a
+// caller's pooled pg client or a running service's pool.
+const NOTIFICATION_COLUMNS: Record<keyof Notification, true> = {
+  id: true,
+  tenant_id: true,
+  channel: true,
+  recipient: true,
+  subject: true,
+  body: true,
+  template: true,
+  template_version: true,
+  data: true,
+  category: true,
+  metadata: true,
+  idempotency_key: true,
+  request_hash: true,
+  state: true,
+  dead_reason: true,
+  attempts: true,
+  max_attempts: true,
+  next_attempt_at: true,
+  last_error: true,
+  expires_at: true,
+  traceparent: true,
+  created_at: true,
+  updated_at: true,
+  sent_at: true,
+  send_at: true,
+  held_until: true,
+  priority: true,
+  ordering: true,
+};
+
 // The original of a repeated idempotency key, whole.
-const NOTIFICATION_SQL = prepared('notification_by_id_v1', 'SELECT * FROM notifications WHERE id = $1');
+const NOTIFICATION_SQL = prepared(
+  'notification_by_id_v2',
+  `SELECT ${Object.keys(NOTIFICATION_COLUMNS).join(', ')} FROM notifications WHERE id = $1`,
+);
 
 // SQLSTATEs of the jsonb input function: invalid text, untranslatable character, stack depth.
 const JSON_INPUT_SQLSTATES = new Set(['22P02', '22P05', '54001']);

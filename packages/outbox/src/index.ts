@@ -37,6 +37,7 @@ export {
   type SqlExecutor,
   type PgQueryable,
   type TransactionLike,
+  type KyselyLike,
   fromKysely,
   fromPgClient,
   toExecutor,

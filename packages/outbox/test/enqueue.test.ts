@@ -172,6 +172,26 @@ describe('idempotency', () => {
     expect(await countFor(rows[0]!.id)).toEqual({ notifications: 1, outbox: 1 });
   });
 
+  it('repeats a key on a pg client whose statements were prepared before a migration added a column', async () => {
+    const client = await t.pool.connect();
+    try {
+      const first = await enqueue(client, intent({ idempotency_key: 'before-migration' }));
+      expect((await enqueue(client, intent({ idempotency_key: 'before-migration' }))).created).toBe(false); // prepared here
+      await t.pool.query('ALTER TABLE notifications ADD COLUMN added_by_a_migration integer');
+      try {
+        // With SELECT * in the prepared read of the original: "cached plan must not change result type".
+        const again = await enqueue(client, intent({ idempotency_key: 'before-migration' }));
+        expect(again).toMatchObject({ created: false, notification: { id: first.notification.id, state: 'queued' } });
+        expect((await enqueue(client, intent({ idempotency_key: 'after-migration' }))).created).toBe(true);
+      } finally {
+        await t.pool.query('ALTER TABLE notifications DROP COLUMN added_by_a_migration');
+      }
+      expect((await enqueue(client, intent({ idempotency_key: 'before-migration' }))).notification.id).toBe(first.notification.id);
+    } finally {
+      client.release();
+    }
+  });
+
   it('a racing transaction that rolls back leaves the key free for the other', async () => {
     const c1 = await t.pool.connect();
     const c2 = await t.pool.connect();

@@ -1,11 +1,13 @@
-import type { CompiledQuery as CompiledQueryClass, Kysely, Transaction } from 'kysely';
+import type { CompiledQuery as CompiledQueryClass } from 'kysely';
 
-// Kysely's own idiom for "a database of any schema": we only run raw SQL through it, and nothing
-// typed `any` reaches the caller.
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type AnyKysely = Kysely<any>;
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type AnyTransaction = Transaction<any>;
+/**
+ * What we use of a Kysely instance or transaction (of any schema): `executeQuery`, to run raw
+ * SQL. Spelled out rather than imported, so that a project that passes a `pg` client type-checks
+ * without kysely installed (an optional peer); `Kysely<DB>` and `Transaction<DB>` are this shape.
+ */
+export interface KyselyLike {
+  executeQuery(query: object): Promise<{ readonly rows: readonly unknown[] }>;
+}
 
 /**
  * The subset of a database connection that our SQL operations need: one parameterised query.
@@ -43,13 +45,13 @@ export function prepared(name: string, text: string): string {
 let compiledQuery: Promise<typeof CompiledQueryClass> | undefined;
 
 /** Adapts a Kysely instance or transaction. */
-export function fromKysely(db: AnyKysely | AnyTransaction): SqlExecutor {
+export function fromKysely(db: KyselyLike): SqlExecutor {
   return {
     [EXECUTOR]: true,
     async query<R>(text: string, values: readonly unknown[]) {
       const CompiledQuery = await (compiledQuery ??= import('kysely').then((k) => k.CompiledQuery));
-      const result = await db.executeQuery<R>(CompiledQuery.raw(text, [...values]));
-      return { rows: [...result.rows] };
+      const result = await db.executeQuery(CompiledQuery.raw(text, [...values]));
+      return { rows: [...result.rows] as R[] };
     },
   } as SqlExecutor;
 }
@@ -68,11 +70,11 @@ export function fromPgClient(client: PgQueryable): SqlExecutor {
 }
 
 /** Anything `enqueue` accepts as "the caller's transaction". */
-export type TransactionLike = AnyKysely | AnyTransaction | PgQueryable | SqlExecutor;
+export type TransactionLike = KyselyLike | PgQueryable | SqlExecutor;
 
 /** Picks the adapter by shape: ours as they are, Kysely by `executeQuery`, anything else with `query` as a pg client. */
 export function toExecutor(tx: TransactionLike): SqlExecutor {
   if ((tx as { [EXECUTOR]?: boolean })[EXECUTOR]) return tx as SqlExecutor;
-  if (typeof (tx as AnyKysely).executeQuery === 'function') return fromKysely(tx as AnyKysely);
+  if (typeof (tx as KyselyLike).executeQuery === 'function') return fromKysely(tx as KyselyLike);
   return fromPgClient(tx as PgQueryable);
 }

@@ -1,5 +1,20 @@
-import type { ColumnType, Generated, Selectable } from 'kysely';
 import type { Channel, DeadReason, NotificationState } from '../model/state.js';
+
+// Kysely's column types, spelled out rather than imported: Kysely reads a column's select, insert
+// and update types from these three properties (its own ColumnType, Generated and Selectable, in
+// 0.27 and 0.28), so `Kysely<OutboxDatabase>` types queries exactly as with its own, and a project
+// that enqueues with a `pg` client type-checks without kysely installed (an optional peer).
+// test/packaging holds both: a Kysely consumer and a pg-only one, type-checked from the tarball.
+interface ColumnType<S, I = S, U = S> {
+  readonly __select__: S;
+  readonly __insert__: I;
+  readonly __update__: U;
+}
+type Generated<S> = ColumnType<S, S | undefined, S>;
+/** A column's type as read (distributes over a union: `Timestamp | null` reads as `Date | null`). */
+type SelectType<T> = T extends ColumnType<infer S, unknown, unknown> ? S : T;
+/** The row as read. */
+type Selectable<R> = { [K in keyof R]: SelectType<R[K]> };
 
 type Timestamp = ColumnType<Date, Date | string, Date | string>;
 type Json<T> = ColumnType<T, string, string>;
