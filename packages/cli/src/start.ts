@@ -21,7 +21,7 @@ import { dispatcherConfigFrom, relayConfigFrom } from './role-configs.js';
 import { createAdminApp, createApp } from '@notify/api';
 import { watchDispatcher, watchRelay } from './observability/lifecycle-metrics.js';
 import { createMetrics } from './observability/metrics.js';
-import { createPipelineProbe } from './observability/pipeline-probe.js';
+import { createPipelineProbe, dispatcherLagGroups } from './observability/pipeline-probe.js';
 import { CliError } from './cli-error.js';
 import { createKafka } from './kafka-client.js';
 import { autovacuumGaps, checkDatabase, checkMigrations, connectKafkaAdmin, ensureTopics, planTopicReplication } from './preflight.js';
@@ -167,11 +167,7 @@ export async function startNotify(config: Config, roles: readonly Role[], deps: 
       db,
       clock,
       admin: readinessAdmin,
-      groupId: dispatcherConfigFrom(config, {}).groupId,
-      // The topics the dispatcher group consumes: requests and the retry tiers (not events, not the DLQ).
-      topics: dispatcherTopicSuffixes(config.retry)
-        .filter((s) => s !== TOPICS.events && s !== TOPICS.dlq)
-        .map((s) => topicName(config.topicPrefix, s)),
+      groups: dispatcherLagGroups(dispatcherConfigFrom(config, {})),
     });
     const metrics = createMetrics({ db, clock, logger, readiness, consumerLag: () => pipeline.consumerLag() });
 

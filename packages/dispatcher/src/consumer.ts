@@ -6,6 +6,7 @@ import { errorMessage } from '@notify/runtime';
 import type { DispatcherEvents } from './events.js';
 import { fromKafkaMessage, messageDueAt, orderingKey, type InboundMessage, type MessageHandler } from './message.js';
 import { PartitionOffsets } from './partition-offsets.js';
+import { dueOutOfRange } from './retry/delay-topics.js';
 import { createReadAhead } from './read-ahead.js';
 import { restartAfterFatalCrash } from './consumer-restart.js';
 import { createKeyedScheduler, type TaskResult } from './scheduler.js';
@@ -263,7 +264,8 @@ export function createDeliveryConsumer(
       const message = fromKafkaMessage(topic, partition, m);
       const due = messageDueAt(message);
       const waitMs = due ? due.getTime() - clock.now().getTime() : 0;
-      if (waitMs > 0) {
+      // Out of range, it goes to the handler, which dead-letters it, instead of holding the partition.
+      if (waitMs > 0 && !dueOutOfRange(config.tiers, topic, waitMs)) {
         tracker.rewindTo(offset);
         holdUntilDue(topic, partition, m.offset, waitMs);
         break;

@@ -22,7 +22,7 @@ import { planOutcome, type AttemptResult } from './outcome.js';
 import { callProvider } from './provider-call.js';
 import { endpointTargetOf, type EndpointGate, type Provider, type ProviderRole, type SendResult } from '@notify/providers';
 import { createOutcomeWriter, type OutcomeWriter } from './outcome-writer.js';
-import { tierFor } from './retry/delay-topics.js';
+import { dueOutOfRange, tierFor } from './retry/delay-topics.js';
 import { notificationDefer } from './sql/notification-defer.js';
 import { notificationFindQueuedPredecessor } from './sql/notification-find-queued-predecessor.js';
 import { deliveryOptOut, notificationGetMany, type DeliveryNotification, type DeliveryRow } from './sql/notification-get-many.js';
@@ -245,7 +245,18 @@ export function createDeliveryHandler(deps: DeliveryHandlerDeps): DeliveryHandle
     if (!parsed.ok) return { kind: 'dead-letter', code: parseFailureCode(parsed.reason), reason: parsed.reason };
     const request = parsed.message;
     const dueAt = new Date(request.due_at);
-    if (clock.now().getTime() < dueAt.getTime()) return { kind: 'not-due', dueAt };
+    const aheadMs = dueAt.getTime() - clock.now().getTime();
+    if (aheadMs > 0) {
+      // The consumer holds a partition at a message that is not due, unless it is out of range.
+      if (dueOutOfRange(config.tiers, message.topic, aheadMs)) {
+        return {
+          kind: 'dead-letter',
+          code: 'due_out_of_range',
+          reason: `due_at ${request.due_at} is further ahead than any delivery request on ${message.topic} is written`,
+        };
+      }
+      return { kind: 'not-due', dueAt };
+    }
     active.set(request.id, (active.get(request.id) ?? 0) + 1);
     try {
       return await deliver(message, request, dueAt, signal, hooks);

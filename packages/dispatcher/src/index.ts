@@ -61,7 +61,7 @@ export { tracing, extractTraceContext, deliveryTraceId } from './middleware/trac
 export { planOutcome, type AttemptResult, type OutcomePlan, type PlanOutcomeParams } from './outcome.js';
 export { recordOutcome, recordOutcomes, outcomeMessages, outcomeRecordParams, type RecordOutcomeParams } from './record.js';
 export { createKeyedScheduler, type KeyedScheduler, type KeyedSchedulerOptions, type Task, type TaskResult } from './scheduler.js';
-export type { ConsumerStopReport } from './consumer.js';
+export { deliveryLanes, type ConsumerStopReport, type DeliveryLane } from './consumer.js';
 export { createRepairSweep, type RepairSweep, type RepairSweepDeps } from './repair.js';
 export { createKafkaConsumerProgress, type ConsumerProgress, type PublishedRequest } from './consumer-progress.js';
 export { createScheduleService, type ScheduleService, type ScheduleServiceDeps } from './schedule.js';

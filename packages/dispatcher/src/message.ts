@@ -28,6 +28,7 @@ export const DEAD_LETTER_CODES = [
   'mismatch',
   'attempt_ahead',
   'attempt_over_max',
+  'due_out_of_range',
 ] as const;
 /** One of `DEAD_LETTER_CODES`. */
 export type DeadLetterCode = (typeof DEAD_LETTER_CODES)[number];

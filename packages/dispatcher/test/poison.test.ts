@@ -81,4 +81,53 @@ describe('poison messages', () => {
     ]);
     expect(h.seen.consumerError.filter((e) => e.phase !== 'commit')).toHaveLength(0);
   });
+
+  it('a request due further ahead than any the dispatcher writes is dead-lettered instead of holding its partition', async () => {
+    h = await startHarness({ partitions: 1 });
+    receiver = await startReceiver(() => ({ status: 200 }));
+    const firstId = await h.enqueue({ tenant_id: 't1', channel: 'webhook', to: `${receiver.url}/good/0`, body: 'before' });
+    const request = (dueAt: string) =>
+      Buffer.from(
+        JSON.stringify({
+          v: 1,
+          type: 'notification.deliver',
+          id: firstId,
+          tenant_id: 't1',
+          channel: 'webhook',
+          attempt: 1,
+          due_at: dueAt,
+        }),
+      );
+    // The harness' top tier is 2 s: one day ahead is out of range on it too.
+    const top = TOPICS.retry('2s');
+    const producer = h.kafka.kafka.producer({ allowAutoTopicCreation: false, createPartitioner: Partitioners.DefaultPartitioner });
+    await producer.connect();
+    try {
+      await producer.send({
+        topic: h.kafka.topic(TOPICS.requests),
+        messages: [{ key: 'far', value: request('2099-01-01T00:00:00.000Z') }],
+      });
+      await producer.send({
+        topic: h.kafka.topic(top),
+        messages: [{ key: 'day', value: request(new Date(Date.now() + 86_400_000).toISOString()) }],
+      });
+    } finally {
+      await producer.disconnect();
+    }
+    await h.startDispatcher({ webhook: createHttpTestProvider() });
+    // Behind the far one on the request topic's only partition.
+    await h.enqueue({ tenant_id: 't1', channel: 'webhook', to: `${receiver.url}/good/1`, body: 'after' });
+
+    await waitFor(async () => (await countByState(h as Harness)).sent === 2, {
+      timeoutMs: 15_000,
+      message: 'both good notifications sent',
+    });
+    const letters = await h.kafka.readAll(TOPICS.dlq, 2, 20_000);
+    const byKey = new Map(letters.map((m) => [m.key?.toString(), headersToStrings(m.headers)]));
+    expect(byKey.get('far')?.[HEADERS.dlqReason]).toBe(
+      `due_at 2099-01-01T00:00:00.000Z is further ahead than any delivery request on ${h.kafka.topic(TOPICS.requests)} is written`,
+    );
+    expect(byKey.get('day')?.[HEADERS.dlqSourceTopic]).toBe(h.kafka.topic(top));
+    expect(h.seen.deadLettered.map((e) => e.code)).toEqual(['due_out_of_range', 'due_out_of_range']);
+  });
 });

@@ -1,3 +1,5 @@
+import { topicName } from '@notify/contract';
+import { type DispatcherConfig, deliveryLanes } from '@notify/dispatcher';
 import type { Admin } from 'kafkajs';
 import type { Kysely } from 'kysely';
 import type { PipelineProbe } from '@notify/api';
@@ -12,24 +14,29 @@ export interface PipelineProbeDeps {
   readonly clock: Clock;
   /** A connected admin client (the readiness one). */
   readonly admin: Admin;
-  /** The dispatcher consumer group (`<prefix>.dispatcher`). */
-  readonly groupId: string;
-  /** The topics that group consumes. */
-  readonly topics: readonly string[];
+  /**
+   * The dispatcher's consumer groups, each with the topics it reads (full names): `<prefix>.dispatcher`
+   * (requests and the delay topics) and `<prefix>.dispatcher.high` (requests.high). A topic's lag is
+   * its own group's: read with another group's offsets, a topic counts every message ever written.
+   */
+  readonly groups: readonly { readonly groupId: string; readonly topics: readonly string[] }[];
 }
 
 /**
  * The console's outbox and consumer lag, built here because only the notify command wires roles:
  * the outbox lag is the relay's `outboxLag` (the query behind notify_outbox_lag_seconds); the
- * consumer lag per topic is the sum over partitions of the newest offset minus the group's
- * committed offset (a partition the group never committed counts from its low watermark).
+ * consumer lag per topic is the sum over partitions of the newest offset minus the committed
+ * offset of the group that reads it (a partition the group never committed counts from its low
+ * watermark).
  */
 export function createPipelineProbe(deps: PipelineProbeDeps): PipelineProbe {
   const exec = fromKysely(deps.db);
   return {
     outboxLag: () => outboxLag(exec, { now: deps.clock.now() }),
     async consumerLag() {
-      const committed = await deps.admin.fetchOffsets({ groupId: deps.groupId, topics: [...deps.topics] });
+      const committed = (
+        await Promise.all(deps.groups.map(({ groupId, topics }) => deps.admin.fetchOffsets({ groupId, topics: [...topics] })))
+      ).flat();
       return Promise.all(
         committed.map(async ({ topic, partitions }) => {
           const ends = await deps.admin.fetchTopicOffsets(topic);
@@ -44,4 +51,9 @@ export function createPipelineProbe(deps: PipelineProbeDeps): PipelineProbe {
       );
     },
   };
+}
+
+/** `PipelineProbeDeps.groups` of a dispatcher with `config`: each lane's group and the topics it reads (not events, not the DLQ). */
+export function dispatcherLagGroups(config: DispatcherConfig) {
+  return deliveryLanes(config).map((lane) => ({ groupId: lane.groupId, topics: lane.topics.map((s) => topicName(config.topicPrefix, s)) }));
 }

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { backoffDelayMs } from '@notify/runtime';
-import { delayTiers, dispatcherTopicSuffixes, formatTierName, tierFor } from './delay-topics.js';
+import { delayTiers, dispatcherTopicSuffixes, dueOutOfRange, formatTierName, tierFor } from './delay-topics.js';
 
 const lab = { baseDelayMs: 1000, maxDelayMs: 30_000, jitter: 0 };
 const defaults = { baseDelayMs: 1000, maxDelayMs: 3_600_000, jitter: 0.2 };
@@ -61,6 +61,41 @@ describe('delay tiers', () => {
           expect(tiers.at(-1)?.latenessBoundMs).toBe(0);
         },
       ),
+    );
+  });
+});
+
+describe('how far ahead a delivery request may be due when read', () => {
+  const tiers = delayTiers(lab);
+  const slack = 60_000; // DUE_CLOCK_ALLOWANCE_MS
+
+  it('is the clock allowance on a request topic, whose messages are due when written', () => {
+    for (const topic of ['notify.requests', 'notify.requests.high', 'requests']) {
+      expect(dueOutOfRange(tiers, topic, slack)).toBe(false);
+      expect(dueOutOfRange(tiers, topic, slack + 1)).toBe(true);
+    }
+  });
+
+  it('on a delay topic, the upper edge of its band (the top tier: its delay), plus the allowance', () => {
+    // 1s carries waits in [0, 1500 ms), 24s in [24 s, 30 s), the top tier 30s exactly 30 s.
+    const cases: [string, number][] = [
+      ['notify.retry.1s', 1500],
+      ['notify.retry.1500ms', 2000],
+      ['notify.retry.24s', 30_000],
+      ['notify.retry.30s', 30_000],
+      ['retry.30s', 30_000],
+    ];
+    for (const [topic, edge] of cases) {
+      expect(dueOutOfRange(tiers, topic, edge + slack)).toBe(false);
+      expect(dueOutOfRange(tiers, topic, edge + slack + 1)).toBe(true);
+    }
+  });
+
+  it('holds every wait tierFor routes to a tier, whatever the clock of the reader', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 30_000 }), (waitMs) => {
+        expect(dueOutOfRange(tiers, `notify.${tierFor(tiers, waitMs).topic}`, waitMs)).toBe(false);
+      }),
     );
   });
 });

@@ -82,6 +82,26 @@ export function tierFor(tiers: readonly DelayTier[], remainingMs: number): Delay
 }
 
 /**
+ * How much later than its due time a clock may read a message's `due_at` as ahead of it: clocks
+ * of the machines that write and read delivery requests disagree by less than this.
+ */
+const DUE_CLOCK_ALLOWANCE_MS = 60_000;
+
+/**
+ * Whether a delivery request read from `topic` (`<prefix>.retry.1s`, or its suffix) that is due `aheadMs` from now
+ * is further ahead than any dispatcher with these tiers writes one: a request topic's messages are
+ * due when written (a retry, a deferral or a scheduled send waits on a delay topic), a delay topic's
+ * within its band (`tierFor`; the top tier: its delay exactly), plus `DUE_CLOCK_ALLOWANCE_MS`.
+ * Such a message (hand-made, or from a bug) is dead-lettered, never held: a partition holds at its
+ * first message that is not due, so it would stop every message behind it until then.
+ */
+export function dueOutOfRange(tiers: readonly DelayTier[], topic: string, aheadMs: number): boolean {
+  let longestMs = 0;
+  for (const t of tiers) if (topic === t.topic || topic.endsWith(`.${t.topic}`)) longestMs = Number.isFinite(t.toMs) ? t.toMs : t.delayMs;
+  return aheadMs > longestMs + DUE_CLOCK_ALLOWANCE_MS;
+}
+
+/**
  * Every topic suffix the dispatcher reads or writes: `requests`, `requests.high`, each
  * `retry.<tier>`, `events` and `dlq`. `notify start` creates `<prefix>.<suffix>` for each.
  */
