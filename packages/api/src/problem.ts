@@ -20,6 +20,7 @@ export const HTTP_PROBLEM_CODES = [
   'rate_limited',
   'callback_url_refused',
   'overloaded',
+  'unstorable_text',
 ] as const;
 
 /** Every code that can appear in a problem `type`. Stable: clients may switch on them. */
@@ -50,6 +51,7 @@ export const PROBLEM_CATALOG: { readonly [C in ProblemCode]: { readonly status: 
   rate_limited: { status: 429, title: 'Too many requests' },
   callback_url_refused: { status: 422, title: 'The callback URL is refused by the SSRF policy' },
   overloaded: { status: 503, title: 'The API is overloaded: too many requests in progress, or its event loop too busy' },
+  unstorable_text: { status: 400, title: 'The request holds text PostgreSQL cannot store' },
 };
 
 /** An RFC 9457 problem details object, as this API renders it. */
@@ -122,6 +124,13 @@ export function problemFromError(
     const headers: Record<string, string> = err.code === 'idempotency_in_progress' ? { 'retry-after': '1' } : {};
     return { body: problem(err.code, err.message, {}, instance), headers, expected: true };
   }
+  if (isUnstorableText(err)) {
+    return {
+      body: problem('unstorable_text', 'a value holds U+0000 or another character PostgreSQL text cannot store; remove it', {}, instance),
+      headers: {},
+      expected: true,
+    };
+  }
   if (isDatabaseUnreachable(err)) {
     return {
       body: problem('database_unreachable', 'the database is not reachable right now; retry later', {}, instance),
@@ -134,6 +143,18 @@ export function problemFromError(
     headers: {},
     expected: false,
   };
+}
+
+// SQLSTATEs of a parameter PostgreSQL cannot hold as text or jsonb: U+0000 in a text value
+// (character_not_in_repertoire), \u0000 in a jsonb one (untranslatable_character). Every value
+// a statement gets comes from the request or from rows PostgreSQL already holds, so the request
+// is at fault: a 400, where it was a 500 (GET /v1/notifications?to=a%00b).
+const UNSTORABLE_SQLSTATES = new Set(['22021', '22P05']);
+
+/** Whether `err` is PostgreSQL refusing a value of the request as text (U+0000). */
+export function isUnstorableText(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && UNSTORABLE_SQLSTATES.has(code);
 }
 
 const UNREACHABLE_ERRNOS = new Set([

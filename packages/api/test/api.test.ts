@@ -504,6 +504,11 @@ describe('GET /v1/notifications (list)', () => {
     expect(p.errors?.[0]?.path).toBe(path);
   });
 
+  it('answers a value PostgreSQL cannot store (U+0000) with 400 unstorable_text, not a 500', async () => {
+    const p = await expectProblem(await call('GET', '/v1/notifications?to=a%00b'), 'unstorable_text');
+    expect(p.status).toBe(400);
+  });
+
   it.each(['limit=0', 'limit=101', 'limit=ten', 'limit=2.5', 'limit='])('names the range of limit, in words, for %s', async (qs) => {
     const p = await expectProblem(await call('GET', `/v1/notifications?${qs}`), 'invalid_query');
     expect(p.errors).toEqual([{ path: 'limit', message: 'must be a whole number from 1 to 100' }]);

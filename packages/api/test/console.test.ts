@@ -164,3 +164,112 @@ describe('console', () => {
     }
   });
 });
+
+/** The hidden fields of the first form posting to `action` in `page`, as the browser holds them (entities decoded). */
+function hiddenFields(page: string, action: string): Record<string, string> {
+  const form = new RegExp(`<form method="post" action="${action}">([\\s\\S]*?)</form>`).exec(page)?.[1] ?? '';
+  const unescape = (v: string) =>
+    v
+      .replace(/&quot;/g, '"')
+      .replace(/&#39;/g, "'")
+      .replace(/&lt;/g, '<')
+      .replace(/&gt;/g, '>')
+      .replace(/&amp;/g, '&');
+  return Object.fromEntries(
+    [...form.matchAll(/<input\s+type="hidden"\s+name="([^"]+)"\s+value="([^"]*)"/g)].map((m) => [m[1]!, unescape(m[2]!)]),
+  );
+}
+
+/** A form body as a browser submits it: every line break of every value becomes CRLF (HTML's form-data set). */
+const asBrowser = (fields: Record<string, string>) =>
+  new URLSearchParams(Object.fromEntries(Object.entries(fields).map(([k, v]) => [k, v.replace(/\r\n|\r|\n/g, '\r\n')])));
+
+describe('console, what an operator found', () => {
+  it('bulk-retries a dead group whose error holds a line break, and lists the death before the requeue', async () => {
+    const id = await enqueue('globex', { channel: 'webhook', to: 'https://hooks.example.com/nl', body: 'x' });
+    await t.pool.query(
+      `UPDATE notifications SET state = 'dead', dead_reason = 'permanent', last_error = $2, next_attempt_at = NULL, attempts = 1
+        WHERE id = $1`,
+      [id, 'template "missing\nsecond line" not found'],
+    );
+    const s = await signIn('globex');
+    const dead = await (await app.request('/console/dead', { headers: s.headers })).text();
+    const fields = hiddenFields(dead, '/console/dead/retry');
+    expect(Object.keys(fields)).toContain('error');
+    const res = await app.request('/console/dead/retry', { method: 'POST', headers: s.headers, body: asBrowser(fields) });
+    expect(res.status).toBe(303);
+    expect(res.headers.get('location')).toBe('/console/dead?done=bulk&n=1');
+    expect((await t.pool.query('SELECT state FROM notifications WHERE id = $1', [id])).rows[0].state).toBe('queued');
+    const detail = await (await app.request(`/console/notifications/${id}`, { headers: s.headers })).text();
+    expect(detail).toMatch(/notification\.dead \(permanent\)[\s\S]*notification\.requeued \(manual retry, bulk /);
+    // Nothing left to re-queue: the page says so instead of "Re-queued … (0)".
+    const again = await app.request('/console/dead/retry', {
+      method: 'POST',
+      headers: s.headers,
+      body: asBrowser({ ...fields, nonce: 'another-submit' }),
+    });
+    expect(again.headers.get('location')).toBe('/console/dead?done=bulk-none');
+  });
+
+  it('removes an opt-out whose recipient holds a line break', async () => {
+    await t.pool.query(
+      `INSERT INTO suppressions (tenant_id, channel, recipient, category, reason, created_at) VALUES ('globex', 'webhook', $1, '*', 'r', now())`,
+      ['https://hooks.example.com/a\nb'],
+    );
+    const s = await signIn('globex');
+    const list = await (await app.request('/console/opt-outs', { headers: s.headers })).text();
+    const res = await app.request('/console/opt-outs/remove', {
+      method: 'POST',
+      headers: s.headers,
+      body: asBrowser(hiddenFields(list, '/console/opt-outs/remove')),
+    });
+    expect(res.headers.get('location')).toBe('/console/opt-outs?done=removed');
+    expect((await t.pool.query(`SELECT count(*)::int AS n FROM suppressions WHERE tenant_id = 'globex'`)).rows[0].n).toBe(0);
+  });
+
+  it('answers U+0000 in a search with a 400 page, not a 500', async () => {
+    const s = await signIn('globex');
+    const res = await app.request('/console/notifications?to=a%00b', { headers: s.headers });
+    expect(res.status).toBe(400);
+    expect(await res.text()).toContain('cannot be stored');
+  });
+
+  it('shows the day "until" names, and ignores a date that does not exist', async () => {
+    const id = await enqueue('globex', { channel: 'email', to: 'day@example.com', body: 'x' });
+    const day = clock.now().toISOString().slice(0, 10);
+    const s = await signIn('globex');
+    const same = await (await app.request(`/console/notifications?from=${day}&until=${day}`, { headers: s.headers })).text();
+    expect(same).toContain(id);
+    const bogus = await (await app.request('/console/notifications?until=2026-02-30', { headers: s.headers })).text();
+    expect(bogus).toContain(id);
+  });
+
+  it('holds a template version made in the console to the API’s limits', async () => {
+    const s = await signIn('globex');
+    const create = (fields: Record<string, string>) =>
+      app.request('/console/templates', {
+        method: 'POST',
+        headers: s.headers,
+        body: new URLSearchParams({ _csrf: s.csrf, name: 'big', channel: 'email', body: 'hi', ...fields }),
+      });
+    const long = await create({ body: 'x'.repeat(65_537) });
+    expect(long.status).toBe(422);
+    expect(await long.text()).toContain('body:');
+    expect((await create({ subject: 's'.repeat(999) })).status).toBe(422);
+    expect((await create({})).status).toBe(303);
+  });
+
+  it('sends no page to be cached, framed or sniffed, and refuses a sign-in posted by another site', async () => {
+    const page = await app.request('/console/login');
+    expect(page.headers.get('cache-control')).toBe('no-store');
+    expect(page.headers.get('x-frame-options')).toBe('DENY');
+    expect(page.headers.get('x-content-type-options')).toBe('nosniff');
+    expect(page.headers.get('content-security-policy')).toContain("frame-ancestors 'none'");
+    const post = (headers: Record<string, string>) =>
+      app.request('http://console.example/console/login', { method: 'POST', headers, body: new URLSearchParams({ api_key: keys.globex }) });
+    expect((await post({ 'sec-fetch-site': 'cross-site' })).status).toBe(403);
+    expect((await post({ origin: 'http://attacker.example', host: 'console.example' })).status).toBe(403);
+    expect((await post({ 'sec-fetch-site': 'same-origin' })).status).toBe(303);
+    expect((await post({ origin: 'http://console.example', host: 'console.example' })).status).toBe(303);
+  });
+});

@@ -37,11 +37,32 @@ function loginPage(error?: string) {
   );
 }
 
+/**
+ * Whether a sign-in request comes from the console's own page: `Sec-Fetch-Site: same-origin`
+ * where the browser sends it; without it, an Origin whose host is the request's own (a request
+ * with neither, not from a browser's cross-site form, is let through).
+ */
+function sameOrigin(fetchSite: string | undefined, origin: string | undefined, host: string | undefined): boolean {
+  if (fetchSite !== undefined) return fetchSite === 'same-origin' || fetchSite === 'none';
+  if (origin === undefined) return true;
+  try {
+    return host !== undefined && new URL(origin).host === host;
+  } catch {
+    return false; // "null" (a sandboxed or privacy-sensitive context)
+  }
+}
+
 /** GET/POST /console/login and POST /console/logout. */
 export function authRoutes(deps: ConsoleDeps): Hono<ConsoleEnv> {
   const app = new Hono<ConsoleEnv>();
   app.get('/login', (c) => c.html(loginPage()));
   app.post('/login', async (c) => {
+    // Another site's page must not sign this browser in with its key (login CSRF: the next pages
+    // would show that tenant's data, and take actions there). SameSite stops sending a cookie, not
+    // setting one; browsers say where a request comes from in Sec-Fetch-Site, older ones in Origin.
+    if (!sameOrigin(c.req.header('sec-fetch-site'), c.req.header('origin'), c.req.header('x-forwarded-host') ?? c.req.header('host'))) {
+      return c.html(loginPage('Sign in from this console’s own page.'), 403);
+    }
     const form = await c.req.parseBody();
     const key = typeof form.api_key === 'string' ? form.api_key.trim() : '';
     const hash = hashApiKey(key);

@@ -1,9 +1,11 @@
 import { Hono } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
 import { html } from 'hono/html';
 import type { Kysely } from 'kysely';
 import type { Database } from '@notify/migrations';
 import { fromKysely } from '@notify/outbox';
 import { type Clock, type Logger, errorSummary } from '@notify/runtime';
+import { isUnstorableText } from '../problem.js';
 import { authRoutes, logoutRoute, requireSession } from './auth.js';
 import type { ConsoleEnv } from './context.js';
 import { deadPages } from './dead-page.js';
@@ -13,6 +15,11 @@ import { notFoundPage, notificationPages } from './notifications-page.js';
 import { optOutPages } from './opt-outs-page.js';
 import type { PipelineProbe } from './pipeline.js';
 import { templatePages } from './templates-page.js';
+
+const CONTENT_SECURITY_POLICY =
+  "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+/** The largest form body the console reads. */
+const MAX_FORM_BYTES = 1024 * 1024;
 
 /** Settings of the console. */
 export interface ConsoleOptions {
@@ -48,7 +55,30 @@ export function consoleApp(deps: {
     sessionTtlMs: deps.options.sessionTtlMs ?? 8 * 3_600_000,
   };
   const app = new Hono<ConsoleEnv>();
+  // No page may be kept by the browser after sign-out (Back showed a notification), framed by
+  // another site, sniffed as another type, or run a script (the console has none), and no
+  // address leaves in a Referer.
+  app.use('*', async (c, next) => {
+    await next();
+    c.header('cache-control', 'no-store');
+    c.header('x-frame-options', 'DENY');
+    c.header('x-content-type-options', 'nosniff');
+    c.header('referrer-policy', 'same-origin');
+    c.header('content-security-policy', CONTENT_SECURITY_POLICY);
+  });
+  // A form is a few KiB; a template version's body at most 64 Ki characters (percent-encoded: up to 12 bytes each).
+  app.use(
+    '*',
+    bodyLimit({
+      maxSize: MAX_FORM_BYTES,
+      onError: (c) => c.html(layout({ title: 'Too large', error: 'The form is too large.' }, html``), 413),
+    }),
+  );
   app.onError((err, c) => {
+    if (isUnstorableText(err)) {
+      const error = 'A value holds a character that cannot be stored (U+0000). Remove it and try again.';
+      return c.html(layout({ title: 'Not done', error }, html`<p><a href="/console/notifications">Back to notifications</a></p>`), 400);
+    }
     d.logger.error({ reqId: c.get('reqId'), err: errorSummary(err) }, 'console request failed');
     return c.html(layout({ title: 'Something went wrong', error: 'The request failed; it has been logged.' }, html``), 500);
   });

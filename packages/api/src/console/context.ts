@@ -33,6 +33,7 @@ const NOTICES: Readonly<Record<string, string>> = {
   retried: 'Re-queued: the notification is due now.',
   cancelled: 'Cancelled.',
   bulk: 'Re-queued the dead notifications of the group.',
+  'bulk-none': 'Nothing was re-queued: the notifications of the group have expired (they stay dead) or were retried already.',
   created: 'Template version stored.',
   activated: 'Version activated: notifications without a pinned version render it from now on.',
   added: 'Opt-out recorded.',
@@ -54,6 +55,20 @@ export function page(
     layout({ title: opts.title, active: opts.active, csrf: s.csrfToken, tenantId: s.tenantId, notice, error: opts.error }, body),
     opts.status ?? 200,
   );
+}
+
+/**
+ * A stored value for a hidden form field that must come back as it is: browsers rewrite every
+ * line break of a submitted value to CRLF (a dead group whose error held a newline matched
+ * nothing), so it travels as base64url. `exactFormText` reads it back.
+ */
+export function exactField(value: string): string {
+  return Buffer.from(value, 'utf8').toString('base64url');
+}
+
+/** The value an `exactField` carried ('' when absent). */
+export function exactFormText(form: Record<string, unknown>, key: string): string {
+  return Buffer.from(formText(form, key), 'base64url').toString('utf8');
 }
 
 /** A text field of a parsed form ('' when absent or a file). */

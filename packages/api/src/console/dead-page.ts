@@ -5,7 +5,7 @@ import { DEAD_REASONS } from '@notify/outbox';
 import { BULK_RETRY_MAX, bulkRetry } from '../notification-actions.js';
 import { ProblemError } from '../problem.js';
 import { deadGroupList } from '../sql/dead-group-list.js';
-import { type ConsoleDeps, type ConsoleEnv, formText, page } from './context.js';
+import { type ConsoleDeps, type ConsoleEnv, exactField, exactFormText, formText, page } from './context.js';
 import { csrfField } from './layout.js';
 
 /** Dead: notifications grouped by reason and last error, each group with a bulk retry. */
@@ -41,19 +41,23 @@ export function deadPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
                 <td><a href="${list}">${g.count}</a></td>
                 <td><a href="/console/notifications/${g.newest_id}">${g.newest_id}</a></td>
                 <td>
-                  <form method="post" action="/console/dead/retry">
-                    ${csrfField(s.csrfToken)}
-                    <input type="hidden" name="dead_reason" value="${g.dead_reason}" />
-                    <input type="hidden" name="error" value="${g.error ?? ''}" /><input
-                      type="hidden"
-                      name="has_error"
-                      value="${g.error === null ? '0' : '1'}"
-                    />
-                    <input type="hidden" name="nonce" value="${randomBytes(12).toString('base64url')}" />
-                    <button type="submit" id="bulk-retry-${i}" aria-label="Retry the ${g.count} dead notifications of this group">
-                      Retry ${g.count}
-                    </button>
-                  </form>
+                  ${
+                    g.dead_reason === 'expired'
+                      ? html`<span class="muted">expired: stays dead</span>`
+                      : html`<form method="post" action="/console/dead/retry">
+                          ${csrfField(s.csrfToken)}
+                          <input type="hidden" name="dead_reason" value="${g.dead_reason}" />
+                          <input type="hidden" name="error" value="${exactField(g.error ?? '')}" /><input
+                            type="hidden"
+                            name="has_error"
+                            value="${g.error === null ? '0' : '1'}"
+                          />
+                          <input type="hidden" name="nonce" value="${randomBytes(12).toString('base64url')}" />
+                          <button type="submit" id="bulk-retry-${i}" aria-label="Retry ${g.count}: the dead notifications of this group">
+                            Retry ${g.count}
+                          </button>
+                        </form>`
+                  }
                 </td>
               </tr>`;
             })}
@@ -69,7 +73,7 @@ export function deadPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
     const reason = formText(form, 'dead_reason');
     if (!(DEAD_REASONS as readonly string[]).includes(reason))
       return page(c, { title: 'Not done', status: 422, error: 'Unknown dead reason.' }, html``);
-    const error = form.has_error === '1' ? formText(form, 'error') : undefined;
+    const error = form.has_error === '1' ? exactFormText(form, 'error') : undefined;
     try {
       // The form's nonce is the Idempotency-Key: a double submit re-queues once.
       const result = await bulkRetry({
@@ -87,7 +91,7 @@ export function deadPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
         { tenantId: s.tenantId, apiKeyId: s.apiKeyId, bulkRetryId: result.id, requeued: result.requeued },
         'console bulk retry',
       );
-      return c.redirect(`/console/dead?done=bulk&n=${result.requeued}`, 303);
+      return c.redirect(result.requeued === 0 ? '/console/dead?done=bulk-none' : `/console/dead?done=bulk&n=${result.requeued}`, 303);
     } catch (err) {
       if (err instanceof ProblemError) return page(c, { title: 'Not done', status: 422, error: err.message }, html``);
       throw err;

@@ -13,10 +13,29 @@ import { csrfField, stateBadge, time } from './layout.js';
 
 const PAGE_SIZE = 50;
 
-function dateParam(v: string | undefined): Date | undefined {
+const DAY_MS = 86_400_000;
+
+/**
+ * A `from` / `until` date (UTC) as an instant, or undefined when it is not a real date from 1970
+ * on (2026-02-30 is not March 2; before 1970 no id exists). `until` names the last day shown, so a
+ * bare date bounds at the end of that day: from and until the same day is that day.
+ */
+function dateParam(v: string | undefined, bound: 'from' | 'until'): Date | undefined {
   if (!v || !/^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2})?)?$/.test(v)) return undefined;
   const d = new Date(v.length === 10 ? `${v}T00:00:00Z` : `${v}Z`);
-  return Number.isNaN(d.getTime()) ? undefined : d;
+  if (Number.isNaN(d.getTime()) || d.toISOString().slice(0, 10) !== v.slice(0, 10) || d.getTime() < 0) return undefined;
+  return bound === 'until' && v.length === 10 ? new Date(d.getTime() + DAY_MS) : d;
+}
+
+/** When the death a retry action ended happened: its last attempt before the action, else the action itself. */
+function deathBefore(attempts: readonly { readonly finished_at: Date }[], action: { readonly occurred_at: Date }): Date {
+  const at = new Date(action.occurred_at).getTime();
+  let last: number | undefined;
+  for (const a of attempts) {
+    const t = new Date(a.finished_at).getTime();
+    if (t <= at && (last === undefined || t > last)) last = t;
+  }
+  return new Date(last ?? at);
 }
 
 const short = (s: string | null, n = 80) => (s === null ? '' : s.length > n ? `${s.slice(0, n)}…` : s);
@@ -46,8 +65,8 @@ export function notificationPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
     const state = (NOTIFICATION_STATES as readonly string[]).includes(q.state ?? '') ? (q.state as NotificationState) : undefined;
     const channel = (CHANNELS as readonly string[]).includes(q.channel ?? '') ? (q.channel as Channel) : undefined;
     const recipient = q.to?.trim() || undefined;
-    const createdFrom = dateParam(q.from);
-    const createdTo = dateParam(q.until);
+    const createdFrom = dateParam(q.from, 'from');
+    const createdTo = dateParam(q.until, 'until');
     const before = q.cursor ? decodeCursor(q.cursor) : undefined;
     const rows = await notificationSearch(deps.exec, {
       tenantId,
@@ -137,9 +156,15 @@ export function notificationPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
         at: new Date(a.finished_at),
         text: `attempt ${a.attempt}: ${a.outcome}${a.provider_status ? ` (${a.provider_status})` : ''}`,
       })),
+      // A manual retry ended an earlier death: that notification.dead, just before its requeue.
+      ...actions.flatMap((a) =>
+        a.previous_dead_reason === null ? [] : [{ at: deathBefore(attempts, a), text: `notification.dead (${a.previous_dead_reason})` }],
+      ),
       ...actions.map((a) => ({
         at: new Date(a.occurred_at),
-        text: `${a.action === 'retry' ? 'notification.requeued' : 'notification.cancelled'} (manual ${a.action})`,
+        text:
+          `${a.action === 'retry' ? 'notification.requeued' : 'notification.cancelled'} ` +
+          `(manual ${a.action}${a.bulk_retry_id ? `, bulk ${a.bulk_retry_id}` : ''}${a.api_key_id ? `, by key ${a.api_key_id}` : ', from the CLI'})`,
       })),
       ...(n.state === 'sent' && n.sent_at ? [{ at: new Date(n.sent_at), text: 'notification.sent' }] : []),
       ...(n.state === 'dead' ? [{ at: new Date(n.updated_at), text: `notification.dead (${n.dead_reason})` }] : []),
@@ -177,7 +202,18 @@ export function notificationPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
           <dt>Last error</dt>
           <dd>${n.last_error ?? html`<span class="muted">none</span>`}</dd>
         </dl>
-        ${n.state === 'dead' ? html`<form method="post" action="/console/notifications/${n.id}/retry" class="inline">${csrfField(csrf)}<button type="submit">Retry</button></form>` : ''}
+        ${
+          n.state === 'dead' && new Date(n.expires_at).getTime() > deps.clock.now().getTime()
+            ? html`<form method="post" action="/console/notifications/${n.id}/retry" class="inline">
+                ${csrfField(csrf)}<button type="submit">Retry</button>
+              </form>`
+            : ''
+        }
+        ${
+          n.state === 'dead' && new Date(n.expires_at).getTime() <= deps.clock.now().getTime()
+            ? html`<p class="muted">Expired: a retry would only die again; enqueue a new notification.</p>`
+            : ''
+        }
         ${n.state === 'queued' ? html`<form method="post" action="/console/notifications/${n.id}/cancel" class="inline">${csrfField(csrf)}<button type="submit">Cancel</button></form>` : ''}
         <h2>Attempts</h2>
         <table>

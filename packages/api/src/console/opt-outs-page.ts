@@ -4,7 +4,7 @@ import { CHANNELS, type Channel } from '@notify/outbox';
 import { addSuppression, decodeSuppressionCursor, encodeSuppressionCursor, removeSuppression } from '../management/suppressions.js';
 import { ProblemError } from '../problem.js';
 import { suppressionList } from '../sql/suppression-list.js';
-import { type ConsoleDeps, type ConsoleEnv, formText, page } from './context.js';
+import { type ConsoleDeps, type ConsoleEnv, exactField, exactFormText, formText, page } from './context.js';
 import { csrfField, time } from './layout.js';
 
 const PAGE_SIZE = 50;
@@ -66,8 +66,8 @@ export function optOutPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
                       ${csrfField(s.csrfToken)}<input type="hidden" name="channel" value="${r.channel}" /><input
                         type="hidden"
                         name="to"
-                        value="${r.recipient}"
-                      /><input type="hidden" name="category" value="${r.category}" />
+                        value="${exactField(r.recipient)}"
+                      /><input type="hidden" name="category" value="${exactField(r.category)}" />
                       <button
                         type="submit"
                         class="secondary"
@@ -121,8 +121,8 @@ export function optOutPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
     try {
       await removeSuppression(deps.exec, s.tenantId, {
         channel: channel as Channel,
-        to: formText(form, 'to'),
-        category: formText(form, 'category') || '*',
+        to: exactFormText(form, 'to'),
+        category: exactFormText(form, 'category') || '*',
       });
     } catch (err) {
       if (err instanceof ProblemError) return listPage(c, err.message);

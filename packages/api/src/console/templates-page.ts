@@ -2,6 +2,7 @@ import { Hono } from 'hono';
 import { html } from 'hono/html';
 import { CHANNELS, type Channel, fromKysely } from '@notify/outbox';
 import { createTemplateVersion, previewTemplate } from '../management/templates.js';
+import { TemplateCreate } from '../management-schemas.js';
 import { ProblemError } from '../problem.js';
 import { templateActivate } from '../sql/template-activate.js';
 import { templateList } from '../sql/template-list.js';
@@ -106,21 +107,22 @@ export function templatePages(deps: ConsoleDeps): Hono<ConsoleEnv> {
       if (!/^[\w.:-]{1,200}$/.test(str('name')))
         throw new ProblemError('validation_failed', 'the name takes letters, digits, "_", ".", ":" or "-"');
       const sampleData = jsonField(form.sample_data, 'sample data');
-      const created = await deps.db.transaction().execute((trx) =>
-        createTemplateVersion(
-          fromKysely(trx),
-          s.tenantId,
-          {
-            name: str('name'),
-            channel: channel as Channel,
-            ...(str('subject') ? { subject: str('subject') } : {}),
-            body: str('body'),
-            ...(sampleData ? { sample_data: sampleData } : {}),
-            activate: form.activate === '1',
-          },
-          deps.clock.now(),
-        ),
-      );
+      // The API's own rules (lengths, fields), so a version made here is one POST /v1/templates takes.
+      const parsed = TemplateCreate.safeParse({
+        name: str('name'),
+        channel: channel as Channel,
+        ...(str('subject') ? { subject: str('subject') } : {}),
+        body: str('body'),
+        ...(sampleData ? { sample_data: sampleData } : {}),
+        activate: form.activate === '1',
+      });
+      if (!parsed.success) {
+        const issues = parsed.error.issues.map((i) => `${i.path.join('.') || '(form)'}: ${i.message}`);
+        throw new ProblemError('validation_failed', issues.join('; '));
+      }
+      const created = await deps.db
+        .transaction()
+        .execute((trx) => createTemplateVersion(fromKysely(trx), s.tenantId, parsed.data, deps.clock.now()));
       return c.redirect(`/console/templates/${encodeURIComponent(created.name)}?done=created`, 303);
     } catch (err) {
       if (err instanceof ProblemError) {

@@ -14,6 +14,8 @@ export interface NotificationAction {
   readonly attempts: number;
   readonly max_attempts: number;
   readonly api_key_id: string | null;
+  /** The bulk retry that did it (migration 0031), or null. */
+  readonly bulk_retry_id: string | null;
   readonly occurred_at: Date;
 }
 
