@@ -196,6 +196,18 @@ describe('the console in Chromium', () => {
     await shot('09-pipeline-health');
   });
 
+  it('5b. fits a 375-px screen: wide tables scroll inside the page, the page itself does not', async () => {
+    await page.setViewport({ width: 375, height: 800 });
+    try {
+      for (const path of ['/console/notifications', '/console/dead', '/console/opt-outs']) {
+        await page.goto(`${notify.url}${path}`);
+        expect(await page.evaluate('document.documentElement.scrollWidth'), path).toBeLessThanOrEqual(375);
+      }
+    } finally {
+      await page.setViewport({ width: 1280, height: 900 });
+    }
+  });
+
   it("6. shows a 404 page for another tenant's id", async () => {
     const theirs = await enqueue('globex', `${hookBase}/globex-only`);
     const res = await page.goto(`${notify.url}/console/notifications/${theirs}`);

@@ -77,7 +77,7 @@ describe('planOutcome', () => {
       to: 'dead',
       deadReason: 'expired',
       attemptOutcome: 'expired',
-      lastError: 'expired at 2026-05-02T12:00:00.000Z before attempt 2',
+      lastError: 'expired before attempt 2 (expires_at passed)',
     });
     expect(planOutcome(params({ result: { kind: 'suppressed', reason: 'recipient opted out of email' } }))).toMatchObject({
       to: 'dead',

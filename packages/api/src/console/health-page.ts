@@ -55,7 +55,19 @@ export function healthPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
         <h2>Kafka consumer lag</h2>
         ${
           consumer
-            ? html`${barChart({ title: 'Consumer lag per topic', bars: consumer.map((t) => ({ label: t.topic, segments: [{ key: 'lag', value: t.lag }] })), keys: ['lag'], unit: 'messages' })}
+            ? html`${
+                  consumer.some((t) => t.lag > 0)
+                    ? barChart({
+                        title: 'Consumer lag per topic (topics with lag)',
+                        bars: consumer.filter((t) => t.lag > 0).map((t) => ({ label: t.topic, segments: [{ key: 'lag', value: t.lag }] })),
+                        keys: ['lag'],
+                        unit: 'messages',
+                      })
+                    : html`<p>No topic has lag.</p>`
+                }
+                <p class="muted">
+                  A delay topic (<code>retry.*</code>) holds retries until they are due: messages waiting there count as lag by design.
+                </p>
                 <table>
                   <thead>
                     <tr>

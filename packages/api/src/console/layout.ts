@@ -34,7 +34,7 @@ header{background:#1f2a44;color:#fff;padding:.5rem 1rem;display:flex;gap:1rem;al
 header a{color:#fff}header nav ul{list-style:none;display:flex;gap:1rem;margin:0;padding:0;flex-wrap:wrap}
 header a[aria-current=page]{font-weight:700;text-decoration-thickness:3px}
 header form{margin-left:auto}
-main{max-width:72rem;margin:1rem auto;padding:0 1rem}
+main{max-width:72rem;margin:1rem auto;padding:0 1rem;overflow-x:auto}
 table{border-collapse:collapse;width:100%;margin:.5rem 0}
 th,td{text-align:left;padding:.35rem .5rem;border-bottom:1px solid #c4c4c4;vertical-align:top}
 th{background:#f2f2f2}

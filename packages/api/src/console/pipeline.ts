@@ -64,7 +64,8 @@ export function barChart(opts: { title: string; bars: readonly Bar[]; keys: read
   const ticks = opts.bars
     .map((b, i) => ({ b, i }))
     .filter(({ i }) => opts.bars.length <= 12 || i % 10 === 0)
-    .map(({ b, i }) => html`<text x="${(left + i * step).toFixed(1)}" y="${height - 5}">${b.label}</text>`);
+    // Centred under its own bar: started at the bar's left edge, a long label ran on under the next ones.
+    .map(({ b, i }) => html`<text x="${(left + (i + 0.5) * step).toFixed(1)}" y="${height - 5}" text-anchor="middle">${b.label}</text>`);
   const legend = opts.keys.map(
     (k, i) =>
       html`<rect x="${left + i * 110}" y="0" width="10" height="10" fill="${OUTCOME_COLOURS[k] ?? '#0b57d0'}"></rect
