@@ -504,6 +504,15 @@ describe('GET /v1/notifications (list)', () => {
     expect(p.errors?.[0]?.path).toBe(path);
   });
 
+  it('refuses a number JSON cannot carry (1e999 is Infinity once parsed) instead of storing null', async () => {
+    const res = await call('POST', '/v1/notifications', {
+      raw: '{"channel":"webhook","to":"https://hooks.example.com/inf","body":"x","data":{"n":1e999}}',
+      headers: { 'content-type': 'application/json' },
+    });
+    const p = await expectProblem(res, 'validation_failed');
+    expect(p.errors).toEqual([{ path: 'data.n', message: 'must be a finite number (JSON has no Infinity or NaN)' }]);
+  });
+
   it('answers a value PostgreSQL cannot store (U+0000) with 400 unstorable_text, not a 500', async () => {
     const p = await expectProblem(await call('GET', '/v1/notifications?to=a%00b'), 'unstorable_text');
     expect(p.status).toBe(400);

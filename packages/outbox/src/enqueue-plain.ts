@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { prepared } from './db/executor.js';
 import type { EnqueueOptions } from './enqueue-options.js';
-import { jsonbKeyOrder } from './jsonb.js';
+import { jsonbKeyOrder, nonFiniteIssue } from './jsonb.js';
 import { newNotificationId } from './model/id.js';
 import type { NotificationIntent } from './model/intent.js';
 
@@ -259,6 +259,8 @@ function plainData(data: unknown): PlainData | null {
   const prototype: unknown = Object.getPrototypeOf(data);
   if (prototype !== Object.prototype && prototype !== null) return null;
   if (typeof (data as { toJSON?: unknown }).toJSON === 'function') return null;
+  // Infinity or NaN would be written as null: the function's path refuses it (intentJson).
+  if (nonFiniteIssue(data, 'data', 0) !== null) return null;
   let text: string;
   try {
     text = JSON.stringify(data);

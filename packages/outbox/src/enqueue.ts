@@ -3,6 +3,7 @@ import type { Notification } from './db/schema.js';
 import { type FieldIssue, IdempotencyConflictError, IdempotencyInProgressError, type NotifyError, ValidationError } from './errors.js';
 import type { EnqueueOptions } from './enqueue-options.js';
 import { PLAIN_ENQUEUE_SQL, type PlainWrite, plainWrite, UNSTORABLE, UNSTORABLE_ESCAPE } from './enqueue-plain.js';
+import { nonFiniteIssue } from './jsonb.js';
 import type { NotificationIntent } from './model/intent.js';
 
 export type { EnqueueOptions } from './enqueue-options.js';
@@ -268,6 +269,8 @@ export function enqueueSettings(options: EnqueueOptions): string {
 
 /** The intent as JSON text PostgreSQL accepts, or a `ValidationError` naming what it cannot store. */
 export function intentJson(intent: NotificationIntent): string {
+  const nonFinite = nonFiniteIssue(intent, '', 0);
+  if (nonFinite) throw invalid([nonFinite]);
   // A traceparent is kept only when well-formed, so one PostgreSQL cannot even store is dropped here.
   const { traceparent, ...rest } = intent;
   const sendable = typeof traceparent === 'string' && UNSTORABLE.test(traceparent) ? rest : intent;

@@ -133,6 +133,22 @@ describe('enqueueMany', () => {
     for (const r of results) if (r.ok) expect((await outboxFor(r.notification.id)).map((o) => o.topic)).toEqual(['requests', 'events']);
   });
 
+  it('refuses an item whose data holds Infinity or NaN, and queues the plain items around it', async () => {
+    const results = await t.db
+      .transaction()
+      .execute((trx) =>
+        enqueueMany(trx, [
+          intent({ to: 'f1@example.com', data: { n: 1 } }),
+          intent({ data: { n: Infinity } }),
+          intent({ to: 'f3@example.com' }),
+        ]),
+      );
+    expect(results.map((r) => r.ok)).toEqual([true, false, true]);
+    expect(results[1]).toMatchObject({ ok: false, error: { code: 'validation_failed', issues: [{ path: 'data.n' }] } });
+    const first = results[0]!;
+    expect(first.ok && first.notification.data).toEqual({ n: 1 });
+  });
+
   it('keeps idempotency per item: a repeated key returns the original, a key reused for another request is refused', async () => {
     const first = await t.db.transaction().execute((trx) => enqueueMany(trx, [intent({ idempotency_key: 'k-a' })]));
     const again = await t.db

@@ -334,6 +334,13 @@ describe('refusals come from PostgreSQL', () => {
     expect(await issue(intent({ subject: 'x\uD800' }))).toMatchObject({ path: 'subject' });
     expect(await issue(intent({ data: { ['k\u0000']: 1 } }))).toMatchObject({ path: 'data.k\u0000' });
     expect(await issue(intent({ metadata: { a: '\uDC00' } }))).toMatchObject({ path: 'metadata.a' });
+    // JSON.stringify writes Infinity and NaN as null: refused, where they were stored as null (plain path and function path).
+    const finite = { path: 'data.n', message: 'must be a finite number (JSON has no Infinity or NaN)' };
+    expect(await issue(intent({ data: { n: Infinity } }))).toEqual(finite);
+    expect(await issue(intent({ data: { n: Number.NaN }, idempotency_key: 'nan-data' }))).toEqual(finite);
+    expect(await issue(intent({ data: { list: [1, { x: -Infinity }] } }))).toMatchObject({ path: 'data.list.1.x' });
+    expect(await issue(intent({ ttl_seconds: Number.NaN }))).toMatchObject({ path: 'ttl_seconds' });
+    expect(await issue(intent({ data: { when: new Date('2026-01-01T00:00:00Z'), n: 1.5e300 } }))).toBeUndefined();
     let deep: unknown = 'leaf';
     for (let i = 0; i < 5000; i++) deep = { d: deep };
     expect(await issue(intent({ data: deep as Record<string, unknown> }))).toMatchObject({
