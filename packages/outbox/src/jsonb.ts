@@ -1,4 +1,5 @@
 import type { FieldIssue } from './errors.js';
+
 /**
  * jsonb's key order (PostgreSQL's jsonb stores an object's keys sorted so): shorter UTF-8 first,
  * then bytewise. For code that rebuilds a jsonb object in JavaScript and must keep the order in

@@ -88,10 +88,11 @@ export function tierFor(tiers: readonly DelayTier[], remainingMs: number): Delay
 const DUE_CLOCK_ALLOWANCE_MS = 60_000;
 
 /**
- * Whether a delivery request read from `topic` (`<prefix>.retry.1s`, or its suffix) that is due `aheadMs` from now
- * is further ahead than any dispatcher with these tiers writes one: a request topic's messages are
- * due when written (a retry, a deferral or a scheduled send waits on a delay topic), a delay topic's
- * within its band (`tierFor`; the top tier: its delay exactly), plus `DUE_CLOCK_ALLOWANCE_MS`.
+ * Whether a delivery request read from `topic` (`<prefix>.retry.1s`, or the suffix alone) and due
+ * `aheadMs` from now is further ahead than any dispatcher with these tiers writes one: a request
+ * topic's messages are due when written (a retry, a deferral or a scheduled send waits on a delay
+ * topic), a delay topic's within its band (`tierFor`; the top tier: its delay exactly), plus
+ * `DUE_CLOCK_ALLOWANCE_MS`.
  * Such a message (hand-made, or from a bug) is dead-lettered, never held: a partition holds at its
  * first message that is not due, so it would stop every message behind it until then.
  */
