@@ -15,6 +15,7 @@ export {
   problemType,
   problemFromError,
   problemResponse,
+  answerClientError,
 } from './problem.js';
 export {
   ListQuery,

@@ -1,6 +1,16 @@
+import { createServer } from 'node:http';
+import { connect, type AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { ERROR_CODES, IdempotencyConflictError, IdempotencyInProgressError, ValidationError } from '@notify/outbox';
-import { HTTP_PROBLEM_CODES, PROBLEM_CATALOG, PROBLEM_TYPE_BASE, ProblemError, problemFromError, problemResponse } from './problem.js';
+import {
+  HTTP_PROBLEM_CODES,
+  PROBLEM_CATALOG,
+  PROBLEM_TYPE_BASE,
+  ProblemError,
+  answerClientError,
+  problemFromError,
+  problemResponse,
+} from './problem.js';
 
 describe('problem catalog', () => {
   it('has a status and title for every outbox error code and every HTTP code', () => {
@@ -64,5 +74,40 @@ describe('problemResponse', () => {
     expect(res.status).toBe(404);
     expect(res.headers.get('content-type')).toBe('application/problem+json');
     expect(await res.json()).toMatchObject({ type: `${PROBLEM_TYPE_BASE}not_found`, detail: 'no notification x' });
+  });
+});
+
+describe('answerClientError', () => {
+  /** What a server with the listener answers to `raw` bytes (a request Node's parser refuses). */
+  async function answerTo(raw: string): Promise<{ head: string; body: unknown }> {
+    const server = createServer((_req, res) => res.end('ok'));
+    server.on('clientError', answerClientError);
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const reply = await new Promise<string>((resolve, reject) => {
+        const socket = connect((server.address() as AddressInfo).port, '127.0.0.1', () => socket.end(raw));
+        let text = '';
+        socket.on('data', (d: Buffer) => (text += d.toString()));
+        socket.on('end', () => resolve(text));
+        socket.on('error', reject);
+      });
+      const [head, body] = reply.split('\r\n\r\n');
+      return { head: head!, body: JSON.parse(body!) };
+    } finally {
+      server.close();
+    }
+  }
+
+  it('answers a malformed request line with 400 problem+json, where Node wrote a bare 400', async () => {
+    const { head, body } = await answerTo('NOT HTTP AT ALL\r\n\r\n');
+    expect(head).toMatch(/^HTTP\/1\.1 400 /);
+    expect(head).toContain('content-type: application/problem+json');
+    expect(body).toMatchObject({ status: 400, code: 'malformed_request', type: `${PROBLEM_TYPE_BASE}malformed_request` });
+  });
+
+  it('answers headers over the limit with 431 problem+json', async () => {
+    const { head, body } = await answerTo(`GET / HTTP/1.1\r\nhost: x\r\nx-big: ${'a'.repeat(20_000)}\r\n\r\n`);
+    expect(head).toMatch(/^HTTP\/1\.1 431 /);
+    expect(body).toMatchObject({ status: 431, code: 'headers_too_large' });
   });
 });

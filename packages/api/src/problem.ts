@@ -21,6 +21,9 @@ export const HTTP_PROBLEM_CODES = [
   'callback_url_refused',
   'overloaded',
   'unstorable_text',
+  'malformed_request',
+  'request_timeout',
+  'headers_too_large',
 ] as const;
 
 /** Every code that can appear in a problem `type`. Stable: clients may switch on them. */
@@ -52,6 +55,9 @@ export const PROBLEM_CATALOG: { readonly [C in ProblemCode]: { readonly status: 
   callback_url_refused: { status: 422, title: 'The callback URL is refused by the SSRF policy' },
   overloaded: { status: 503, title: 'The API is overloaded: too many requests in progress, or its event loop too busy' },
   unstorable_text: { status: 400, title: 'The request holds text PostgreSQL cannot store' },
+  malformed_request: { status: 400, title: 'Malformed HTTP request' },
+  request_timeout: { status: 408, title: 'The request did not arrive in time' },
+  headers_too_large: { status: 431, title: 'Request header fields too large' },
 };
 
 /** An RFC 9457 problem details object, as this API renders it. */
@@ -185,4 +191,38 @@ export function problemResponse(body: ProblemDetails, headers: Record<string, st
     status: body.status,
     headers: { 'content-type': PROBLEM_CONTENT_TYPE, ...headers },
   });
+}
+
+/** The parts of a socket `answerClientError` uses. */
+interface ClientSocket {
+  readonly writable: boolean;
+  end(data: string): void;
+  destroy(): void;
+}
+
+/**
+ * An HTTP server's `clientError` listener: a request Node's parser refuses before any route sees it
+ * (a malformed request line or header, a body longer than its Content-Length read as the next
+ * request, headers over the limit, a request too slow to arrive) is answered with a problem+json
+ * body as every other error is, with the status Node would give it, and the connection is closed.
+ * Without it Node writes a bare `400 Bad Request` (431, 413, 408) with no body.
+ */
+export function answerClientError(err: Error & { code?: string }, socket: ClientSocket): void {
+  if (err.code === 'ECONNRESET' || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const [code, detail] =
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? (['headers_too_large', 'the request headers are larger than the server accepts'] as const)
+      : err.code === 'HPE_CHUNK_EXTENSIONS_OVERFLOW'
+        ? (['payload_too_large', 'the chunk extensions are larger than the server accepts'] as const)
+        : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+          ? (['request_timeout', 'the request did not arrive completely in time'] as const)
+          : (['malformed_request', 'the request is not valid HTTP/1.1 (its request line, a header, or its length)'] as const);
+  const body = JSON.stringify(problem(code, detail));
+  const { status, title } = PROBLEM_CATALOG[code];
+  socket.end(
+    `HTTP/1.1 ${status} ${title}\r\ncontent-type: ${PROBLEM_CONTENT_TYPE}\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+  );
 }

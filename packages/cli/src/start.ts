@@ -18,7 +18,7 @@ import {
 } from '@notify/dispatcher';
 import { type Provider, createEndpointGate, createFallbackProviders, createProviders, createTenantSecretSource } from '@notify/providers';
 import { dispatcherConfigFrom, relayConfigFrom } from './role-configs.js';
-import { createAdminApp, createApp } from '@notify/api';
+import { answerClientError, createAdminApp, createApp } from '@notify/api';
 import { watchDispatcher, watchRelay } from './observability/lifecycle-metrics.js';
 import { createMetrics } from './observability/metrics.js';
 import { createPipelineProbe, dispatcherLagGroups } from './observability/pipeline-probe.js';
@@ -294,6 +294,8 @@ function listen(
 ): Promise<ServerType> {
   return new Promise((resolve, reject) => {
     const server = serve({ fetch, port, ...(hostname !== undefined ? { hostname } : {}) }, () => resolve(server));
+    // A request Node's parser refuses is answered with problem+json too, not a bare 400.
+    server.on('clientError', answerClientError);
     server.once('error', (err: NodeJS.ErrnoException) => {
       reject(
         err.code === 'EADDRINUSE'
