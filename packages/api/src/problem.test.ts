@@ -80,7 +80,19 @@ describe('problemResponse', () => {
 describe('answerClientError', () => {
   /** What a server with the listener answers to `raw` bytes (a request Node's parser refuses). */
   async function answerTo(raw: string): Promise<{ head: string; body: unknown }> {
-    const server = createServer((_req, res) => res.end('ok'));
+    const text = await replyTo(raw);
+    const [head, body] = text.split('\r\n\r\n');
+    return { head: head!, body: JSON.parse(body!) };
+  }
+
+  /** Everything a server with the listener sends back to `raw` until it closes; `/slow` answers in two steps. */
+  async function replyTo(raw: string): Promise<string> {
+    const server = createServer((req, res) => {
+      if (req.url !== '/slow') return void res.end('ok');
+      res.writeHead(200, { 'content-length': '2' });
+      res.flushHeaders();
+      setTimeout(() => res.end('ok'), 100);
+    });
     server.on('clientError', answerClientError);
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     try {
@@ -91,8 +103,7 @@ describe('answerClientError', () => {
         socket.on('end', () => resolve(text));
         socket.on('error', reject);
       });
-      const [head, body] = reply.split('\r\n\r\n');
-      return { head: head!, body: JSON.parse(body!) };
+      return reply;
     } finally {
       server.close();
     }
@@ -103,6 +114,12 @@ describe('answerClientError', () => {
     expect(head).toMatch(/^HTTP\/1\.1 400 /);
     expect(head).toContain('content-type: application/problem+json');
     expect(body).toMatchObject({ status: 400, code: 'malformed_request', type: `${PROBLEM_TYPE_BASE}malformed_request` });
+  });
+
+  it('writes nothing into a response already begun: a pipelined bad request closes the connection', async () => {
+    const reply = await replyTo('GET /slow HTTP/1.1\r\nhost: x\r\n\r\nNOT HTTP AT ALL\r\n\r\n');
+    expect(reply).toMatch(/^HTTP\/1\.1 200 /);
+    expect(reply).not.toContain('HTTP/1.1 400');
   });
 
   it('answers headers over the limit with 431 problem+json', async () => {

@@ -193,9 +193,10 @@ export function problemResponse(body: ProblemDetails, headers: Record<string, st
   });
 }
 
-/** The parts of a socket `answerClientError` uses. */
+/** The parts of a socket `answerClientError` uses (`_httpMessage`: Node's response in flight on it, if any). */
 interface ClientSocket {
   readonly writable: boolean;
+  readonly _httpMessage?: { readonly headersSent?: boolean } | null;
   end(data: string): void;
   destroy(): void;
 }
@@ -208,7 +209,10 @@ interface ClientSocket {
  * Without it Node writes a bare `400 Bad Request` (431, 413, 408) with no body.
  */
 export function answerClientError(err: Error & { code?: string }, socket: ClientSocket): void {
-  if (err.code === 'ECONNRESET' || !socket.writable) {
+  // As Node's own handler: nothing is written once a response on this connection has begun (a
+  // pipelined request refused while the one before it is answered), where a status line in the
+  // middle of that response would corrupt what the client reads.
+  if (err.code === 'ECONNRESET' || !socket.writable || socket._httpMessage?.headersSent === true) {
     socket.destroy();
     return;
   }
