@@ -193,6 +193,14 @@ export function problemResponse(body: ProblemDetails, headers: Record<string, st
   });
 }
 
+/** The problem of each parser error Node gives its own status (431, 413, 408); any other is `MALFORMED_REQUEST`. */
+const CLIENT_ERRORS: ReadonlyMap<string, readonly [ProblemCode, string]> = new Map([
+  ['HPE_HEADER_OVERFLOW', ['headers_too_large', 'the request headers are larger than the server accepts']],
+  ['HPE_CHUNK_EXTENSIONS_OVERFLOW', ['payload_too_large', 'the chunk extensions are larger than the server accepts']],
+  ['ERR_HTTP_REQUEST_TIMEOUT', ['request_timeout', 'the request did not arrive completely in time']],
+]);
+const MALFORMED_REQUEST = ['malformed_request', 'the request is not valid HTTP/1.1 (its request line, a header, or its length)'] as const;
+
 /** The parts of a socket `answerClientError` uses (`_httpMessage`: Node's response in flight on it, if any). */
 interface ClientSocket {
   readonly writable: boolean;
@@ -216,14 +224,7 @@ export function answerClientError(err: Error & { code?: string }, socket: Client
     socket.destroy();
     return;
   }
-  const [code, detail] =
-    err.code === 'HPE_HEADER_OVERFLOW'
-      ? (['headers_too_large', 'the request headers are larger than the server accepts'] as const)
-      : err.code === 'HPE_CHUNK_EXTENSIONS_OVERFLOW'
-        ? (['payload_too_large', 'the chunk extensions are larger than the server accepts'] as const)
-        : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-          ? (['request_timeout', 'the request did not arrive completely in time'] as const)
-          : (['malformed_request', 'the request is not valid HTTP/1.1 (its request line, a header, or its length)'] as const);
+  const [code, detail] = CLIENT_ERRORS.get(err.code ?? '') ?? MALFORMED_REQUEST;
   const body = JSON.stringify(problem(code, detail));
   const { status, title } = PROBLEM_CATALOG[code];
   socket.end(

@@ -35,6 +35,7 @@ export function healthPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
       segments: OUTCOMES.map((o) => ({ key: o, value: byMinute.get(m.getTime())!.outcome[o] ?? 0 })),
     }));
     const deadBars: Bar[] = minutes.map((m) => ({ label: label(m), segments: [{ key: 'dead', value: byMinute.get(m.getTime())!.dead }] }));
+    const lagging = consumer?.filter((t) => t.lag > 0) ?? [];
     const totals = [...byMinute.values()].reduce((a, v) => ({ sent: a.sent + v.sent, dead: a.dead + v.dead }), { sent: 0, dead: 0 });
     const deadRate = totals.sent + totals.dead > 0 ? (100 * totals.dead) / (totals.sent + totals.dead) : 0;
     const attemptsTotal = deliveryBars.reduce((a, b) => a + b.segments.reduce((x, y) => x + y.value, 0), 0);
@@ -56,10 +57,10 @@ export function healthPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
         ${
           consumer
             ? html`${
-                  consumer.some((t) => t.lag > 0)
+                  lagging.length > 0
                     ? barChart({
                         title: 'Consumer lag per topic (topics with lag)',
-                        bars: consumer.filter((t) => t.lag > 0).map((t) => ({ label: t.topic, segments: [{ key: 'lag', value: t.lag }] })),
+                        bars: lagging.map((t) => ({ label: t.topic, segments: [{ key: 'lag', value: t.lag }] })),
                         keys: ['lag'],
                         unit: 'messages',
                       })

@@ -148,6 +148,8 @@ export function notificationPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
       notificationActionList(deps.exec, { notificationId: n.id }),
     ]);
     const csrf = c.get('session').csrfToken;
+    // A retry after expires_at would only die again (the API answers 409 notification_expired).
+    const expired = new Date(n.expires_at).getTime() <= deps.clock.now().getTime();
     // The status events a notification emits follow its transitions: created, each attempt's
     // outcome, each manual action, and the terminal state; rebuilt here from the rows that record them.
     const events = [
@@ -203,16 +205,13 @@ export function notificationPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
           <dd>${n.last_error ?? html`<span class="muted">none</span>`}</dd>
         </dl>
         ${
-          n.state === 'dead' && new Date(n.expires_at).getTime() > deps.clock.now().getTime()
-            ? html`<form method="post" action="/console/notifications/${n.id}/retry" class="inline">
-                ${csrfField(csrf)}<button type="submit">Retry</button>
-              </form>`
-            : ''
-        }
-        ${
-          n.state === 'dead' && new Date(n.expires_at).getTime() <= deps.clock.now().getTime()
-            ? html`<p class="muted">Expired: a retry would only die again; enqueue a new notification.</p>`
-            : ''
+          n.state !== 'dead'
+            ? ''
+            : expired
+              ? html`<p class="muted">Expired: a retry would only die again; enqueue a new notification.</p>`
+              : html`<form method="post" action="/console/notifications/${n.id}/retry" class="inline">
+                  ${csrfField(csrf)}<button type="submit">Retry</button>
+                </form>`
         }
         ${n.state === 'queued' ? html`<form method="post" action="/console/notifications/${n.id}/cancel" class="inline">${csrfField(csrf)}<button type="submit">Cancel</button></form>` : ''}
         <h2>Attempts</h2>

@@ -1,8 +1,9 @@
 import { Hono } from 'hono';
 import { html } from 'hono/html';
-import { CHANNELS, type Channel, fromKysely } from '@notify/outbox';
+import { CHANNELS, fromKysely } from '@notify/outbox';
 import { createTemplateVersion, previewTemplate } from '../management/templates.js';
 import { TemplateCreate } from '../management-schemas.js';
+import { parseBody } from '../validate.js';
 import { ProblemError } from '../problem.js';
 import { templateActivate } from '../sql/template-activate.js';
 import { templateList } from '../sql/template-list.js';
@@ -25,9 +26,12 @@ function jsonField(raw: unknown, field: string): Record<string, unknown> | undef
   return v as Record<string, unknown>;
 }
 
+/** A refusal as one line: a template error's position, else every field issue, else the message. */
 const problemText = (err: ProblemError) => {
-  const e = (err.extensions.errors as { path: string; message: string; line?: number; column?: number }[] | undefined)?.[0];
-  return e?.line !== undefined ? `${e.path}, line ${e.line}, column ${e.column}: ${e.message}` : err.message;
+  const errors = err.extensions.errors as { path: string; message: string; line?: number; column?: number }[] | undefined;
+  const e = errors?.[0];
+  if (e?.line !== undefined) return `${e.path}, line ${e.line}, column ${e.column}: ${e.message}`;
+  return errors && errors.length > 0 ? errors.map((i) => `${i.path}: ${i.message}`).join('; ') : err.message;
 };
 
 /** Templates: list and create; one template's versions, activation and preview. */
@@ -102,27 +106,23 @@ export function templatePages(deps: ConsoleDeps): Hono<ConsoleEnv> {
     const form = await c.req.parseBody();
     const str = (k: string) => (typeof form[k] === 'string' ? form[k] : '');
     try {
-      const channel = str('channel');
-      if (!(CHANNELS as readonly string[]).includes(channel)) throw new ProblemError('validation_failed', 'unknown channel');
-      if (!/^[\w.:-]{1,200}$/.test(str('name')))
-        throw new ProblemError('validation_failed', 'the name takes letters, digits, "_", ".", ":" or "-"');
       const sampleData = jsonField(form.sample_data, 'sample data');
-      // The API's own rules (lengths, fields), so a version made here is one POST /v1/templates takes.
-      const parsed = TemplateCreate.safeParse({
-        name: str('name'),
-        channel: channel as Channel,
-        ...(str('subject') ? { subject: str('subject') } : {}),
-        body: str('body'),
-        ...(sampleData ? { sample_data: sampleData } : {}),
-        activate: form.activate === '1',
-      });
-      if (!parsed.success) {
-        const issues = parsed.error.issues.map((i) => `${i.path.join('.') || '(form)'}: ${i.message}`);
-        throw new ProblemError('validation_failed', issues.join('; '));
-      }
+      // The API's own schema (channel, name, lengths), so a version made here is one POST /v1/templates takes.
+      const version = parseBody(
+        TemplateCreate,
+        {
+          name: str('name'),
+          channel: str('channel'),
+          ...(str('subject') ? { subject: str('subject') } : {}),
+          body: str('body'),
+          ...(sampleData ? { sample_data: sampleData } : {}),
+          activate: form.activate === '1',
+        },
+        'template version',
+      );
       const created = await deps.db
         .transaction()
-        .execute((trx) => createTemplateVersion(fromKysely(trx), s.tenantId, parsed.data, deps.clock.now()));
+        .execute((trx) => createTemplateVersion(fromKysely(trx), s.tenantId, version, deps.clock.now()));
       return c.redirect(`/console/templates/${encodeURIComponent(created.name)}?done=created`, 303);
     } catch (err) {
       if (err instanceof ProblemError) {
