@@ -1,6 +1,6 @@
 import type { AttemptOutcome, Channel, DeadReason, NotificationState } from '@notify/outbox';
 import { type Emitter, type Listener, type Logger, createEmitter } from '@notify/runtime';
-import type { DeadLetterCode } from './message.js';
+import type { DeadLetterCode, SkipReason } from './message.js';
 import type { OutcomeFlush } from './outcome-writer.js';
 
 /**
@@ -36,7 +36,7 @@ export interface DispatcherEventMap {
   /** A retry was scheduled on a delay topic. */
   retryScheduled: { readonly notificationId: string; readonly attempt: number; readonly delayMs: number; readonly topic: string };
   /** A message needed no work: its notification is terminal, its attempt was done, or another delivery recorded it first. */
-  skipped: { readonly notificationId: string; readonly attempt: number; readonly reason: 'terminal' | 'attempt-done' | 'raced' };
+  skipped: { readonly notificationId: string; readonly attempt: number; readonly reason: SkipReason };
   /** An unusable message went to `<prefix>.dlq`. Label metrics with `code` (stable, few values), not `reason` (it may name ids). */
   deadLettered: {
     readonly code: DeadLetterCode;

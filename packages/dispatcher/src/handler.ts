@@ -15,6 +15,7 @@ import {
   type HandleResult,
   type HandlerHooks,
   type InboundMessage,
+  type SkipReason,
   type MessageHandler,
 } from './message.js';
 import { deliveryTraceId } from './middleware/tracing.js';
@@ -74,6 +75,12 @@ export function createNotificationLoader(
 const PREFETCH_MAX_AGE_MS = 1_000;
 /** Prefetched reads held at most (each is consumed or replaced by its key's next delivery). */
 const PREFETCH_MAX_ENTRIES = 10_000;
+/**
+ * How far ahead of now a notification's `next_attempt_at` may be when a message starts its
+ * attempt. A message that carries the attempt is due at exactly that instant (both are written
+ * from one value), so only rounding (microseconds stored, milliseconds sent) has to fit.
+ */
+const NOT_DUE_SLACK_MS = 1_000;
 
 /** What a prefetch read ahead: the notification and, when it looked deliverable, its prepared content. */
 interface Prefetched {
@@ -293,7 +300,7 @@ export function createDeliveryHandler(deps: DeliveryHandlerDeps): DeliveryHandle
       };
     }
     const attempt = request.attempt;
-    const skipped = (reason: 'terminal' | 'attempt-done' | 'raced'): HandleResult => {
+    const skipped = (reason: SkipReason): HandleResult => {
       events.emit('skipped', { notificationId: notification.id, attempt, reason });
       return { kind: 'skipped', notificationId: notification.id, reason };
     };
@@ -312,6 +319,14 @@ export function createDeliveryHandler(deps: DeliveryHandlerDeps): DeliveryHandle
         code: 'attempt_over_max',
         reason: `attempt ${attempt} exceeds max_attempts ${notification.max_attempts} of notification ${notification.id}`,
       };
+    }
+
+    // The row says when the attempt is due; this message says it is due now. Every writer puts
+    // one instant in both, so the message is not the one carrying the attempt: a stray one, or
+    // one superseded since (a scheduled send still held, or released onto a delay topic; an
+    // earlier deferral). The message that does carry it follows, or the repair sweep writes one.
+    if (notification.next_attempt_ms !== null && notification.next_attempt_ms > clock.now().getTime() + NOT_DUE_SLACK_MS) {
+      return skipped('early');
     }
 
     // (An expired one is not held back: it ends dead below, which releases its successors.)

@@ -53,6 +53,7 @@ export {
   type DeadLetterCode,
   type InboundMessage,
   type HandleResult,
+  type SkipReason,
   type MessageHandler,
   type Middleware,
 } from './message.js';

@@ -41,12 +41,19 @@ export function parseFailureCode(reason: string): DeadLetterCode {
   return 'invalid_message';
 }
 
+/**
+ * Why a message was skipped: the notification is terminal; the attempt was done; another delivery
+ * recorded it first; or the notification's next attempt is not due yet (`next_attempt_at` ahead of
+ * now), so another message carries it.
+ */
+export type SkipReason = 'terminal' | 'attempt-done' | 'raced' | 'early';
+
 /** What handling one message came to. */
 export type HandleResult =
   /** The attempt was made (or its outcome decided without a provider call) and recorded. */
   | { readonly kind: 'recorded'; readonly notificationId: string; readonly plan: OutcomePlan }
-  /** Nothing to do: the notification is terminal, the attempt was done, or another delivery recorded it first. */
-  | { readonly kind: 'skipped'; readonly notificationId: string; readonly reason: 'terminal' | 'attempt-done' | 'raced' }
+  /** Nothing to do (`SkipReason`). */
+  | { readonly kind: 'skipped'; readonly notificationId: string; readonly reason: SkipReason }
   /** The message is unusable: the dead-letter middleware publishes it to `<prefix>.dlq` with this reason. */
   | { readonly kind: 'dead-letter'; readonly code: DeadLetterCode; readonly reason: string }
   /** Published to the dead-letter topic. */

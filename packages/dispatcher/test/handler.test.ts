@@ -189,6 +189,27 @@ describe('delivery handler', () => {
     });
   });
 
+  it('skips a message that would start an attempt before the row says it is due (a stray request for a scheduled send)', async () => {
+    const s = setup();
+    const sendAt = new Date(s.clock.now().getTime() + 3_600_000);
+    const n = await s.add('/ok', { send_at: sendAt.toISOString() });
+    const calls = receiver.received.length;
+    const count = async () => Number((await sql<{ n: string }>`SELECT count(*) AS n FROM outbox`.execute(tdb.db)).rows[0]?.n);
+    const rows = await count();
+    // held (no request written yet), then released onto a delay topic (held_until cleared, as the schedule service does)
+    expect(await s.run(s.message(n))).toMatchObject({ kind: 'skipped', reason: 'early' });
+    await tdb.db.updateTable('notifications').set({ held_until: null }).where('id', '=', n.id).execute();
+    s.clock.set(sendAt.getTime() - 1_001);
+    expect(await s.run(s.message(n))).toMatchObject({ kind: 'skipped', reason: 'early' });
+    expect(receiver.received.length).toBe(calls);
+    expect(await count()).toBe(rows);
+    expect(await s.row(n.id)).toMatchObject({ state: 'queued', attempts: 0, next_attempt_at: sendAt });
+    // the request the schedule service writes (due at send_at) starts it on time
+    s.clock.set(sendAt);
+    expect(await s.run(s.message(n, 1, sendAt))).toMatchObject({ kind: 'recorded', plan: { to: 'sent' } });
+    expect(receiver.received.length).toBe(calls + 1);
+  });
+
   it('ends dead, expired, without a call once the expiry has passed', async () => {
     const s = setup();
     const n = await s.add('/ok', { ttl_seconds: 5 });

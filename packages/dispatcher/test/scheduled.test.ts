@@ -6,6 +6,8 @@
  * Tolerance: lateness is asserted below 5 s (a gross-stall detector on a shared 2-core machine);
  * the measured values are printed.
  */
+import { buildDeliveryRequest } from '@notify/contract';
+import { fromKysely, outboxInsert } from '@notify/outbox';
 import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import { waitFor } from '../../../test/support/wait.js';
@@ -77,5 +79,31 @@ describe('scheduled send', () => {
     expect(requests).toEqual([]);
     expect(r.received.find((x) => x.id === cancelled)).toBeUndefined();
     expect((await stateOf(h, cancelled)).state).toBe('cancelled');
+  });
+
+  it('does not start a scheduled notification early for a stray request on the request topic', async () => {
+    h = await startHarness({ dispatcher: { scheduleIntervalMs: 200 } });
+    receiver = await startReceiver(() => ({ status: 200 }));
+    const sendAt = Date.now() + 3000;
+    const id = await h.enqueue({
+      tenant_id: 't1',
+      channel: 'webhook',
+      to: `${receiver.url}/s`,
+      body: 'x',
+      send_at: new Date(sendAt).toISOString(),
+    });
+    // attempt 1, due now, as a hand-made message (or another writer's mistake) would say
+    await outboxInsert(fromKysely(h.db.db), { messages: [buildDeliveryRequest(await stateOf(h, id), 1, new Date())] });
+    await h.startDispatcher({ webhook: createHttpTestProvider() });
+    const hh = h;
+    const r = receiver;
+    await waitFor(() => hh.seen.skipped.some((x) => x.notificationId === id && x.reason === 'early'), {
+      timeoutMs: 20_000,
+      message: 'the stray request skipped',
+    });
+    await waitFor(() => r.received.length >= 1, { timeoutMs: 20_000, message: 'the notification delivered at send_at' });
+    expect(r.received.map((x) => x.id)).toEqual([id]);
+    expect(r.received[0]!.at).toBeGreaterThanOrEqual(sendAt);
+    expect(await stateOf(h, id)).toMatchObject({ state: 'sent', attempts: 1 });
   });
 });

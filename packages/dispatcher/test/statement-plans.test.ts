@@ -156,7 +156,7 @@ describe('the delivery read', () => {
       // PostgreSQL tries five custom plans before it weighs the generic one.
       expect(await preparedPlanCounts(client, 'dispatcher\\_notification\\_read%')).toEqual([{ generic: 7, custom: 5 }]);
       // The generic plan reads the primary key.
-      expect(await explain(client, `EXECUTE dispatcher_notification_read_v3('{${queuedId(300)}}')`)).toMatch(
+      expect(await explain(client, `EXECUTE dispatcher_notification_read_v4('{${queuedId(300)}}')`)).toMatch(
         /Index Scan using notifications_pkey on notifications n/,
       );
     } finally {
@@ -199,7 +199,7 @@ describe('a service started on a new database', () => {
 
       // The table grows; nothing analyzes it.
       await insertQueued(client);
-      const readPlan = await explain(client, `EXECUTE dispatcher_notification_read_v3('{${queuedId(7)}}')`);
+      const readPlan = await explain(client, `EXECUTE dispatcher_notification_read_v4('{${queuedId(7)}}')`);
       expect(readPlan).toMatch(/Index Scan using notifications_pkey on notifications n/);
       expect(readPlan).not.toMatch(/Seq Scan on notifications/);
       const [statement] = await recordStatements((recorder) => notificationRecordOutcomes(recorder, { outcomes: group(1) }));

@@ -35,6 +35,11 @@ export type DeliveryNotification = Pick<
 
 /** A notification as `notificationGetMany` reads it: the delivery columns and the opt-out read with them (see `deliveryOptOut`). */
 export interface DeliveryRow extends DeliveryNotification {
+  /**
+   * `next_attempt_at` in whole epoch milliseconds (rounded down), null unless queued: a number,
+   * not a Date, since only the handler's "not due yet" check reads it.
+   */
+  readonly next_attempt_ms: number | null;
   /** The category of the opt-out that applies, null when none does (meaningful only when `deliveryOptOut` says so). */
   readonly opt_out_category: string | null;
   readonly opt_out_reason: string | null;
@@ -69,9 +74,10 @@ export interface DeliveryRow extends DeliveryNotification {
 //   planned again (1,039 plans in 1,035 reads, 296 ms of planning against 64 of execution, in a
 //   100/s window of p99-probe; session 34).
 const SQL = prepared(
-  'dispatcher_notification_read_v3',
+  'dispatcher_notification_read_v4',
   `SELECT n.id, n.tenant_id, n.channel, n.recipient, n.subject, n.body, n.template, n.template_version, n.data,
        n.category, n.metadata, n.state, n.attempts, n.max_attempts, n.expires_at, n.traceparent, n.created_at, n.ordering,
+       floor(extract(epoch FROM n.next_attempt_at) * 1000)::float8 AS next_attempt_ms,
        s.category AS opt_out_category, s.reason AS opt_out_reason, s.created_at AS opt_out_created_at
   FROM unnest($1::text[]) WITH ORDINALITY AS k(id, ord)
   JOIN notifications n ON n.id = k.id
