@@ -1,4 +1,6 @@
-import { describe, expect, it } from 'vitest';
+import type { Database } from '@notify/migrations';
+import { Kysely, PostgresDialect } from 'kysely';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createMetrics } from './metrics.js';
 
 describe('createMetrics (no database)', () => {
@@ -104,5 +106,35 @@ describe('createMetrics readiness and consumer lag gauges', () => {
     expect(await m.render()).toContain('notify_relay_published_total 0');
     // The error counter is rendered before the gauge collects, so the next scrape shows it.
     expect(await m.render()).toMatch(/^notify_metrics_collect_errors_total [1-9]/m);
+  });
+});
+
+describe('createMetrics when what it reads hangs', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+  const errorsIn = (text: string) => Number(/^notify_metrics_collect_errors_total (\d+)/m.exec(text)?.[1]);
+
+  it('answers a scrape within 2 s when Kafka or PostgreSQL never answers, and counts one error per failed read', async () => {
+    // A PostgreSQL that froze (not one that refuses): a connection that never comes.
+    const db = new Kysely<Database>({
+      dialect: new PostgresDialect({ pool: { connect: () => new Promise(() => {}), end: async () => {} } }),
+    });
+    vi.useFakeTimers();
+    const m = createMetrics({ processMetrics: false, db, consumerLag: () => new Promise(() => {}) });
+    let text: string | undefined;
+    const rendering = m.render().then((t) => (text = t));
+    await vi.advanceTimersByTimeAsync(1_999);
+    expect(text).toBeUndefined();
+    await vi.advanceTimersByTimeAsync(1);
+    await rendering;
+    expect(text).not.toContain('notify_kafka_consumer_lag_messages{');
+    expect(text).not.toContain('notify_notifications{');
+    // The counter renders before the gauges collect: the next scrape shows this one's two failed
+    // reads (the lag, and the one SQL snapshot that every SQL gauge shares), not one per gauge.
+    vi.setSystemTime(Date.now() + 10_000);
+    const next = m.render();
+    await vi.advanceTimersByTimeAsync(2_000);
+    expect(errorsIn(await next)).toBe(2);
   });
 });

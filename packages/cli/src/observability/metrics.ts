@@ -214,7 +214,15 @@ export function createMetrics(options: CreateMetricsOptions = {}): Metrics {
 
   if (options.consumerLag) {
     const lagOf = options.consumerLag;
-    const read = cachedRead(lagOf, { clock, refreshMs });
+    // Bounded, as the readiness checks are: with Kafka down, kafkajs's own retries took a scrape
+    // past Prometheus's 10-s scrape timeout, so every gauge of the process went stale with it.
+    const read = cachedRead(
+      () => withTimeout(lagOf(), READ_TIMEOUT_MS, () => new Error(`Kafka did not answer within ${READ_TIMEOUT_MS} ms`)),
+      {
+        clock,
+        refreshMs,
+      },
+    );
     new Gauge({
       name: 'notify_kafka_consumer_lag_messages',
       help: 'Messages the dispatcher consumer group has not consumed yet, by topic (requests and retry tiers)',
@@ -239,7 +247,11 @@ export function createMetrics(options: CreateMetricsOptions = {}): Metrics {
       () =>
         Promise.all(
           checks.map(async ([check, run]) => {
-            const ok = await withTimeout(run(), 2_000, () => new Error(`${check} did not answer within 2 s`)).then(
+            const ok = await withTimeout(
+              run(),
+              READ_TIMEOUT_MS,
+              () => new Error(`${check} did not answer within ${READ_TIMEOUT_MS} ms`),
+            ).then(
               () => true,
               () => false,
             );
@@ -270,23 +282,34 @@ export function createMetrics(options: CreateMetricsOptions = {}): Metrics {
       const now = clock.now();
       if (!snapshot || now.getTime() - snapshotAt >= refreshMs) {
         snapshotAt = now.getTime();
-        snapshot = (async () => {
-          const [counts, ages, backlog, endpoints, callbacksPending] = await Promise.all([
-            notificationCountByState(executor),
-            notificationQueueAge(executor),
-            outboxLag(executor, { now }),
-            endpointCountNotOk(executor),
-            callbackDeliveryCountPending(executor),
-          ]);
-          return { now, counts, ages, backlog, endpoints, callbacksPending };
-        })();
+        // Bounded: a query on a connection whose server stopped answering (not refusing) waits
+        // for ever, past the pool's wait for a connection.
+        const reading = withTimeout(
+          (async () => {
+            const [counts, ages, backlog, endpoints, callbacksPending] = await Promise.all([
+              notificationCountByState(executor),
+              notificationQueueAge(executor),
+              outboxLag(executor, { now }),
+              endpointCountNotOk(executor),
+              callbackDeliveryCountPending(executor),
+            ]);
+            return { now, counts, ages, backlog, endpoints, callbacksPending };
+          })(),
+          READ_TIMEOUT_MS,
+          () => new Error(`PostgreSQL did not answer within ${READ_TIMEOUT_MS} ms`),
+        );
+        // Counted and logged once per failed snapshot, not once per gauge that reads it.
+        reading.catch((err: unknown) => {
+          if (snapshot === reading) snapshot = undefined;
+          collectErrors.inc();
+          logger.warn({ err: (err as Error).message }, 'metrics: reading the SQL gauges failed');
+        });
+        snapshot = reading;
       }
       try {
         last = await snapshot;
-      } catch (err) {
-        snapshot = undefined;
-        collectErrors.inc();
-        logger.warn({ err: (err as Error).message }, 'metrics: reading the SQL gauges failed');
+      } catch {
+        // counted above; the last good values stay
       }
       return last;
     };
@@ -429,6 +452,12 @@ interface Snapshot {
 }
 
 /** `fn`, called at most once per `refreshMs`; callers in between share its last promise. A failed call is not kept. */
+/**
+ * The longest a scrape waits for one of its reads (Kafka's consumer lag, a readiness check, the
+ * SQL snapshot), so a scrape stays well inside Prometheus's default 10-s timeout whatever is down.
+ */
+const READ_TIMEOUT_MS = 2_000;
+
 function cachedRead<T>(fn: () => Promise<T>, { clock, refreshMs }: { clock: Clock; refreshMs: number }): () => Promise<T> {
   let pending: Promise<T> | undefined;
   let at = -Infinity;
