@@ -148,7 +148,9 @@ export function buildOpenApiDocument(): JsonSchema {
       version: '1.0.0',
       description:
         'Queue notifications (email, SMS, webhook) for at-least-once delivery with retries. ' +
-        `Errors are RFC 9457 problem details whose \`type\` is ${PROBLEM_TYPE_BASE}<code>. JSON fields are snake_case.`,
+        `Errors are RFC 9457 problem details whose \`type\` is ${PROBLEM_TYPE_BASE}<code>. JSON fields are snake_case. ` +
+        'Every /v1 request is authenticated first, an unknown route too (401 before 404 or 405). A method a path does not take ' +
+        'is a 405 `method_not_allowed` whose Allow header lists the ones it takes; OPTIONS answers 204 with that Allow header.',
     },
     security: [{ bearer: [] }],
     paths: {
