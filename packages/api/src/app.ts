@@ -8,13 +8,14 @@ import type { AppEnv } from './env.js';
 import { allowedMethods } from './allowed-methods.js';
 import { bearerAuth } from './middleware/bearer-auth.js';
 import { requestContext } from './middleware/request-context.js';
+import { strictQuery } from './middleware/strict-query.js';
 import { shedOverload } from './middleware/shed.js';
 import { eventLoopPressure, shedOnEventLoopDelay } from './middleware/pressure.js';
 import { type ApiRateLimits, apiRateLimit } from './middleware/rate-limit.js';
 import { fromKysely } from '@notify/outbox';
 import type { RateLimit } from '@notify/providers';
 import { type HttpMetrics, noMetrics } from './metrics.js';
-import { buildOpenApiDocument, renderDocsPage } from './openapi.js';
+import { buildOpenApiDocument, queryParametersByRoute, renderDocsPage } from './openapi.js';
 import { type ProblemCode, problem, problemFromError, problemResponse } from './problem.js';
 import { suppressionRoutes, templateRoutes, webhookSecretRoutes } from './routes/management.js';
 import { notificationRoutes } from './routes/notifications.js';
@@ -101,7 +102,8 @@ const HTTP_EXCEPTION_CODES: Record<number, ProblemCode> = {
  * The public HTTP app: the API under /v1, its OpenAPI document and the docs page. Resources are
  * mounted as sub-apps, one error handler renders every failure as RFC 9457 problem+json with a
  * stable `type`. Every /v1 request is authenticated before anything else looks at it, an unknown
- * route too, so a caller without a key learns nothing of which routes exist. Serve it with
+ * route too, so a caller without a key learns nothing of which routes exist; then its query string
+ * is held to what the OpenAPI document lists for the route (`strictQuery`). Serve it with
  * @hono/node-server, or call `app.request()` in tests. Health, readiness and metrics are not here:
  * they are `createAdminApp`'s, on the admin port.
  */
@@ -130,6 +132,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     await next();
   });
   app.use('/v1/*', bearerAuth({ db: sql }));
+  app.use('/v1/*', strictQuery(queryParametersByRoute(openapi)));
   app.route(
     '/v1/notifications',
     notificationRoutes({

@@ -1,11 +1,20 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '@notify/runtime/testing';
-import { PROBLEM_CATALOG, Problem, type ProblemCode, buildOpenApiDocument, createAdminApp, createApp, noMetrics } from '@notify/api';
+import {
+  NotificationView,
+  PROBLEM_CATALOG,
+  Problem,
+  type ProblemCode,
+  buildOpenApiDocument,
+  createAdminApp,
+  createApp,
+  noMetrics,
+} from '@notify/api';
 import { createTestDatabase, type TestDatabase } from '../../../test/support/db.js';
 import { seedTenantKeys } from './support.js';
 
 // HTTP conformance an outside review of the API asked for: 405 with Allow for a wrong method,
-// and authentication before any 404 or 405 under /v1.
+// authentication before any 404 or 405 under /v1, and no query parameter repeated or unknown.
 
 let t: TestDatabase;
 let app: ReturnType<typeof createApp>;
@@ -22,11 +31,12 @@ afterAll(async () => {
 });
 beforeEach(() => clock.advance(1));
 
-function call(method: string, path: string, opts: { auth?: string | null } = {}) {
+function call(method: string, path: string, opts: { auth?: string | null; body?: unknown } = {}) {
   const headers: Record<string, string> = {};
   const auth = opts.auth === undefined ? `Bearer ${key}` : opts.auth;
   if (auth !== null) headers.authorization = auth;
-  return app.request(path, { method, headers });
+  if (opts.body !== undefined) headers['content-type'] = 'application/json';
+  return app.request(path, { method, headers, body: opts.body === undefined ? undefined : JSON.stringify(opts.body) });
 }
 
 async function expectProblem(res: Response, code: ProblemCode) {
@@ -34,6 +44,8 @@ async function expectProblem(res: Response, code: ProblemCode) {
   expect(res.headers.get('content-type')).toBe('application/problem+json');
   return Problem.parse(await res.json());
 }
+
+const webhook = { channel: 'webhook', to: 'https://hooks.example.com/in', body: '{}' };
 
 /** Every /v1 path and its operations as the OpenAPI document lists them, with sample path parameters. */
 const documented = Object.entries((buildOpenApiDocument() as { paths: Record<string, Record<string, unknown>> }).paths).map(
@@ -139,5 +151,62 @@ describe('under /v1, authentication comes before 404 and 405', () => {
     const console = await call('GET', '/console/login', { auth: null });
     expect(console.status).toBe(200);
     expect(console.headers.get('content-type')).toContain('text/html');
+  });
+});
+
+describe('query parameters: a repeated or unknown one is 400 invalid_query naming it', () => {
+  it.each([
+    ['GET', '/v1/notifications?state=sent&state=dead', 'state', /more than once/],
+    ['GET', '/v1/notifications?limit=5&limit=6', 'limit', /more than once/],
+    ['GET', '/v1/notifications/ntf_01J00000000000000000000000?verbose=1', 'verbose', /unknown/],
+    ['GET', '/v1/suppressions?channel=email&channel=sms', 'channel', /more than once/],
+    ['DELETE', '/v1/suppressions?channel=email&to=a@example.com&to=b@example.com', 'to', /more than once/],
+    ['GET', '/v1/endpoints?state=ok&state=open', 'state', /more than once/],
+    ['GET', '/v1/templates?name=x', 'name', /unknown/],
+  ])('%s %s', async (method, path, parameter, message) => {
+    const p = await expectProblem(await call(method, path), 'invalid_query');
+    expect(p.detail).toContain(`"${parameter}"`);
+    expect(p.errors).toEqual([{ path: parameter, message: expect.stringMatching(message) }]);
+  });
+
+  it('on a POST, before the body is read: nothing is queued', async () => {
+    const before = await t.db
+      .selectFrom('notifications')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .executeTakeFirstOrThrow();
+    const p = await expectProblem(await call('POST', '/v1/notifications?priority=high', { body: webhook }), 'invalid_query');
+    expect(p.errors).toEqual([{ path: 'priority', message: expect.stringMatching(/unknown/) }]);
+    const after = await t.db
+      .selectFrom('notifications')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .executeTakeFirstOrThrow();
+    expect(after.n).toBe(before.n);
+  });
+
+  it('names every parameter at fault at once', async () => {
+    const p = await expectProblem(await call('GET', '/v1/notifications?state=sent&state=dead&sort=asc'), 'invalid_query');
+    expect(p.errors!.map((e) => e.path)).toEqual(['state', 'sort']);
+  });
+
+  it('every documented operation refuses an unknown parameter', async () => {
+    for (const { path, url, methods } of documented) {
+      for (const method of methods) {
+        const p = await expectProblem(await call(method, `${url}?zz=1`), 'invalid_query');
+        expect(p.errors, `${method} ${path}`).toEqual([{ path: 'zz', message: expect.stringMatching(/unknown/) }]);
+      }
+    }
+  });
+
+  it('comes after authentication: without a key it is a 401', async () => {
+    await expectProblem(await call('GET', '/v1/notifications?state=sent&state=dead', { auth: null }), 'unauthorized');
+  });
+
+  it('the documented parameters, each once, still work', async () => {
+    const created = await call('POST', '/v1/notifications', { body: webhook });
+    expect(created.status).toBe(202);
+    const n = NotificationView.parse(await created.json());
+    const res = await call('GET', `/v1/notifications?state=queued&to=${encodeURIComponent(webhook.to)}&limit=5`);
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { data: { id: string }[] }).data.map((r) => r.id)).toContain(n.id);
   });
 });
