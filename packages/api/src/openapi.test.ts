@@ -26,7 +26,7 @@ describe('the OpenAPI document', () => {
     expect(statuses('/v1/notifications/{id}/actions', 'get')).toEqual(['200', '400', '401', '404', '429', '503']);
     expect(statuses('/v1/notifications/{id}/cancel', 'post')).toEqual(['200', '400', '401', '404', '409', '429', '503']);
     expect(statuses('/v1/notifications/{id}/retry', 'post')).toEqual(['202', '400', '401', '404', '409', '429', '503']);
-    expect(statuses('/v1/templates', 'post')).toEqual(['201', '400', '401', '413', '415', '422', '429', '503']);
+    expect(statuses('/v1/templates', 'post')).toEqual(['201', '400', '401', '409', '413', '415', '422', '429', '503']);
     expect(statuses('/v1/templates/{name}/versions/{version}', 'delete')).toEqual(['204', '400', '401', '404', '409', '429', '503']);
     expect(statuses('/v1/templates/{name}/preview', 'post')).toEqual(['200', '400', '401', '404', '413', '415', '422', '429', '503']);
     expect(statuses('/v1/suppressions', 'get')).toEqual(['200', '400', '401', '429', '503']);

@@ -377,12 +377,14 @@ function managementPaths(): Record<string, JsonSchema> {
         summary: 'Store a new version of a template',
         description:
           'Version 1 for a new name, else the newest + 1. Versions never change. A template that does not parse, or that uses a variable ' +
-          '`sample_data` lacks, is refused with 422 `template_invalid`; its `errors` give the field, offset, line and column. Rendering stays at send time.',
+          '`sample_data` lacks, is refused with 422 `template_invalid`; its `errors` give the field, offset, line and column. Rendering stays at send time. ' +
+          "A version whose channel differs from the template's newest version is refused with 409 `template_channel_conflict`: a template keeps one channel.",
         requestBody: body('TemplateCreate'),
         responses: {
           '201': json('TemplateVersion', 'Stored'),
           ...auth,
           ...badBody,
+          ...problems('template_channel_conflict'),
           '422': problemResponse(['validation_failed', 'template_invalid']),
         },
       },
