@@ -5,14 +5,17 @@ import type { Database } from '@notify/migrations';
 import { type Clock, type Logger, errorSummary, silentLogger, systemClock } from '@notify/runtime';
 import { apiKeyLookup } from './api-key-cache.js';
 import type { AppEnv } from './env.js';
+import { allowedMethods } from './allowed-methods.js';
+import { bearerAuth } from './middleware/bearer-auth.js';
 import { requestContext } from './middleware/request-context.js';
+import { strictQuery } from './middleware/strict-query.js';
 import { shedOverload } from './middleware/shed.js';
 import { eventLoopPressure, shedOnEventLoopDelay } from './middleware/pressure.js';
 import { type ApiRateLimits, apiRateLimit } from './middleware/rate-limit.js';
 import { fromKysely } from '@notify/outbox';
 import type { RateLimit } from '@notify/providers';
 import { type HttpMetrics, noMetrics } from './metrics.js';
-import { buildOpenApiDocument, renderDocsPage } from './openapi.js';
+import { buildOpenApiDocument, queryParametersByRoute, renderDocsPage } from './openapi.js';
 import { type ProblemCode, problem, problemFromError, problemResponse } from './problem.js';
 import { suppressionRoutes, templateRoutes, webhookSecretRoutes } from './routes/management.js';
 import { notificationRoutes } from './routes/notifications.js';
@@ -98,8 +101,11 @@ const HTTP_EXCEPTION_CODES: Record<number, ProblemCode> = {
 /**
  * The public HTTP app: the API under /v1, its OpenAPI document and the docs page. Resources are
  * mounted as sub-apps, one error handler renders every failure as RFC 9457 problem+json with a
- * stable `type`. Serve it with @hono/node-server, or call `app.request()` in tests. Health,
- * readiness and metrics are not here: they are `createAdminApp`'s, on the admin port.
+ * stable `type`. Every /v1 request is authenticated before anything else looks at it, an unknown
+ * route too, so a caller without a key learns nothing of which routes exist; then its query string
+ * is held to what the OpenAPI document lists for the route (`strictQuery`). Serve it with
+ * @hono/node-server, or call `app.request()` in tests. Health, readiness and metrics are not here:
+ * they are `createAdminApp`'s, on the admin port.
  */
 export function createApp(deps: AppDeps): Hono<AppEnv> {
   const clock = deps.clock ?? systemClock;
@@ -125,6 +131,8 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     if (rateLimit) c.set('rateLimit', rateLimit);
     await next();
   });
+  app.use('/v1/*', bearerAuth({ db: sql }));
+  app.use('/v1/*', strictQuery(queryParametersByRoute(openapi)));
   app.route(
     '/v1/notifications',
     notificationRoutes({
@@ -162,7 +170,11 @@ export function createAdminApp(deps: AdminAppDeps): Hono<AppEnv> {
   return app;
 }
 
-/** Request ids, request metrics and logs, problem+json for every error and for unknown routes. */
+/**
+ * Request ids, request metrics and logs, problem+json for every error and for unknown routes: a
+ * path no route matches is a 404; a path some route matches with another method is a 405 with
+ * `Allow` (`allowedMethods`, from the router), and OPTIONS on it a 204 with `Allow`.
+ */
 function baseApp(logger: Logger, metrics: HttpMetrics, first: readonly MiddlewareHandler<AppEnv>[] = []): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   for (const m of first) app.use('*', m);
@@ -179,6 +191,13 @@ function baseApp(logger: Logger, metrics: HttpMetrics, first: readonly Middlewar
     }
     return problemResponse(body, headers);
   });
-  app.notFound((c) => problemResponse(problem('not_found', `no route for ${c.req.method} ${new URL(c.req.url).pathname}`)));
+  app.notFound((c) => {
+    const { method, path } = c.req;
+    const allowed = allowedMethods(app, path);
+    if (allowed.length === 0) return problemResponse(problem('not_found', `no route for ${method} ${path}`, {}, path));
+    const allow = allowed.join(', ');
+    if (method === 'OPTIONS') return new Response(null, { status: 204, headers: { allow } });
+    return problemResponse(problem('method_not_allowed', `${method} is not allowed on ${path}; it takes ${allow}`, {}, path), { allow });
+  });
   return app;
 }

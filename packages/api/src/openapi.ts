@@ -148,7 +148,10 @@ export function buildOpenApiDocument(): JsonSchema {
       version: '1.0.0',
       description:
         'Queue notifications (email, SMS, webhook) for at-least-once delivery with retries. ' +
-        `Errors are RFC 9457 problem details whose \`type\` is ${PROBLEM_TYPE_BASE}<code>. JSON fields are snake_case.`,
+        `Errors are RFC 9457 problem details whose \`type\` is ${PROBLEM_TYPE_BASE}<code>. JSON fields are snake_case. ` +
+        'Every /v1 request is authenticated first, an unknown route too (401 before 404 or 405). A method a path does not take ' +
+        'is a 405 `method_not_allowed` whose Allow header lists the ones it takes; OPTIONS answers 204 with that Allow header. ' +
+        'Every operation refuses a query parameter it does not list, or one given more than once (400 `invalid_query`).',
     },
     security: [{ bearer: [] }],
     paths: {
@@ -176,7 +179,7 @@ export function buildOpenApiDocument(): JsonSchema {
           operationId: 'listNotifications',
           summary: 'List notifications, newest first',
           parameters: listParameters(),
-          responses: { '200': json('NotificationList', 'A page'), ...problems('invalid_query', 'unauthorized') },
+          responses: { '200': json('NotificationList', 'A page'), ...problems('unauthorized') },
         },
       },
       '/v1/notifications/batch': {
@@ -279,15 +282,18 @@ const rateLimitHeaders = {
 };
 
 /**
- * Answers every /v1 operation can give whatever its route: 429 `rate_limited` when the API key's
- * or tenant's bucket is empty (NOTIFY_API_RATE_LIMIT, NOTIFY_API_TENANT_RATE_LIMIT), and 503
+ * Answers every /v1 operation can give whatever its route: 400 `invalid_query` for a query
+ * parameter it does not list or one given twice (`strictQuery`), 429 `rate_limited` when the API
+ * key's or tenant's bucket is empty (NOTIFY_API_RATE_LIMIT, NOTIFY_API_TENANT_RATE_LIMIT), and 503
  * `overloaded` (NOTIFY_API_MAX_IN_FLIGHT, NOTIFY_API_MAX_EVENT_LOOP_DELAY_MS,
  * NOTIFY_API_MAX_EVENT_LOOP_UTILIZATION) or `database_unreachable`, each with Retry-After. A route
- * that documents a 503 of its own keeps it, with these codes added to its description.
+ * that documents one of these statuses of its own keeps it, with these codes added to its
+ * description.
  */
 function withCommonAnswers(doc: JsonSchema): JsonSchema {
   const retryAfter = { 'Retry-After': seconds('Seconds to wait before trying again') };
   const common: Record<string, JsonSchema> = {
+    '400': problemResponse(['invalid_query']),
     '429': { ...problemResponse(['rate_limited']), headers: { ...retryAfter, ...rateLimitHeaders } },
     '503': { ...problemResponse(['overloaded', 'database_unreachable']), headers: retryAfter },
   };
@@ -304,6 +310,24 @@ function withCommonAnswers(doc: JsonSchema): JsonSchema {
     }
   }
   return doc;
+}
+
+/**
+ * The query parameters of each /v1 operation of `doc`, by method and Hono route path
+ * (`/v1/notifications/{id}` is `/v1/notifications/:id`): what `strictQuery` lets through, so no
+ * route takes a parameter this document does not describe.
+ */
+export function queryParametersByRoute(doc: JsonSchema): Map<string, string[]> {
+  const paths = doc.paths as Record<string, Record<string, { parameters?: { name: string; in: string }[] }>>;
+  const byRoute = new Map<string, string[]>();
+  for (const [path, operations] of Object.entries(paths)) {
+    const route = path.replace(/\{(\w+)\}/g, ':$1');
+    for (const [method, operation] of Object.entries(operations)) {
+      const names = (operation.parameters ?? []).filter((p) => p.in === 'query').map((p) => p.name);
+      byRoute.set(`${method.toUpperCase()} ${route}`, names);
+    }
+  }
+  return byRoute;
 }
 
 const body = (name: string) => ({ required: true, content: { 'application/json': { schema: ref(name) } } });
@@ -353,12 +377,14 @@ function managementPaths(): Record<string, JsonSchema> {
         summary: 'Store a new version of a template',
         description:
           'Version 1 for a new name, else the newest + 1. Versions never change. A template that does not parse, or that uses a variable ' +
-          '`sample_data` lacks, is refused with 422 `template_invalid`; its `errors` give the field, offset, line and column. Rendering stays at send time.',
+          '`sample_data` lacks, is refused with 422 `template_invalid`; its `errors` give the field, offset, line and column. Rendering stays at send time. ' +
+          "A version whose channel differs from the template's newest version is refused with 409 `template_channel_conflict`: a template keeps one channel.",
         requestBody: body('TemplateCreate'),
         responses: {
           '201': json('TemplateVersion', 'Stored'),
           ...auth,
           ...badBody,
+          ...problems('template_channel_conflict'),
           '422': problemResponse(['validation_failed', 'template_invalid']),
         },
       },
@@ -430,13 +456,13 @@ function managementPaths(): Record<string, JsonSchema> {
         operationId: 'listSuppressions',
         summary: 'List opt-outs (cursor paging)',
         parameters: listParameters(SuppressionListQuery),
-        responses: { '200': json('SuppressionList', 'A page'), ...auth, ...problems('invalid_query') },
+        responses: { '200': json('SuppressionList', 'A page'), ...auth },
       },
       delete: {
         operationId: 'removeSuppression',
         summary: 'Remove an opt-out',
         parameters: listParameters(SuppressionDeleteQuery),
-        responses: { '204': { description: 'Removed' }, ...auth, ...problems('invalid_query', 'not_found') },
+        responses: { '204': { description: 'Removed' }, ...auth, ...problems('not_found') },
       },
     },
     '/v1/webhook-secret': {
@@ -538,7 +564,7 @@ function endpointPaths(): Record<string, JsonSchema> {
           "An endpoint is a webhook origin or a channel's SMTP / SMS provider; it has a row once a delivery to it answered. " +
           'Shows the circuit state, failure streak, probe time, disable, and the rate limit in force.',
         parameters: listParameters(EndpointListQuery),
-        responses: { '200': json('EndpointList', 'A page'), ...auth, ...problems('invalid_query') },
+        responses: { '200': json('EndpointList', 'A page'), ...auth },
       },
     },
     '/v1/endpoints/{id}': {

@@ -24,6 +24,8 @@ export const HTTP_PROBLEM_CODES = [
   'malformed_request',
   'request_timeout',
   'headers_too_large',
+  'method_not_allowed',
+  'template_channel_conflict',
 ] as const;
 
 /** Every code that can appear in a problem `type`. Stable: clients may switch on them. */
@@ -58,6 +60,8 @@ export const PROBLEM_CATALOG: { readonly [C in ProblemCode]: { readonly status: 
   malformed_request: { status: 400, title: 'Malformed HTTP request' },
   request_timeout: { status: 408, title: 'The request did not arrive in time' },
   headers_too_large: { status: 431, title: 'Request header fields too large' },
+  method_not_allowed: { status: 405, title: 'Method not allowed on this path' },
+  template_channel_conflict: { status: 409, title: "A new version cannot change the template's channel" },
 };
 
 /** An RFC 9457 problem details object, as this API renders it. */

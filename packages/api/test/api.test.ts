@@ -498,7 +498,7 @@ describe('GET /v1/notifications (list)', () => {
     ['limit=ten', 'limit'],
     ['state=pending', 'state'],
     ['cursor=bm9wZQ', 'cursor'],
-    ['colour=blue', '(root)'],
+    ['colour=blue', 'colour'],
   ])('400 invalid_query for %s', async (qs, path) => {
     const p = await expectProblem(await call('GET', `/v1/notifications?${qs}`), 'invalid_query');
     expect(p.errors?.[0]?.path).toBe(path);

@@ -3,8 +3,10 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '@notify/runtime/testing';
 import { type Logger, openSecret } from '@notify/runtime';
 import { PROBLEM_CATALOG, Problem, type ProblemCode, createApp, generateApiKey, hashApiKey } from '@notify/api';
-import { fromKysely } from '@notify/outbox';
+import { fromKysely, fromPgClient } from '@notify/outbox';
 import { createTestDatabase, type TestDatabase } from '../../../test/support/db.js';
+import { waitFor } from '../../../test/support/wait.js';
+import { createTemplateVersion } from '../src/management/templates.js';
 import { apiKeyInsert } from '../src/sql/api-key-insert.js';
 import {
   SuppressionList,
@@ -141,6 +143,75 @@ describe('templates', () => {
     await expectProblem(await call('DELETE', '/v1/templates/secret-plan/versions/1', { tenant: 'globex' }), 'not_found');
     const list = TemplateSummaryList.parse(await (await call('GET', '/v1/templates', { tenant: 'globex' })).json());
     expect(list.data).toEqual([]);
+  });
+
+  it('refuses a new version that changes the channel: 409 template_channel_conflict, nothing stored', async () => {
+    for (const body of ['v1', 'v2'])
+      expect((await call('POST', '/v1/templates', { body: { name: 'receipt', channel: 'email', body } })).status).toBe(201);
+    const p = await expectProblem(
+      await call('POST', '/v1/templates', { body: { name: 'receipt', channel: 'sms', body: 'v3', activate: true } }),
+      'template_channel_conflict',
+    );
+    expect(p.detail).toBe(
+      'template "receipt" has channel email: a new version cannot change it to sms; store the sms text under another name',
+    );
+    expect(p.errors).toEqual([{ path: 'channel', message: "must be email, the channel of the template's versions" }]);
+    const versions = TemplateVersionList.parse(await (await call('GET', '/v1/templates/receipt')).json());
+    expect(versions.data.map((v) => [v.version, v.channel, v.active])).toEqual([
+      [2, 'email', true],
+      [1, 'email', false],
+    ]);
+    // Another tenant's template of that name is another template.
+    expect((await call('POST', '/v1/templates', { tenant: 'globex', body: { name: 'receipt', channel: 'sms', body: 'x' } })).status).toBe(
+      201,
+    );
+  });
+
+  it('holds every writer of the management layer to it (the console stores versions through createTemplateVersion too)', async () => {
+    await call('POST', '/v1/templates', { body: { name: 'console-made', channel: 'webhook', body: '{}' } });
+    const write = t.db
+      .transaction()
+      .execute((trx) => createTemplateVersion(fromKysely(trx), 'acme', { name: 'console-made', channel: 'email', body: 'x' }, clock.now()));
+    await expect(write).rejects.toMatchObject({ code: 'template_channel_conflict' });
+  });
+
+  it('two concurrent first versions with different channels: the second waits for the first and is refused', async () => {
+    const first = await t.pool.connect();
+    try {
+      await first.query('BEGIN');
+      await createTemplateVersion(fromPgClient(first), 'acme', { name: 'race', channel: 'email', body: 'e' }, clock.now());
+      const second = call('POST', '/v1/templates', { body: { name: 'race', channel: 'sms', body: 's' } });
+      // The second writer is blocked behind the first's open transaction before the first commits.
+      await waitFor(
+        async () => {
+          const { rows } = await t.pool.query<{ n: number }>(
+            `SELECT count(*)::int AS n FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+              WHERE NOT l.granted AND a.datname = current_database()`,
+          );
+          return rows[0]!.n > 0;
+        },
+        { message: 'the second writer to wait' },
+      );
+      await first.query('COMMIT');
+      await expectProblem(await second, 'template_channel_conflict');
+    } finally {
+      first.release();
+    }
+    const versions = TemplateVersionList.parse(await (await call('GET', '/v1/templates/race')).json());
+    expect(versions.data.map((v) => [v.version, v.channel])).toEqual([[1, 'email']]);
+  });
+
+  it('concurrent versions of one template, as many first versions of another: each stored once, no 500', async () => {
+    const post = async (name: string, channel: string) => call('POST', '/v1/templates', { body: { name, channel, body: 'x' } });
+    const same = await Promise.all(Array.from({ length: 6 }, () => post('burst', 'sms')));
+    expect(same.map((r) => r.status)).toEqual(Array(6).fill(201));
+    const stored = TemplateVersionList.parse(await (await call('GET', '/v1/templates/burst')).json());
+    expect(stored.data.map((v) => v.version)).toEqual([6, 5, 4, 3, 2, 1]);
+    const mixed = await Promise.all(['email', 'sms', 'webhook', 'email', 'sms', 'webhook'].map((channel) => post('mixed', channel)));
+    const winner = TemplateVersionList.parse(await (await call('GET', '/v1/templates/mixed')).json()).data.map((v) => v.channel);
+    expect(new Set(winner).size).toBe(1);
+    expect(mixed.filter((r) => r.status === 201)).toHaveLength(winner.length);
+    expect(mixed.filter((r) => r.status === 409)).toHaveLength(6 - winner.length);
   });
 });
 

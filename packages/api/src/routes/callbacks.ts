@@ -6,7 +6,6 @@ import { createTargetGuard } from '@notify/providers';
 import type { Clock, Logger } from '@notify/runtime';
 import type { AppEnv } from '../env.js';
 import { CallbackRequest, type CallbackView } from '../callback-schemas.js';
-import { bearerAuth } from '../middleware/bearer-auth.js';
 import { jsonBody } from '../middleware/json-body.js';
 import { ProblemError } from '../problem.js';
 import { type CallbackEndpointRecord, callbackEndpointGet } from '../sql/callback-endpoint-get.js';
@@ -46,7 +45,6 @@ export function callbackRoutes(deps: CallbackRoutesDeps): Hono<AppEnv> {
   const db = fromKysely(deps.db);
   const guard = createTargetGuard({ allowCidrs: deps.allowCidrs });
   const app = new Hono<AppEnv>();
-  app.use('*', bearerAuth({ db }));
   app.put('/', jsonBody(), async (c) => {
     const input = parseBody(CallbackRequest, c.get('json'), 'callback registration');
     try {

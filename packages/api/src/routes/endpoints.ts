@@ -6,7 +6,6 @@ import { type RateLimit, parseRateLimit } from '@notify/providers';
 import type { Clock, Logger } from '@notify/runtime';
 import type { AppEnv } from '../env.js';
 import { ENDPOINT_ID, EndpointListQuery, EndpointPatch, type EndpointView } from '../endpoint-schemas.js';
-import { bearerAuth } from '../middleware/bearer-auth.js';
 import { jsonBody } from '../middleware/json-body.js';
 import { ProblemError } from '../problem.js';
 import { endpointActionInsert } from '../sql/endpoint-action-insert.js';
@@ -118,7 +117,6 @@ export function endpointRoutes(deps: EndpointRoutesDeps): Hono<AppEnv> {
   const db = fromKysely(deps.db);
   const view = (r: EndpointRecord) => endpointView(r, deps.defaultRateLimit);
   const app = new Hono<AppEnv>();
-  app.use('*', bearerAuth({ db }));
 
   app.get('/', async (c) => {
     const q = parseQuery(EndpointListQuery, c.req.query());

@@ -1,12 +1,10 @@
 import { Hono } from 'hono';
 import type { Kysely } from 'kysely';
 import type { Database } from '@notify/migrations';
-import { fromKysely } from '@notify/outbox';
 import type { Clock, Logger } from '@notify/runtime';
 import type { AppEnv } from '../env.js';
 import { eraseRecipient } from '../erasure.js';
 import { ErasureRequest } from '../erasure-schemas.js';
-import { bearerAuth } from '../middleware/bearer-auth.js';
 import { jsonBody } from '../middleware/json-body.js';
 import { parseBody } from '../validate.js';
 
@@ -20,7 +18,6 @@ export interface ErasureRoutesDeps {
 /** `POST /v1/erasures`: erase a recipient's address and content from the key's tenant (docs/retention.md). */
 export function erasureRoutes(deps: ErasureRoutesDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
-  app.use('*', bearerAuth({ db: fromKysely(deps.db) }));
   app.post('/', jsonBody(), async (c) => {
     const input = parseBody(ErasureRequest, c.get('json'), 'erasure request');
     const auth = c.get('auth');

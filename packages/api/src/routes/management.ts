@@ -4,7 +4,6 @@ import type { Database } from '@notify/migrations';
 import { fromKysely } from '@notify/outbox';
 import { type Clock, type Logger, normalizeRecipient } from '@notify/runtime';
 import type { AppEnv } from '../env.js';
-import { bearerAuth } from '../middleware/bearer-auth.js';
 import { jsonBody } from '../middleware/json-body.js';
 import { ProblemError } from '../problem.js';
 import {
@@ -54,7 +53,6 @@ function versionParam(raw: string): number {
 export function templateRoutes(deps: ManagementRoutesDeps): Hono<AppEnv> {
   const db = fromKysely(deps.db);
   const app = new Hono<AppEnv>();
-  app.use('*', bearerAuth({ db }));
   // Templates
   app.post('/', jsonBody(), async (c) => {
     const input = parseBody(TemplateCreate, c.get('json'), 'template');
@@ -117,7 +115,6 @@ export function templateRoutes(deps: ManagementRoutesDeps): Hono<AppEnv> {
 export function suppressionRoutes(deps: ManagementRoutesDeps): Hono<AppEnv> {
   const db = fromKysely(deps.db);
   const app = new Hono<AppEnv>();
-  app.use('*', bearerAuth({ db }));
   // Opt-outs
   app.post('/', jsonBody(), async (c) => {
     const input = parseBody(SuppressionCreate, c.get('json'), 'opt-out');
@@ -156,7 +153,6 @@ export function suppressionRoutes(deps: ManagementRoutesDeps): Hono<AppEnv> {
 export function webhookSecretRoutes(deps: ManagementRoutesDeps): Hono<AppEnv> {
   const db = fromKysely(deps.db);
   const app = new Hono<AppEnv>();
-  app.use('*', bearerAuth({ db }));
   // Webhook signing secret
   app.get('/', async (c) => {
     const rows = await webhookSecretList(db, { tenantId: c.get('auth').tenantId, now: deps.clock.now() });

@@ -5,7 +5,6 @@ import { type Database } from '@notify/migrations';
 import { type NotificationIntent, enqueueMany, fromKysely, isNotificationId } from '@notify/outbox';
 import type { AppEnv } from '../env.js';
 import { createEnqueueGroups } from '../enqueue-group.js';
-import { bearerAuth } from '../middleware/bearer-auth.js';
 import { MAX_BATCH_BODY_BYTES, jsonBody } from '../middleware/json-body.js';
 import { BulkRetryRequest } from '../management-schemas.js';
 import { bulkRetry, cancelNotification, retryNotification } from '../notification-actions.js';
@@ -48,14 +47,13 @@ function notFound(id: string): ProblemError {
 
 /**
  * `/v1/notifications`: enqueue, look up, list, attempts, actions, cancel, retry. Every route is
- * behind bearer auth and scoped to the caller's tenant: another tenant's id is a 404, exactly like
+ * behind bearer auth (createApp's, in front of every /v1 route) and scoped to the caller's tenant: another tenant's id is a 404, exactly like
  * an id that does not exist. No handler waits for Kafka or a provider: they read and write PostgreSQL only.
  */
 export function notificationRoutes(deps: NotificationRoutesDeps): Hono<AppEnv> {
   const db = fromKysely(deps.db);
   const groups = createEnqueueGroups(deps.db, deps.clock, { ...deps.enqueueGroup, retry: deps.retry, onGroup: deps.onEnqueueGroup });
   const app = new Hono<AppEnv>();
-  app.use('*', bearerAuth({ db }));
 
   app.post('/', jsonBody(), async (c) => {
     const auth = c.get('auth');
