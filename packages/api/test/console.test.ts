@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '@notify/runtime/testing';
 import { createApp, generateApiKey, hashApiKey } from '@notify/api';
-import { fromKysely } from '@notify/outbox';
+import { fromKysely, newNotificationId } from '@notify/outbox';
 import { createTestDatabase, type TestDatabase } from '../../../test/support/db.js';
 import { apiKeyInsert } from '../src/sql/api-key-insert.js';
 import { apiKeyRevoke } from '../src/sql/api-key-revoke.js';
@@ -12,12 +12,12 @@ let t: TestDatabase;
 let app: ReturnType<typeof createApp>;
 let showing: ReturnType<typeof createApp>;
 const clock = new ManualClock(new Date('2026-06-01T12:00:00Z'));
-const keys = { acme: '', globex: '' };
+const keys = { acme: '', globex: '', initech: '' };
 const keyIds = { acme: '' };
 
 beforeAll(async () => {
   t = await createTestDatabase();
-  for (const tenant of ['acme', 'globex'] as const) {
+  for (const tenant of ['acme', 'globex', 'initech'] as const) {
     const k = generateApiKey();
     await apiKeyInsert(fromKysely(t.db), { id: k.id, tenantId: tenant, keyHash: hashApiKey(k.key), name: tenant, now: clock.now() });
     keys[tenant] = k.key;
@@ -91,11 +91,7 @@ describe('console', () => {
       body: new URLSearchParams({ _csrf: 'x'.repeat(s.csrf.length) }),
     });
     expect(wrong.status).toBe(403);
-    const ok = await app.request(`/console/notifications/${id}/cancel`, {
-      method: 'POST',
-      headers: s.headers,
-      body: new URLSearchParams({ _csrf: s.csrf }),
-    });
+    const ok = await confirmed(s, `/console/notifications/${id}/cancel`, { _csrf: s.csrf });
     expect(ok.status).toBe(303);
     const { rows } = await t.pool.query('SELECT state FROM notifications WHERE id = $1', [id]);
     expect(rows[0].state).toBe('cancelled');
@@ -184,6 +180,27 @@ function hiddenFields(page: string, action: string): Record<string, string> {
 const asBrowser = (fields: Record<string, string>) =>
   new URLSearchParams(Object.fromEntries(Object.entries(fields).map(([k, v]) => [k, v.replace(/\r\n|\r|\n/g, '\r\n')])));
 
+type Session = Awaited<ReturnType<typeof signIn>>;
+
+/** Posts a form to `action` as a browser would, expecting the confirmation page; returns that page. */
+async function interstitial(s: Session, action: string, fields: Record<string, string>): Promise<string> {
+  const res = await app.request(action, { method: 'POST', headers: s.headers, body: asBrowser(fields) });
+  // Whitespace as a browser shows it: one space for every run.
+  const page = (await res.text()).replace(/\s+/g, ' ');
+  expect(res.status, page).toBe(200);
+  expect(page).toMatch(/<button type="submit" id="confirm">Confirm: /);
+  expect(page).toMatch(/<a href="[^"]+" id="back">Back<\/a>/);
+  return page;
+}
+
+/** Submits the confirmation page's form as a browser would. */
+const confirmAgain = (s: Session, action: string, page: string) =>
+  app.request(action, { method: 'POST', headers: s.headers, body: asBrowser(hiddenFields(page, action)) });
+
+/** Posts a form to `action`, then confirms on the page that answers it: the action's response. */
+const confirmed = async (s: Session, action: string, fields: Record<string, string>) =>
+  confirmAgain(s, action, await interstitial(s, action, fields));
+
 describe('console, what an operator found', () => {
   it('bulk-retries a dead group whose error holds a line break, and lists the death before the requeue', async () => {
     const id = await enqueue('globex', { channel: 'webhook', to: 'https://hooks.example.com/nl', body: 'x' });
@@ -196,19 +213,16 @@ describe('console, what an operator found', () => {
     const dead = await (await app.request('/console/dead', { headers: s.headers })).text();
     const fields = hiddenFields(dead, '/console/dead/retry');
     expect(Object.keys(fields)).toContain('error');
-    const res = await app.request('/console/dead/retry', { method: 'POST', headers: s.headers, body: asBrowser(fields) });
+    const res = await confirmed(s, '/console/dead/retry', fields);
     expect(res.status).toBe(303);
     expect(res.headers.get('location')).toBe('/console/dead?done=bulk&n=1');
     expect((await t.pool.query('SELECT state FROM notifications WHERE id = $1', [id])).rows[0].state).toBe('queued');
     const detail = await (await app.request(`/console/notifications/${id}`, { headers: s.headers })).text();
     expect(detail).toMatch(/notification\.dead \(permanent\)[\s\S]*notification\.requeued \(manual retry, bulk /);
-    // Nothing left to re-queue: the page says so instead of "Re-queued … (0)".
-    const again = await app.request('/console/dead/retry', {
-      method: 'POST',
-      headers: s.headers,
-      body: asBrowser({ ...fields, nonce: 'another-submit' }),
-    });
-    expect(again.headers.get('location')).toBe('/console/dead?done=bulk-none');
+    // Nothing left to re-queue: the page says so instead of offering to re-queue 0.
+    const again = await app.request('/console/dead/retry', { method: 'POST', headers: s.headers, body: asBrowser(fields) });
+    expect(again.status).toBe(200);
+    expect(await again.text()).toContain('none is dead any more');
   });
 
   it('removes an opt-out whose recipient holds a line break', async () => {
@@ -218,11 +232,7 @@ describe('console, what an operator found', () => {
     );
     const s = await signIn('globex');
     const list = await (await app.request('/console/opt-outs', { headers: s.headers })).text();
-    const res = await app.request('/console/opt-outs/remove', {
-      method: 'POST',
-      headers: s.headers,
-      body: asBrowser(hiddenFields(list, '/console/opt-outs/remove')),
-    });
+    const res = await confirmed(s, '/console/opt-outs/remove', hiddenFields(list, '/console/opt-outs/remove'));
     expect(res.headers.get('location')).toBe('/console/opt-outs?done=removed');
     expect((await t.pool.query(`SELECT count(*)::int AS n FROM suppressions WHERE tenant_id = 'globex'`)).rows[0].n).toBe(0);
   });
@@ -271,5 +281,160 @@ describe('console, what an operator found', () => {
     expect((await post({ origin: 'http://attacker.example', host: 'console.example' })).status).toBe(403);
     expect((await post({ 'sec-fetch-site': 'same-origin' })).status).toBe(303);
     expect((await post({ origin: 'http://console.example', host: 'console.example' })).status).toBe(303);
+  });
+});
+
+/** Makes `to` (one a row) of the tenant's queued notifications directly, ids in order from `clock`'s now: their ids. */
+async function insertNotifications(tenant: string, to: readonly string[]): Promise<string[]> {
+  const ids = to.map(() => {
+    clock.advance(1);
+    return newNotificationId(clock.now());
+  });
+  await t.pool.query(
+    `INSERT INTO notifications (id, tenant_id, channel, recipient, body, state, max_attempts, next_attempt_at, expires_at, created_at, updated_at)
+     SELECT id, $1, 'email', recipient, 'hi', 'queued', 3, $3, $3::timestamptz + interval '1 day', $3, $3
+       FROM unnest($2::text[], $4::text[]) AS u(id, recipient)`,
+    [tenant, ids, clock.now(), to],
+  );
+  return ids;
+}
+
+describe('console, confirmations before acting', () => {
+  it('cancels only on the confirmation, which says what will happen and holds the CSRF check; a second confirmation does nothing', async () => {
+    const s = await signIn('globex');
+    const id = await enqueue('globex', { channel: 'email', to: 'confirm-cancel@example.com', body: 'x' });
+    const action = `/console/notifications/${id}/cancel`;
+    const page = await interstitial(s, action, { _csrf: s.csrf });
+    expect(page).toContain('This cancels notification <strong>' + id + '</strong> (email → <strong>confirm-cancel@example.com</strong>)');
+    expect(page).toContain(`<a href="/console/notifications/${id}" id="back">Back</a>`);
+    const state = async () => (await t.pool.query('SELECT state FROM notifications WHERE id = $1', [id])).rows[0].state as string;
+    expect(await state()).toBe('queued');
+    const fields = hiddenFields(page, action);
+    expect(fields.confirm).toBe('1');
+    const noToken = await app.request(action, { method: 'POST', headers: s.headers, body: asBrowser({ ...fields, _csrf: '' }) });
+    expect(noToken.status).toBe(403);
+    const otherTenant = await signIn('initech');
+    const foreign = await app.request(action, {
+      method: 'POST',
+      headers: otherTenant.headers,
+      body: asBrowser({ ...fields, _csrf: otherTenant.csrf }),
+    });
+    expect(foreign.status).toBe(404);
+    expect(await state()).toBe('queued');
+    const done = await confirmAgain(s, action, page);
+    expect(done.headers.get('location')).toBe(`/console/notifications/${id}?done=cancelled`);
+    expect(await state()).toBe('cancelled');
+    const twice = await confirmAgain(s, action, page);
+    expect(twice.headers.get('location')).toBe(`/console/notifications/${id}?done=stale`);
+    const { rows } = await t.pool.query('SELECT count(*)::int AS n FROM notification_actions WHERE notification_id = $1', [id]);
+    expect(rows[0].n).toBe(1);
+  });
+
+  it('retries once: a repeated confirmation after the notification died again re-queues nothing', async () => {
+    const s = await signIn('globex');
+    const id = await enqueue('globex', { channel: 'email', to: 'confirm-retry@example.com', body: 'x' });
+    const kill = () =>
+      t.pool.query(
+        `UPDATE notifications SET state = 'dead', dead_reason = 'permanent', last_error = '550 no such user', next_attempt_at = NULL,
+                attempts = attempts + 1, updated_at = $2 WHERE id = $1`,
+        [id, new Date(clock.now().getTime() + 1000)],
+      );
+    await kill();
+    const action = `/console/notifications/${id}/retry`;
+    const page = await interstitial(s, action, { _csrf: s.csrf });
+    expect(page).toContain('dead (permanent) after 1 of 3 attempts');
+    expect(page).toContain('up to 3 more attempts (the cap becomes 4)');
+    expect((await confirmAgain(s, action, page)).headers.get('location')).toBe(`/console/notifications/${id}?done=retried`);
+    await kill();
+    expect((await confirmAgain(s, action, page)).headers.get('location')).toBe(`/console/notifications/${id}?done=stale`);
+    const { rows } = await t.pool.query('SELECT state FROM notifications WHERE id = $1', [id]);
+    expect(rows[0].state).toBe('dead');
+    // A queued notification is not offered a retry at all.
+    const queued = await enqueue('globex', { channel: 'email', to: 'confirm-retry@example.com', body: 'x' });
+    const refused = await app.request(`/console/notifications/${queued}/retry`, {
+      method: 'POST',
+      headers: s.headers,
+      body: asBrowser({ _csrf: s.csrf }),
+    });
+    expect(refused.status).toBe(422);
+    expect(await refused.text()).not.toContain('id="confirm"');
+  });
+
+  it('bulk-retries a dead group after saying how many, and a repeated confirmation replays instead of re-queueing again', async () => {
+    const s = await signIn('initech');
+    const group = await insertNotifications('initech', ['bulk-1@example.com', 'bulk-2@example.com', 'bulk-3@example.com']);
+    const kill = (ids: string[]) =>
+      t.pool.query(
+        `UPDATE notifications SET state = 'dead', dead_reason = 'permanent', last_error = 'mailbox <full>', next_attempt_at = NULL,
+                attempts = attempts + 1 WHERE id = ANY ($1)`,
+        [ids],
+      );
+    await kill(group);
+    // One of them has expired: it stays dead, and the page says so.
+    await t.pool.query(`UPDATE notifications SET expires_at = $2 WHERE id = $1`, [group[0], clock.now()]);
+    const dead = await (await app.request('/console/dead', { headers: s.headers })).text();
+    const page = await interstitial(s, '/console/dead/retry', hiddenFields(dead, '/console/dead/retry'));
+    expect(page).toContain(
+      'This re-queues <strong id="confirm-count">2</strong> dead notifications of the group: reason <strong>permanent</strong>, last error starting <q>mailbox &lt;full&gt;</q>.',
+    );
+    expect(page).toContain('1 of the group have expired and stay dead.');
+    const states = async () =>
+      (await t.pool.query('SELECT state FROM notifications WHERE id = ANY ($1) ORDER BY id', [group])).rows.map((r) => r.state);
+    expect(await states()).toEqual(['dead', 'dead', 'dead']);
+    expect((await confirmAgain(s, '/console/dead/retry', page)).headers.get('location')).toBe('/console/dead?done=bulk&n=2');
+    expect(await states()).toEqual(['dead', 'queued', 'queued']);
+    await kill(group.slice(1));
+    const again = await confirmAgain(s, '/console/dead/retry', page);
+    expect(again.headers.get('location')).toBe('/console/dead?done=bulk-again&n=2');
+    expect(await states()).toEqual(['dead', 'dead', 'dead']);
+  });
+
+  it('removes an opt-out only as confirmed: not one recorded again since', async () => {
+    const s = await signIn('initech');
+    const add = () =>
+      app.request('/console/opt-outs', {
+        method: 'POST',
+        headers: s.headers,
+        body: new URLSearchParams({ _csrf: s.csrf, channel: 'email', to: 'Gone<x>@Example.com', reason: 'asked' }),
+      });
+    await add();
+    const list = await (await app.request('/console/opt-outs', { headers: s.headers })).text();
+    const page = await interstitial(s, '/console/opt-outs/remove', hiddenFields(list, '/console/opt-outs/remove'));
+    expect(page).toContain('This removes the opt-out of <strong>gone&lt;x&gt;@example.com</strong> on email, every category');
+    const count = async () =>
+      (await t.pool.query(`SELECT count(*)::int AS n FROM suppressions WHERE tenant_id = 'initech'`)).rows[0].n as number;
+    expect(await count()).toBe(1);
+    expect((await confirmAgain(s, '/console/opt-outs/remove', page)).headers.get('location')).toBe('/console/opt-outs?done=removed');
+    expect(await count()).toBe(0);
+    clock.advance(1000);
+    await add();
+    expect((await confirmAgain(s, '/console/opt-outs/remove', page)).headers.get('location')).toBe('/console/opt-outs?done=stale');
+    expect(await count()).toBe(1);
+    await t.pool.query(`DELETE FROM suppressions WHERE tenant_id = 'initech'`);
+  });
+
+  it('activates a template version after a confirmation, once', async () => {
+    const s = await signIn('initech');
+    for (const body of ['one', 'two'])
+      await app.request('/console/templates', {
+        method: 'POST',
+        headers: s.headers,
+        body: new URLSearchParams({ _csrf: s.csrf, name: 'act', channel: 'sms', body }),
+      });
+    const action = '/console/templates/act/activate';
+    const page = await interstitial(s, action, { _csrf: s.csrf, version: '1' });
+    expect(page).toContain('This makes version <strong>1</strong> of template <strong>act</strong> the active one, instead of version 2.');
+    const active = async () =>
+      (await t.pool.query(`SELECT version FROM template_activations WHERE tenant_id = 'initech' AND name = 'act'`)).rows[0]?.version as
+        number | undefined;
+    expect(await active()).toBeUndefined();
+    expect((await confirmAgain(s, action, page)).headers.get('location')).toBe('/console/templates/act?done=activated');
+    expect(await active()).toBe(1);
+    // Someone else activates version 2 again (through its own confirmation).
+    clock.advance(1000);
+    await confirmed(s, action, { _csrf: s.csrf, version: '2' });
+    expect(await active()).toBe(2);
+    expect((await confirmAgain(s, action, page)).headers.get('location')).toBe('/console/templates/act?done=stale');
+    expect(await active()).toBe(2);
   });
 });

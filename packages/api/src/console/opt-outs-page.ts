@@ -1,15 +1,24 @@
 import { Hono } from 'hono';
 import { html } from 'hono/html';
 import { CHANNELS, type Channel } from '@notify/outbox';
-import { addSuppression, decodeSuppressionCursor, encodeSuppressionCursor, removeSuppression } from '../management/suppressions.js';
-import { ProblemError } from '../problem.js';
+import { addSuppression, decodeSuppressionCursor, encodeSuppressionCursor } from '../management/suppressions.js';
 import { suppressionList } from '../sql/suppression-list.js';
+import { confirmPage, hiddenInputs, isConfirmed } from './confirm.js';
 import { type ConsoleDeps, type ConsoleEnv, exactField, exactFormText, formText, page } from './context.js';
 import { csrfField, time } from './layout.js';
+import { optOutDeleteSeen } from './sql/opt-out-delete-seen.js';
 
 const PAGE_SIZE = 50;
 
-/** Opt-outs: list (cursor), add, remove. */
+/** The fields that name one opt-out as the page showed it: the list's Remove form and its confirmation. */
+const optOutFields = (channel: string, recipient: string, category: string, createdAt: Date) => ({
+  channel,
+  to: exactField(recipient),
+  category: exactField(category),
+  seen: createdAt.toISOString(),
+});
+
+/** Opt-outs: list (cursor), add, remove (after a confirmation). */
 export function optOutPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
   const app = new Hono<ConsoleEnv>();
 
@@ -63,11 +72,7 @@ export function optOutPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
                   <td>${time(r.created_at)}</td>
                   <td>
                     <form method="post" action="/console/opt-outs/remove">
-                      ${csrfField(s.csrfToken)}<input type="hidden" name="channel" value="${r.channel}" /><input
-                        type="hidden"
-                        name="to"
-                        value="${exactField(r.recipient)}"
-                      /><input type="hidden" name="category" value="${exactField(r.category)}" />
+                      ${csrfField(s.csrfToken)}${hiddenInputs(optOutFields(r.channel, r.recipient, r.category, new Date(r.created_at)))}
                       <button
                         type="submit"
                         class="secondary"
@@ -117,17 +122,40 @@ export function optOutPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
     const s = c.get('session');
     const form = await c.req.parseBody();
     const channel = formText(form, 'channel');
-    if (!(CHANNELS as readonly string[]).includes(channel)) return listPage(c, 'Unknown channel.');
-    try {
-      await removeSuppression(deps.exec, s.tenantId, {
-        channel: channel as Channel,
-        to: exactFormText(form, 'to'),
-        category: exactFormText(form, 'category') || '*',
-      });
-    } catch (err) {
-      if (err instanceof ProblemError) return listPage(c, err.message);
-      throw err;
+    const seen = new Date(formText(form, 'seen'));
+    if (!(CHANNELS as readonly string[]).includes(channel) || Number.isNaN(seen.getTime())) return listPage(c, 'Unknown opt-out.');
+    const optOut = {
+      tenantId: s.tenantId,
+      channel,
+      recipient: exactFormText(form, 'to'),
+      category: exactFormText(form, 'category') || '*',
+    };
+    if (!isConfirmed(form)) {
+      // Said as stored now: gone already (removed in another tab), there is nothing to confirm.
+      const [row] = await suppressionList(deps.exec, { ...optOut, channel: channel as Channel, limit: 1 });
+      if (!row) return c.redirect('/console/opt-outs?done=stale', 303);
+      const category = optOut.category === '*' ? 'every category' : html`category <strong>${optOut.category}</strong>`;
+      return confirmPage(
+        c,
+        {
+          title: 'Remove this opt-out?',
+          active: '/console/opt-outs',
+          action: '/console/opt-outs/remove',
+          back: '/console/opt-outs',
+          button: 'Confirm: remove 1 opt-out',
+          fields: optOutFields(channel, optOut.recipient, optOut.category, new Date(row.created_at)),
+        },
+        html`<p>
+            This removes the opt-out of <strong>${optOut.recipient}</strong> on ${channel}, ${category}, recorded
+            ${time(row.created_at)}${row.reason ? html` (reason: ${row.reason})` : ''}.
+          </p>
+          <p>Notifications to that recipient are delivered again from now on (those already dead as suppressed stay dead).</p>`,
+      );
     }
+    // Only the opt-out the page showed: a repeated confirmation, or one after the opt-out was
+    // recorded again, removes nothing.
+    if (!(await optOutDeleteSeen(deps.exec, { ...optOut, createdAt: seen }))) return c.redirect('/console/opt-outs?done=stale', 303);
+    deps.logger.info({ tenantId: s.tenantId, apiKeyId: s.apiKeyId, channel }, 'console opt-out removed');
     return c.redirect('/console/opt-outs?done=removed', 303);
   });
   return app;

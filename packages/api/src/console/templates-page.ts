@@ -8,7 +8,9 @@ import { ProblemError } from '../problem.js';
 import { templateActivate } from '../sql/template-activate.js';
 import { templateList } from '../sql/template-list.js';
 import { templateVersionList } from '../sql/template-version-list.js';
-import { type ConsoleDeps, type ConsoleEnv, page } from './context.js';
+import { templateActivationGet } from './sql/template-activation-get.js';
+import { confirmPage, isConfirmed } from './confirm.js';
+import { type ConsoleDeps, type ConsoleEnv, formText, page } from './context.js';
 import { type Html, csrfField, time } from './layout.js';
 import { notFoundPage } from './notifications-page.js';
 
@@ -191,14 +193,43 @@ export function templatePages(deps: ConsoleDeps): Hono<ConsoleEnv> {
   app.post('/templates/:name/activate', async (c) => {
     const s = c.get('session');
     const name = c.req.param('name');
-    const version = Number((await c.req.parseBody()).version);
-    if (
-      !Number.isInteger(version) ||
-      !(await templateActivate(deps.exec, { tenantId: s.tenantId, name, version, now: deps.clock.now() }))
-    ) {
-      return notFoundPage(c, `template ${name} version ${version}`);
+    const form = await c.req.parseBody();
+    const version = Number(form.version);
+    const versions = await templateVersionList(deps.exec, { tenantId: s.tenantId, name });
+    const chosen = versions.find((v) => v.version === version);
+    if (!chosen) return notFoundPage(c, `template ${name} version ${version}`);
+    const active = versions.find((v) => v.active)!.version;
+    // The state the confirmation is made against: the active version, and when it was activated
+    // (another activation in between, even of the same version, makes it stale).
+    const activatedAt = await templateActivationGet(deps.exec, { tenantId: s.tenantId, name });
+    const seen = `${active}.${activatedAt ? new Date(activatedAt).getTime() : 'newest'}`;
+    const detail = `/console/templates/${encodeURIComponent(name)}`;
+    if (!isConfirmed(form)) {
+      return confirmPage(
+        c,
+        {
+          title: `Activate version ${version}?`,
+          active: '/console/templates',
+          action: `${detail}/activate`,
+          back: detail,
+          button: `Confirm: activate version ${version}`,
+          fields: { version: String(version), seen },
+        },
+        html`<p>
+            This makes version <strong>${version}</strong> of template <strong>${name}</strong> the active one, instead of version
+            ${active}.
+          </p>
+          <p>
+            Every notification without a pinned version renders it from now on (the dispatcher picks it up within 5 s), including those
+            already queued.
+          </p>`,
+      );
     }
-    return c.redirect(`/console/templates/${encodeURIComponent(name)}?done=activated`, 303);
+    // Confirmed twice, or after another version was activated or created meanwhile: change nothing.
+    if (formText(form, 'seen') !== seen) return c.redirect(`${detail}?done=stale`, 303);
+    await templateActivate(deps.exec, { tenantId: s.tenantId, name, version, now: deps.clock.now() });
+    deps.logger.info({ tenantId: s.tenantId, apiKeyId: s.apiKeyId, template: name, version }, 'console template activated');
+    return c.redirect(`${detail}?done=activated`, 303);
   });
 
   app.post('/templates/:name/preview', async (c) => {
