@@ -3,6 +3,9 @@ import { ManualClock } from '@notify/runtime/testing';
 import { createApp, generateApiKey, hashApiKey } from '@notify/api';
 import { fromKysely, newNotificationId } from '@notify/outbox';
 import { createTestDatabase, type TestDatabase } from '../../../test/support/db.js';
+import { explain, recordStatements } from '../../../test/support/plans.js';
+import { notificationPage } from '../src/console/sql/notification-page.js';
+import { optOutPage } from '../src/console/sql/opt-out-page.js';
 import { apiKeyInsert } from '../src/sql/api-key-insert.js';
 import { apiKeyRevoke } from '../src/sql/api-key-revoke.js';
 
@@ -299,6 +302,14 @@ async function insertNotifications(tenant: string, to: readonly string[]): Promi
   return ids;
 }
 
+/** The ids a notification list page shows, in order, and its paging links. */
+async function listPage(s: Session, url: string) {
+  const body = await (await app.request(url, { headers: s.headers })).text();
+  const ids = [...body.matchAll(/<td><a href="\/console\/notifications\/(ntf_[^"]+)">/g)].map((m) => m[1]!);
+  const link = (rel: string) => new RegExp(`<a href="([^"]+)" rel="${rel}">`).exec(body)?.[1]?.replace(/&amp;/g, '&');
+  return { body, ids, newer: link('prev'), older: link('next') };
+}
+
 describe('console, confirmations before acting', () => {
   it('cancels only on the confirmation, which says what will happen and holds the CSRF check; a second confirmation does nothing', async () => {
     const s = await signIn('globex');
@@ -436,5 +447,146 @@ describe('console, confirmations before acting', () => {
     expect(await active()).toBe(2);
     expect((await confirmAgain(s, action, page)).headers.get('location')).toBe('/console/templates/act?done=stale');
     expect(await active()).toBe(2);
+  });
+});
+
+describe('console, paging both ways and searching recipients', () => {
+  it('pages notifications newer and older by keyset, with no Newer link on the newest page, stable under inserts', async () => {
+    const s = await signIn('initech');
+    await t.pool.query(`DELETE FROM notifications WHERE tenant_id = 'initech'`);
+    const ids = (
+      await insertNotifications(
+        'initech',
+        Array.from({ length: 120 }, (_, i) => `page-${i}@example.com`),
+      )
+    ).reverse();
+    const first = await listPage(s, '/console/notifications');
+    expect(first.ids).toEqual(ids.slice(0, 50));
+    expect(first.newer).toBeUndefined();
+    const second = await listPage(s, first.older!);
+    expect(second.ids).toEqual(ids.slice(50, 100));
+    const last = await listPage(s, second.older!);
+    expect(last.ids).toEqual(ids.slice(100));
+    expect(last.older).toBeUndefined();
+    expect((await listPage(s, last.newer!)).ids).toEqual(ids.slice(50, 100));
+    // Newer than the second page is the first page: the list's own URL, with no Newer link.
+    expect((await app.request(second.newer!, { headers: s.headers })).headers.get('location')).toBe('/console/notifications');
+    expect(first.older).toBeDefined();
+    // Five newer arrive: the pages already shown keep their rows, and the newest page now has a newer one.
+    const fresh = (
+      await insertNotifications('initech', [
+        'new-0@example.com',
+        'new-1@example.com',
+        'new-2@example.com',
+        'new-3@example.com',
+        'new-4@example.com',
+      ])
+    ).reverse();
+    expect((await listPage(s, second.older!)).ids).toEqual(ids.slice(100));
+    const up = await listPage(s, second.newer!);
+    expect(up.ids).toEqual(ids.slice(0, 50));
+    expect(up.newer).toBeDefined();
+    // Newer than the newest page shown: the first page again, whole.
+    const top = await app.request(up.newer!, { headers: s.headers });
+    expect(top.headers.get('location')).toBe('/console/notifications');
+    expect((await listPage(s, '/console/notifications')).ids).toEqual([...fresh, ...ids.slice(0, 45)]);
+    // The filter travels with the links.
+    const filtered = await listPage(s, '/console/notifications?to=page-1&state=queued');
+    expect(filtered.older).toBeUndefined();
+    expect(filtered.ids).toHaveLength(31); // page-1, page-10 … page-19, page-100 … page-119
+  });
+
+  it('finds notifications by a case-insensitive prefix of the recipient, the pattern characters taken literally', async () => {
+    const s = await signIn('initech');
+    const [upper, lower] = await insertNotifications('initech', [
+      'Ada.Lovelace@Example.com',
+      'ada.l@example.com',
+      'adax@example.com',
+      'a%b@example.com',
+    ]);
+    const found = async (to: string) => (await listPage(s, `/console/notifications?to=${encodeURIComponent(to)}`)).ids.sort();
+    expect(await found('ADA.L')).toEqual([upper, lower].sort());
+    expect(await found('ada.lovelace@example.com')).toEqual([upper]);
+    expect(await found('example.com')).toEqual([]);
+    expect(await found('a_a')).toEqual([]);
+    expect(await found('a%')).toHaveLength(1);
+    const page = (await listPage(s, '/console/notifications?to=%3Cb%3E')).body;
+    expect(page).toContain('value="&lt;b&gt;"');
+    expect(page).toContain('Recipient starts with');
+  });
+
+  it('searches and pages opt-outs both ways', async () => {
+    const s = await signIn('initech');
+    await t.pool.query(
+      `INSERT INTO suppressions (tenant_id, channel, recipient, category, reason, created_at)
+       SELECT 'initech', 'email', 'user' || lpad(g::text, 3, '0') || '@example.com', '*', NULL, now() FROM generate_series(1, 110) AS g`,
+    );
+    await t.pool.query(
+      `INSERT INTO suppressions (tenant_id, channel, recipient, category, created_at) VALUES ('initech', 'sms', '+15550001', '*', now())`,
+    );
+    const rows = async (url: string) => {
+      const body = await (await app.request(url, { headers: s.headers })).text();
+      const link = (rel: string) => new RegExp(`<a href="([^"]+)" rel="${rel}">`).exec(body)?.[1]?.replace(/&amp;/g, '&');
+      return {
+        to: [...body.matchAll(/<td>(user\d+@example\.com|\+\d+)<\/td>/g)].map((m) => m[1]!),
+        next: link('next'),
+        previous: link('prev'),
+      };
+    };
+    const first = await rows('/console/opt-outs');
+    expect(first.to[0]).toBe('user001@example.com');
+    expect(first.previous).toBeUndefined();
+    const second = await rows(first.next!);
+    expect(second.to[0]).toBe('user051@example.com');
+    const third = await rows(second.next!);
+    expect(third.to).toEqual([...Array.from({ length: 10 }, (_, i) => `user${101 + i}@example.com`), '+15550001']);
+    expect(third.next).toBeUndefined();
+    const back = await rows(third.previous!);
+    expect(back.to).toEqual(second.to);
+    const top = await app.request(back.previous!, { headers: s.headers });
+    expect(top.headers.get('location')).toBe('/console/opt-outs');
+    const search = await rows('/console/opt-outs?to=USER10');
+    expect(search.to).toEqual(
+      Array.from({ length: 10 }, (_, i) => `user10${i}@example.com`)
+        .concat(['user110@example.com'])
+        .filter((x) => x.startsWith('user10')),
+    );
+    expect(search.next).toBeUndefined();
+    await t.pool.query(`DELETE FROM suppressions WHERE tenant_id = 'initech'`);
+  });
+});
+
+describe('console, recipient search plans (migration 0330)', () => {
+  it('reads a prefix of the lower-cased recipient as a range of its index, on notifications and opt-outs', async () => {
+    const own = await createTestDatabase();
+    try {
+      await own.pool.query(
+        `INSERT INTO notifications (id, tenant_id, channel, recipient, body, state, max_attempts, next_attempt_at, expires_at, created_at, updated_at)
+         SELECT 'ntf_' || lpad(g::text, 22, '0'), 'acme', 'email', CASE WHEN g % 2 = 0 THEN 'User' ELSE 'user' END || (g % 2000) || '@Example.com',
+                'hi', 'queued', 3, now(), now() + interval '1 day', now(), now()
+           FROM generate_series(1, 30000) AS g`,
+      );
+      await own.pool.query(
+        `INSERT INTO suppressions (tenant_id, channel, recipient, category, created_at)
+         SELECT 'acme', (ARRAY['email', 'sms', 'webhook'])[1 + g % 3], 'user' || g || '@example.com', '*', now() FROM generate_series(1, 30000) AS g`,
+      );
+      await own.pool.query('VACUUM ANALYZE notifications, suppressions');
+      const planOf = async (run: Parameters<typeof recordStatements>[0]) => {
+        const [first] = await recordStatements(run);
+        return explain(own.pool, first!.text, first!.values);
+      };
+      const notifications = await planOf((db) =>
+        notificationPage(db, { tenantId: 'acme', filter: {}, recipientPrefix: 'USER123@', limit: 50 }),
+      );
+      expect(notifications).toMatch(
+        /Index Cond: .*lower\(recipient\) ~>=~ 'user123@'::text\) AND \(lower\(recipient\) ~<~ 'user123A'::text\)/,
+      );
+      expect(notifications).toContain('notifications_tenant_lower_recipient_idx');
+      const optOuts = await planOf((db) => optOutPage(db, { tenantId: 'acme', recipientPrefix: 'USER123', limit: 50 }));
+      expect(optOuts).toContain('suppressions_tenant_lower_recipient_idx');
+      expect(optOuts).not.toContain('Seq Scan');
+    } finally {
+      await own.close();
+    }
   });
 });

@@ -44,6 +44,7 @@ th{background:#f2f2f2}
 .s-queued{color:#5c4400;background:#fef7e0}.s-cancelled{color:#3c3c3c;background:#eee}
 form.inline{display:inline}
 #confirm-summary{overflow-wrap:anywhere}
+.pager{display:flex;gap:1.5rem;flex-wrap:wrap;margin:.75rem 0}
 fieldset{border:1px solid #c4c4c4;margin:.5rem 0;padding:.5rem 1rem}
 label{display:inline-block;margin:.25rem .75rem .25rem 0}
 input,select,textarea,button{font:inherit;color:#1b1b1b}

@@ -6,11 +6,12 @@ import { cancelNotification, retryNotification } from '../notification-actions.j
 import { attemptList } from '../sql/attempt-list.js';
 import { notificationActionList } from '../sql/notification-action-list.js';
 import { notificationGet } from '../sql/notification-get.js';
-import { notificationSearch } from '../sql/notification-search.js';
 import { decodeCursor, encodeCursor } from '../views.js';
 import { confirmPage, isConfirmed } from './confirm.js';
 import { type ConsoleDeps, type ConsoleEnv, formText, page } from './context.js';
 import { counted, csrfField, stateBadge, time } from './layout.js';
+import { cursorParam, listUrl, pagerLinks } from './paging.js';
+import { notificationPage } from './sql/notification-page.js';
 
 const PAGE_SIZE = 50;
 
@@ -68,19 +69,30 @@ export function notificationPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
     const recipient = q.to?.trim() || undefined;
     const createdFrom = dateParam(q.from, 'from');
     const createdTo = dateParam(q.until, 'until');
-    const before = q.cursor ? decodeCursor(q.cursor) : undefined;
-    const rows = await notificationSearch(deps.exec, {
+    const at = cursorParam(q);
+    const cursorId = at ? decodeCursor(at.token) : undefined;
+    const { rows: shown, ...more } = await notificationPage(deps.exec, {
       tenantId,
-      filter: { state, channel, recipient, createdFrom, createdTo },
-      beforeId: before && isNotificationId(before) ? before : undefined,
-      limit: PAGE_SIZE + 1,
+      filter: { state, channel, createdFrom, createdTo },
+      recipientPrefix: recipient,
+      cursor: at && cursorId !== undefined && isNotificationId(cursorId) ? { key: cursorId, toward: at.toward } : undefined,
+      limit: PAGE_SIZE,
     });
-    const shown = rows.slice(0, PAGE_SIZE);
-    const next = rows.length > PAGE_SIZE ? encodeCursor(shown[shown.length - 1]!.id) : undefined;
     const keep = new URLSearchParams(
       Object.entries({ to: recipient ?? '', state: state ?? '', channel: channel ?? '', from: q.from ?? '', until: q.until ?? '' }).filter(
         ([, v]) => v,
       ),
+    );
+    // Back at the newest rows: the first page itself, full, rather than the few above the cursor.
+    if (at?.toward === 'previous' && !more.previous) return c.redirect(listUrl('/console/notifications', keep), 303);
+    const pager = pagerLinks(
+      '/console/notifications',
+      keep,
+      {
+        previous: more.previous && shown.length > 0 ? encodeCursor(shown[0]!.id) : undefined,
+        next: more.next && shown.length > 0 ? encodeCursor(shown[shown.length - 1]!.id) : undefined,
+      },
+      { previous: 'Newer notifications', next: 'Older notifications' },
     );
     const option = (value: string, current: string | undefined) =>
       html`<option value="${value}" ${current === value ? 'selected' : ''}>${value || 'any'}</option>`;
@@ -90,8 +102,9 @@ export function notificationPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
       html`<form method="get" action="/console/notifications" role="search">
           <fieldset>
             <legend>Search</legend>
-            <label for="f-id">Id</label><input id="f-id" name="id" size="32" placeholder="ntf_…" /> <label for="f-to">Recipient</label
-            ><input id="f-to" name="to" value="${recipient ?? ''}" size="28" /> <label for="f-state">State</label
+            <label for="f-id">Id</label><input id="f-id" name="id" size="32" placeholder="ntf_…" />
+            <label for="f-to">Recipient starts with</label><input id="f-to" name="to" value="${recipient ?? ''}" size="28" />
+            <label for="f-state">State</label
             ><select id="f-state" name="state">
               ${['', ...NOTIFICATION_STATES].map((s) => option(s, state ?? ''))}
             </select>
@@ -134,8 +147,7 @@ export function notificationPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
             )}
           </tbody>
         </table>
-        ${shown.length === 0 ? html`<p>No notifications match.</p>` : ''}
-        ${next ? html`<p><a href="/console/notifications?${keep.toString()}${keep.size ? '&' : ''}cursor=${next}" rel="next">Older notifications</a></p>` : ''}`,
+        ${shown.length === 0 ? html`<p>No notifications match.</p>` : ''} ${pager}`,
     );
   });
 

@@ -6,7 +6,9 @@ import { suppressionList } from '../sql/suppression-list.js';
 import { confirmPage, hiddenInputs, isConfirmed } from './confirm.js';
 import { type ConsoleDeps, type ConsoleEnv, exactField, exactFormText, formText, page } from './context.js';
 import { csrfField, time } from './layout.js';
+import { cursorParam, listUrl, pagerLinks } from './paging.js';
 import { optOutDeleteSeen } from './sql/opt-out-delete-seen.js';
+import { optOutPage } from './sql/opt-out-page.js';
 
 const PAGE_SIZE = 50;
 
@@ -18,21 +20,39 @@ const optOutFields = (channel: string, recipient: string, category: string, crea
   seen: createdAt.toISOString(),
 });
 
-/** Opt-outs: list (cursor), add, remove (after a confirmation). */
+/** Opt-outs: search by recipient, list (keyset pages both ways), add, remove (after a confirmation). */
 export function optOutPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
   const app = new Hono<ConsoleEnv>();
 
   const listPage = async (c: Parameters<typeof page>[0], error?: string) => {
     const s = c.get('session');
-    let after: [string, string, string] | undefined;
+    const q = c.req.query();
+    const search = q.to?.trim() || undefined;
+    const at = cursorParam(q);
+    let key: [string, string, string] | undefined;
     try {
-      after = c.req.query('cursor') ? decodeSuppressionCursor(c.req.query('cursor')!) : undefined;
+      key = at ? decodeSuppressionCursor(at.token) : undefined;
     } catch {
-      after = undefined;
+      key = undefined;
     }
-    const rows = await suppressionList(deps.exec, { tenantId: s.tenantId, after, limit: PAGE_SIZE + 1 });
-    const shown = rows.slice(0, PAGE_SIZE);
-    const next = rows.length > PAGE_SIZE ? encodeSuppressionCursor(shown[shown.length - 1]!) : undefined;
+    const { rows: shown, ...more } = await optOutPage(deps.exec, {
+      tenantId: s.tenantId,
+      recipientPrefix: search,
+      cursor: at && key ? { key, toward: at.toward } : undefined,
+      limit: PAGE_SIZE,
+    });
+    const keep = new URLSearchParams(search ? { to: search } : {});
+    // Back at the first rows: the first page itself, full, rather than the few before the cursor.
+    if (at?.toward === 'previous' && !more.previous && !error) return c.redirect(listUrl('/console/opt-outs', keep), 303);
+    const pager = pagerLinks(
+      '/console/opt-outs',
+      keep,
+      {
+        previous: more.previous && shown.length > 0 ? encodeSuppressionCursor(shown[0]!) : undefined,
+        next: more.next && shown.length > 0 ? encodeSuppressionCursor(shown[shown.length - 1]!) : undefined,
+      },
+      { previous: 'Previous', next: 'Next' },
+    );
     return page(
       c,
       { title: 'Opt-outs', active: '/console/opt-outs', error, status: error ? 422 : 200 },
@@ -48,6 +68,13 @@ export function optOutPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
             <label for="o-to">Recipient</label><input id="o-to" name="to" required size="30" />
             <label for="o-category">Category (empty: all)</label><input id="o-category" name="category" size="14" />
             <label for="o-reason">Reason</label><input id="o-reason" name="reason" size="20" /> <button type="submit">Add</button>
+          </fieldset>
+        </form>
+        <form method="get" action="/console/opt-outs" role="search">
+          <fieldset>
+            <legend>Search</legend>
+            <label for="s-to">Recipient starts with</label><input id="s-to" name="to" value="${search ?? ''}" size="30" />
+            <button type="submit">Search</button>
           </fieldset>
         </form>
         <table>
@@ -86,8 +113,7 @@ export function optOutPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
             )}
           </tbody>
         </table>
-        ${shown.length === 0 ? html`<p>No opt-outs.</p>` : ''}
-        ${next ? html`<p><a href="/console/opt-outs?cursor=${next}" rel="next">More</a></p>` : ''}`,
+        ${shown.length === 0 ? html`<p>${search ? 'No opt-out matches.' : 'No opt-outs.'}</p>` : ''} ${pager}`,
     );
   };
 
