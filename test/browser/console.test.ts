@@ -193,13 +193,20 @@ describe('the console in Chromium', () => {
     await page.select('#t-channel', 'email');
     await page.type('#t-subject', 'Welcome, {{name}}');
     await page.type('#t-body', 'Hello {{name}}, your code is {{code}}.');
+    await page.type('#t-html', '<p>Hello <b>{{name}}</b></p>');
     await page.type('#t-sample', '{"name":"Ada","code":"1234"}');
     await submit('form[action="/console/templates"] button[type=submit]');
     expect(page.url()).toBe(`${notify.url}/console/templates/welcome?done=created`);
-    await page.type('#p-data', '{"name":"Grace","code":"9876"}');
+    const data = '{"name":"<Grace & co>","code":"9876"}';
+    await page.type('#p-data', data);
     await submit('form[action="/console/templates/welcome/preview"] button[type=submit]');
-    expect(await text('#preview-subject')).toBe('Welcome, Grace');
-    expect(await text('#preview-body')).toBe('Hello Grace, your code is 9876.');
+    expect(await text('#preview-subject')).toBe('Welcome, <Grace & co>');
+    expect(await text('#preview-body')).toBe('Hello <Grace & co>, your code is 9876.');
+    // The HTML body's source, its values HTML-escaped, shown as text (not rendered).
+    expect(await text('#preview-html')).toBe('<p>Hello <b>&lt;Grace &amp; co&gt;</b></p>');
+    // What was typed is still in the form, exactly.
+    expect(await page.$eval('#p-data', (el) => (el as unknown as { value: string }).value)).toBe(data);
+    expect(await page.$eval('#p-version', (el) => (el as unknown as { value: string }).value)).toBe('1');
     await shot('07-template-preview');
   });
 

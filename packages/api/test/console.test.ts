@@ -556,6 +556,62 @@ describe('console, paging both ways and searching recipients', () => {
   });
 });
 
+describe('console, template form and preview', () => {
+  it('keeps what was typed after a preview (escaped), and takes and previews an HTML body', async () => {
+    const s = await signIn('initech');
+    const created = await app.request('/console/templates', {
+      method: 'POST',
+      headers: s.headers,
+      body: new URLSearchParams({
+        _csrf: s.csrf,
+        name: 'html',
+        channel: 'email',
+        subject: 'Hi {{name}}',
+        body: 'Hello {{name}}',
+        html_body: '<p>Hello {{name}}</p>',
+        sample_data: '{"name":"Ada"}',
+      }),
+    });
+    expect(created.status).toBe(303);
+    const { rows } = await t.pool.query(`SELECT html_body FROM templates WHERE tenant_id = 'initech' AND name = 'html'`);
+    expect(rows[0].html_body).toBe('<p>Hello {{name}}</p>');
+    await app.request('/console/templates', {
+      method: 'POST',
+      headers: s.headers,
+      body: new URLSearchParams({ _csrf: s.csrf, name: 'html', channel: 'email', body: 'v2 {{name}}', sample_data: '{"name":"B"}' }),
+    });
+    const data = '{"name":"<i>Grace</i> & \\"co\\""}';
+    const res = await app.request('/console/templates/html/preview', {
+      method: 'POST',
+      headers: s.headers,
+      body: new URLSearchParams({ _csrf: s.csrf, version: '1', data }),
+    });
+    const page = await res.text();
+    expect(res.status).toBe(200);
+    expect(page).toContain('<option value="1" selected>1</option>');
+    expect(page).not.toMatch(/<option value="2" selected/);
+    expect(page).toContain(
+      `<textarea id="p-data" name="data">{&quot;name&quot;:&quot;&lt;i&gt;Grace&lt;/i&gt; &amp; \\&quot;co\\&quot;&quot;}</textarea>`,
+    );
+    expect(page).toContain('<pre id="preview-body">Hello &lt;i&gt;Grace&lt;/i&gt; &amp; &quot;co&quot;</pre>');
+    // The HTML body renders values HTML-escaped, and the page shows that source escaped once more.
+    expect(page).toContain(
+      '<pre id="preview-html">&lt;p&gt;Hello &amp;lt;i&amp;gt;Grace&amp;lt;&amp;#x2F;i&amp;gt; &amp;amp; &amp;quot;co&amp;quot;&lt;/p&gt;</pre>',
+    );
+    // A preview that fails keeps the values too.
+    const bad = await (
+      await app.request('/console/templates/html/preview', {
+        method: 'POST',
+        headers: s.headers,
+        body: new URLSearchParams({ _csrf: s.csrf, version: '1', data: '{"x":' }),
+      })
+    ).text();
+    expect(bad).toContain('<textarea id="p-data" name="data">{&quot;x&quot;:</textarea>');
+    const form = await (await app.request('/console/templates', { headers: s.headers })).text();
+    expect(form).toMatch(/<label for="t-html">HTML body/);
+  });
+});
+
 describe('console, recipient search plans (migration 0330)', () => {
   it('reads a prefix of the lower-cased recipient as a range of its index, on notifications and opt-outs', async () => {
     const own = await createTestDatabase();
