@@ -93,6 +93,16 @@ async function enqueue(tenant: keyof typeof KEYS, to: string): Promise<string> {
   return ((await res.json()) as { id: string }).id;
 }
 
+/** A webhook notification due in an hour, so it stays queued. */
+async function enqueueLater(tenant: keyof typeof KEYS, to: string): Promise<string> {
+  const res = await api(tenant, '/v1/notifications', {
+    method: 'POST',
+    body: JSON.stringify({ channel: 'webhook', to, body: '{}', send_at: new Date(Date.now() + 3_600_000).toISOString() }),
+  });
+  expect(res.status).toBe(202);
+  return ((await res.json()) as { id: string }).id;
+}
+
 async function waitForState(id: string, state: string) {
   return waitFor(
     async () => {
@@ -139,9 +149,18 @@ describe('the console in Chromium', () => {
     await shot('03-notification-attempts');
   });
 
-  it('2. retries a dead notification, then sees it sent', async () => {
+  it('2. retries a dead notification after a confirmation page, then sees it sent', async () => {
     goneAnswers410 = false;
     await submit(`form[action="/console/notifications/${deadId}/retry"] button`);
+    // Nothing happened yet: the page says what would, with Back and Confirm.
+    expect(await text('h1')).toBe('Retry this notification?');
+    expect(await text('#confirm-summary')).toContain(`This re-queues notification ${deadId} (webhook → ${recipient()}), dead (permanent)`);
+    await shot('04a-confirm-retry');
+    await submit('#back');
+    expect(page.url()).toBe(`${notify.url}/console/notifications/${deadId}`);
+    expect(await text('.badge')).toBe('dead');
+    await submit(`form[action="/console/notifications/${deadId}/retry"] button`);
+    await submit('#confirm');
     expect(await text('[role=status]')).toContain('Re-queued');
     await waitForState(deadId, 'sent');
     await page.reload();
@@ -158,6 +177,9 @@ describe('the console in Chromium', () => {
     await shot('05-dead-groups');
     goneAnswers410 = false;
     await submit('button[id^=bulk-retry-]');
+    expect(await text('#confirm-count')).toBe('3');
+    await shot('05a-confirm-bulk-retry');
+    await submit('#confirm');
     expect(await text('[role=status]')).toContain('(3)');
     for (const id of group) await waitForState(id, 'sent');
     await page.goto(`${notify.url}/console/dead`);
@@ -171,13 +193,20 @@ describe('the console in Chromium', () => {
     await page.select('#t-channel', 'email');
     await page.type('#t-subject', 'Welcome, {{name}}');
     await page.type('#t-body', 'Hello {{name}}, your code is {{code}}.');
+    await page.type('#t-html', '<p>Hello <b>{{name}}</b></p>');
     await page.type('#t-sample', '{"name":"Ada","code":"1234"}');
     await submit('form[action="/console/templates"] button[type=submit]');
     expect(page.url()).toBe(`${notify.url}/console/templates/welcome?done=created`);
-    await page.type('#p-data', '{"name":"Grace","code":"9876"}');
+    const data = '{"name":"<Grace & co>","code":"9876"}';
+    await page.type('#p-data', data);
     await submit('form[action="/console/templates/welcome/preview"] button[type=submit]');
-    expect(await text('#preview-subject')).toBe('Welcome, Grace');
-    expect(await text('#preview-body')).toBe('Hello Grace, your code is 9876.');
+    expect(await text('#preview-subject')).toBe('Welcome, <Grace & co>');
+    expect(await text('#preview-body')).toBe('Hello <Grace & co>, your code is 9876.');
+    // The HTML body's source, its values HTML-escaped, shown as text (not rendered).
+    expect(await text('#preview-html')).toBe('<p>Hello <b>&lt;Grace &amp; co&gt;</b></p>');
+    // What was typed is still in the form, exactly.
+    expect(await page.$eval('#p-data', (el) => (el as unknown as { value: string }).value)).toBe(data);
+    expect(await page.$eval('#p-version', (el) => (el as unknown as { value: string }).value)).toBe('1');
     await shot('07-template-preview');
   });
 
@@ -191,6 +220,15 @@ describe('the console in Chromium', () => {
     const stored = await (await api('acme', '/v1/suppressions?channel=email')).json();
     expect(stored).toMatchObject({ data: [expect.objectContaining({ to: 'unsubscribed@example.com', reason: 'asked by phone' })] });
     await shot('08-opt-outs');
+    // Found by the start of the address, in any case; removed only after a confirmation.
+    await page.type('#s-to', 'UNSUB');
+    await submit('form[action="/console/opt-outs"][role=search] button[type=submit]');
+    expect(await text('tbody')).toContain('unsubscribed@example.com');
+    await submit('form[action="/console/opt-outs/remove"] button');
+    expect(await text('#confirm-summary')).toContain('This removes the opt-out of unsubscribed@example.com on email, every category');
+    await submit('#confirm');
+    expect(await text('[role=status]')).toBe('Opt-out removed.');
+    expect(await (await api('acme', '/v1/suppressions?channel=email')).json()).toMatchObject({ data: [] });
     await page.goto(`${notify.url}/console/health`);
     expect(await text('#dead-rate')).toMatch(/%$/);
     await shot('09-pipeline-health');
@@ -199,10 +237,24 @@ describe('the console in Chromium', () => {
   it('5b. fits a 375-px screen: wide tables scroll inside the page, the page itself does not', async () => {
     await page.setViewport({ width: 375, height: 800 });
     try {
-      for (const path of ['/console/notifications', '/console/dead', '/console/opt-outs']) {
+      for (const path of [
+        '/console/notifications',
+        '/console/dead',
+        '/console/opt-outs',
+        '/console/templates',
+        '/console/templates/welcome',
+      ]) {
         await page.goto(`${notify.url}${path}`);
         expect(await page.evaluate('document.documentElement.scrollWidth'), path).toBeLessThanOrEqual(375);
       }
+      // A confirmation page, with a long recipient.
+      const queued = await enqueueLater('acme', `${hookBase}/a-rather-long-path/that-goes-on/and-on/customer-with-a-long-name`);
+      await page.goto(`${notify.url}/console/notifications/${queued}`);
+      await submit(`form[action="/console/notifications/${queued}/cancel"] button`);
+      expect(await text('h1')).toBe('Cancel this notification?');
+      expect(await page.evaluate('document.documentElement.scrollWidth'), 'confirmation').toBeLessThanOrEqual(375);
+      await submit('#confirm');
+      expect(await text('.badge')).toBe('cancelled');
     } finally {
       await page.setViewport({ width: 1280, height: 900 });
     }

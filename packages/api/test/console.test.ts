@@ -1,8 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '@notify/runtime/testing';
 import { createApp, generateApiKey, hashApiKey } from '@notify/api';
-import { fromKysely } from '@notify/outbox';
+import { fromKysely, newNotificationId } from '@notify/outbox';
 import { createTestDatabase, type TestDatabase } from '../../../test/support/db.js';
+import { explain, recordStatements } from '../../../test/support/plans.js';
+import { notificationPage } from '../src/console/sql/notification-page.js';
+import { optOutPage } from '../src/console/sql/opt-out-page.js';
 import { apiKeyInsert } from '../src/sql/api-key-insert.js';
 import { apiKeyRevoke } from '../src/sql/api-key-revoke.js';
 
@@ -12,12 +15,12 @@ let t: TestDatabase;
 let app: ReturnType<typeof createApp>;
 let showing: ReturnType<typeof createApp>;
 const clock = new ManualClock(new Date('2026-06-01T12:00:00Z'));
-const keys = { acme: '', globex: '' };
+const keys = { acme: '', globex: '', initech: '' };
 const keyIds = { acme: '' };
 
 beforeAll(async () => {
   t = await createTestDatabase();
-  for (const tenant of ['acme', 'globex'] as const) {
+  for (const tenant of ['acme', 'globex', 'initech'] as const) {
     const k = generateApiKey();
     await apiKeyInsert(fromKysely(t.db), { id: k.id, tenantId: tenant, keyHash: hashApiKey(k.key), name: tenant, now: clock.now() });
     keys[tenant] = k.key;
@@ -91,11 +94,7 @@ describe('console', () => {
       body: new URLSearchParams({ _csrf: 'x'.repeat(s.csrf.length) }),
     });
     expect(wrong.status).toBe(403);
-    const ok = await app.request(`/console/notifications/${id}/cancel`, {
-      method: 'POST',
-      headers: s.headers,
-      body: new URLSearchParams({ _csrf: s.csrf }),
-    });
+    const ok = await confirmed(s, `/console/notifications/${id}/cancel`, { _csrf: s.csrf });
     expect(ok.status).toBe(303);
     const { rows } = await t.pool.query('SELECT state FROM notifications WHERE id = $1', [id]);
     expect(rows[0].state).toBe('cancelled');
@@ -184,6 +183,27 @@ function hiddenFields(page: string, action: string): Record<string, string> {
 const asBrowser = (fields: Record<string, string>) =>
   new URLSearchParams(Object.fromEntries(Object.entries(fields).map(([k, v]) => [k, v.replace(/\r\n|\r|\n/g, '\r\n')])));
 
+type Session = Awaited<ReturnType<typeof signIn>>;
+
+/** Posts a form to `action` as a browser would, expecting the confirmation page; returns that page. */
+async function interstitial(s: Session, action: string, fields: Record<string, string>): Promise<string> {
+  const res = await app.request(action, { method: 'POST', headers: s.headers, body: asBrowser(fields) });
+  // Whitespace as a browser shows it: one space for every run.
+  const page = (await res.text()).replace(/\s+/g, ' ');
+  expect(res.status, page).toBe(200);
+  expect(page).toMatch(/<button type="submit" id="confirm">Confirm: /);
+  expect(page).toMatch(/<a href="[^"]+" id="back">Back<\/a>/);
+  return page;
+}
+
+/** Submits the confirmation page's form as a browser would. */
+const confirmAgain = (s: Session, action: string, page: string) =>
+  app.request(action, { method: 'POST', headers: s.headers, body: asBrowser(hiddenFields(page, action)) });
+
+/** Posts a form to `action`, then confirms on the page that answers it: the action's response. */
+const confirmed = async (s: Session, action: string, fields: Record<string, string>) =>
+  confirmAgain(s, action, await interstitial(s, action, fields));
+
 describe('console, what an operator found', () => {
   it('bulk-retries a dead group whose error holds a line break, and lists the death before the requeue', async () => {
     const id = await enqueue('globex', { channel: 'webhook', to: 'https://hooks.example.com/nl', body: 'x' });
@@ -196,19 +216,16 @@ describe('console, what an operator found', () => {
     const dead = await (await app.request('/console/dead', { headers: s.headers })).text();
     const fields = hiddenFields(dead, '/console/dead/retry');
     expect(Object.keys(fields)).toContain('error');
-    const res = await app.request('/console/dead/retry', { method: 'POST', headers: s.headers, body: asBrowser(fields) });
+    const res = await confirmed(s, '/console/dead/retry', fields);
     expect(res.status).toBe(303);
     expect(res.headers.get('location')).toBe('/console/dead?done=bulk&n=1');
     expect((await t.pool.query('SELECT state FROM notifications WHERE id = $1', [id])).rows[0].state).toBe('queued');
     const detail = await (await app.request(`/console/notifications/${id}`, { headers: s.headers })).text();
     expect(detail).toMatch(/notification\.dead \(permanent\)[\s\S]*notification\.requeued \(manual retry, bulk /);
-    // Nothing left to re-queue: the page says so instead of "Re-queued … (0)".
-    const again = await app.request('/console/dead/retry', {
-      method: 'POST',
-      headers: s.headers,
-      body: asBrowser({ ...fields, nonce: 'another-submit' }),
-    });
-    expect(again.headers.get('location')).toBe('/console/dead?done=bulk-none');
+    // Nothing left to re-queue: the page says so instead of offering to re-queue 0.
+    const again = await app.request('/console/dead/retry', { method: 'POST', headers: s.headers, body: asBrowser(fields) });
+    expect(again.status).toBe(200);
+    expect(await again.text()).toContain('none is dead any more');
   });
 
   it('removes an opt-out whose recipient holds a line break', async () => {
@@ -218,11 +235,7 @@ describe('console, what an operator found', () => {
     );
     const s = await signIn('globex');
     const list = await (await app.request('/console/opt-outs', { headers: s.headers })).text();
-    const res = await app.request('/console/opt-outs/remove', {
-      method: 'POST',
-      headers: s.headers,
-      body: asBrowser(hiddenFields(list, '/console/opt-outs/remove')),
-    });
+    const res = await confirmed(s, '/console/opt-outs/remove', hiddenFields(list, '/console/opt-outs/remove'));
     expect(res.headers.get('location')).toBe('/console/opt-outs?done=removed');
     expect((await t.pool.query(`SELECT count(*)::int AS n FROM suppressions WHERE tenant_id = 'globex'`)).rows[0].n).toBe(0);
   });
@@ -271,5 +284,365 @@ describe('console, what an operator found', () => {
     expect((await post({ origin: 'http://attacker.example', host: 'console.example' })).status).toBe(403);
     expect((await post({ 'sec-fetch-site': 'same-origin' })).status).toBe(303);
     expect((await post({ origin: 'http://console.example', host: 'console.example' })).status).toBe(303);
+  });
+});
+
+/** Makes `to` (one a row) of the tenant's queued notifications directly, ids in order from `clock`'s now: their ids. */
+async function insertNotifications(tenant: string, to: readonly string[]): Promise<string[]> {
+  const ids = to.map(() => {
+    clock.advance(1);
+    return newNotificationId(clock.now());
+  });
+  await t.pool.query(
+    `INSERT INTO notifications (id, tenant_id, channel, recipient, body, state, max_attempts, next_attempt_at, expires_at, created_at, updated_at)
+     SELECT id, $1, 'email', recipient, 'hi', 'queued', 3, $3, $3::timestamptz + interval '1 day', $3, $3
+       FROM unnest($2::text[], $4::text[]) AS u(id, recipient)`,
+    [tenant, ids, clock.now(), to],
+  );
+  return ids;
+}
+
+/** The ids a notification list page shows, in order, and its paging links. */
+async function listPage(s: Session, url: string) {
+  const body = await (await app.request(url, { headers: s.headers })).text();
+  const ids = [...body.matchAll(/<td><a href="\/console\/notifications\/(ntf_[^"]+)">/g)].map((m) => m[1]!);
+  const link = (rel: string) => new RegExp(`<a href="([^"]+)" rel="${rel}">`).exec(body)?.[1]?.replace(/&amp;/g, '&');
+  return { body, ids, newer: link('prev'), older: link('next') };
+}
+
+describe('console, confirmations before acting', () => {
+  it('cancels only on the confirmation, which says what will happen and holds the CSRF check; a second confirmation does nothing', async () => {
+    const s = await signIn('globex');
+    const id = await enqueue('globex', { channel: 'email', to: 'confirm-cancel@example.com', body: 'x' });
+    const action = `/console/notifications/${id}/cancel`;
+    const page = await interstitial(s, action, { _csrf: s.csrf });
+    expect(page).toContain('This cancels notification <strong>' + id + '</strong> (email → <strong>confirm-cancel@example.com</strong>)');
+    expect(page).toContain(`<a href="/console/notifications/${id}" id="back">Back</a>`);
+    const state = async () => (await t.pool.query('SELECT state FROM notifications WHERE id = $1', [id])).rows[0].state as string;
+    expect(await state()).toBe('queued');
+    const fields = hiddenFields(page, action);
+    expect(fields.confirm).toBe('1');
+    const noToken = await app.request(action, { method: 'POST', headers: s.headers, body: asBrowser({ ...fields, _csrf: '' }) });
+    expect(noToken.status).toBe(403);
+    const otherTenant = await signIn('initech');
+    const foreign = await app.request(action, {
+      method: 'POST',
+      headers: otherTenant.headers,
+      body: asBrowser({ ...fields, _csrf: otherTenant.csrf }),
+    });
+    expect(foreign.status).toBe(404);
+    expect(await state()).toBe('queued');
+    const done = await confirmAgain(s, action, page);
+    expect(done.headers.get('location')).toBe(`/console/notifications/${id}?done=cancelled`);
+    expect(await state()).toBe('cancelled');
+    const twice = await confirmAgain(s, action, page);
+    expect(twice.headers.get('location')).toBe(`/console/notifications/${id}?done=stale`);
+    const { rows } = await t.pool.query('SELECT count(*)::int AS n FROM notification_actions WHERE notification_id = $1', [id]);
+    expect(rows[0].n).toBe(1);
+  });
+
+  it('retries once: a repeated confirmation after the notification died again re-queues nothing', async () => {
+    const s = await signIn('globex');
+    const id = await enqueue('globex', { channel: 'email', to: 'confirm-retry@example.com', body: 'x' });
+    const kill = () =>
+      t.pool.query(
+        `UPDATE notifications SET state = 'dead', dead_reason = 'permanent', last_error = '550 no such user', next_attempt_at = NULL,
+                attempts = attempts + 1, updated_at = $2 WHERE id = $1`,
+        [id, new Date(clock.now().getTime() + 1000)],
+      );
+    await kill();
+    const action = `/console/notifications/${id}/retry`;
+    const page = await interstitial(s, action, { _csrf: s.csrf });
+    expect(page).toContain('dead (permanent) after 1 of 3 attempts');
+    expect(page).toContain('up to 3 more attempts (the cap becomes 4)');
+    expect((await confirmAgain(s, action, page)).headers.get('location')).toBe(`/console/notifications/${id}?done=retried`);
+    await kill();
+    expect((await confirmAgain(s, action, page)).headers.get('location')).toBe(`/console/notifications/${id}?done=stale`);
+    const { rows } = await t.pool.query('SELECT state FROM notifications WHERE id = $1', [id]);
+    expect(rows[0].state).toBe('dead');
+    // A queued notification is not offered a retry at all.
+    const queued = await enqueue('globex', { channel: 'email', to: 'confirm-retry@example.com', body: 'x' });
+    const refused = await app.request(`/console/notifications/${queued}/retry`, {
+      method: 'POST',
+      headers: s.headers,
+      body: asBrowser({ _csrf: s.csrf }),
+    });
+    expect(refused.status).toBe(422);
+    expect(await refused.text()).not.toContain('id="confirm"');
+  });
+
+  it('bulk-retries a dead group after saying how many, and a repeated confirmation replays instead of re-queueing again', async () => {
+    const s = await signIn('initech');
+    const group = await insertNotifications('initech', ['bulk-1@example.com', 'bulk-2@example.com', 'bulk-3@example.com']);
+    const kill = (ids: string[]) =>
+      t.pool.query(
+        `UPDATE notifications SET state = 'dead', dead_reason = 'permanent', last_error = 'mailbox <full>', next_attempt_at = NULL,
+                attempts = attempts + 1 WHERE id = ANY ($1)`,
+        [ids],
+      );
+    await kill(group);
+    // One of them has expired: it stays dead, and the page says so.
+    await t.pool.query(`UPDATE notifications SET expires_at = $2 WHERE id = $1`, [group[0], clock.now()]);
+    const dead = await (await app.request('/console/dead', { headers: s.headers })).text();
+    const page = await interstitial(s, '/console/dead/retry', hiddenFields(dead, '/console/dead/retry'));
+    expect(page).toContain(
+      'This re-queues <strong id="confirm-count">2</strong> dead notifications of the group: reason <strong>permanent</strong>, last error starting <q>mailbox &lt;full&gt;</q>.',
+    );
+    expect(page).toContain('1 of the group have expired and stay dead.');
+    const states = async () =>
+      (await t.pool.query('SELECT state FROM notifications WHERE id = ANY ($1) ORDER BY id', [group])).rows.map((r) => r.state);
+    expect(await states()).toEqual(['dead', 'dead', 'dead']);
+    expect((await confirmAgain(s, '/console/dead/retry', page)).headers.get('location')).toBe('/console/dead?done=bulk&n=2');
+    expect(await states()).toEqual(['dead', 'queued', 'queued']);
+    await kill(group.slice(1));
+    const again = await confirmAgain(s, '/console/dead/retry', page);
+    expect(again.headers.get('location')).toBe('/console/dead?done=bulk-again&n=2');
+    expect(await states()).toEqual(['dead', 'dead', 'dead']);
+  });
+
+  it('removes an opt-out only as confirmed: not one recorded again since', async () => {
+    const s = await signIn('initech');
+    const add = () =>
+      app.request('/console/opt-outs', {
+        method: 'POST',
+        headers: s.headers,
+        body: new URLSearchParams({ _csrf: s.csrf, channel: 'email', to: 'Gone<x>@Example.com', reason: 'asked' }),
+      });
+    await add();
+    const list = await (await app.request('/console/opt-outs', { headers: s.headers })).text();
+    const page = await interstitial(s, '/console/opt-outs/remove', hiddenFields(list, '/console/opt-outs/remove'));
+    expect(page).toContain('This removes the opt-out of <strong>gone&lt;x&gt;@example.com</strong> on email, every category');
+    const count = async () =>
+      (await t.pool.query(`SELECT count(*)::int AS n FROM suppressions WHERE tenant_id = 'initech'`)).rows[0].n as number;
+    expect(await count()).toBe(1);
+    expect((await confirmAgain(s, '/console/opt-outs/remove', page)).headers.get('location')).toBe('/console/opt-outs?done=removed');
+    expect(await count()).toBe(0);
+    clock.advance(1000);
+    await add();
+    expect((await confirmAgain(s, '/console/opt-outs/remove', page)).headers.get('location')).toBe('/console/opt-outs?done=stale');
+    expect(await count()).toBe(1);
+    await t.pool.query(`DELETE FROM suppressions WHERE tenant_id = 'initech'`);
+  });
+
+  it('activates a template version after a confirmation, once', async () => {
+    const s = await signIn('initech');
+    for (const body of ['one', 'two'])
+      await app.request('/console/templates', {
+        method: 'POST',
+        headers: s.headers,
+        body: new URLSearchParams({ _csrf: s.csrf, name: 'act', channel: 'sms', body }),
+      });
+    const action = '/console/templates/act/activate';
+    const page = await interstitial(s, action, { _csrf: s.csrf, version: '1' });
+    expect(page).toContain('This makes version <strong>1</strong> of template <strong>act</strong> the active one, instead of version 2.');
+    const active = async () =>
+      (await t.pool.query(`SELECT version FROM template_activations WHERE tenant_id = 'initech' AND name = 'act'`)).rows[0]?.version as
+        number | undefined;
+    expect(await active()).toBeUndefined();
+    expect((await confirmAgain(s, action, page)).headers.get('location')).toBe('/console/templates/act?done=activated');
+    expect(await active()).toBe(1);
+    // Someone else activates version 2 again (through its own confirmation).
+    clock.advance(1000);
+    await confirmed(s, action, { _csrf: s.csrf, version: '2' });
+    expect(await active()).toBe(2);
+    expect((await confirmAgain(s, action, page)).headers.get('location')).toBe('/console/templates/act?done=stale');
+    expect(await active()).toBe(2);
+  });
+});
+
+describe('console, paging both ways and searching recipients', () => {
+  it('pages notifications newer and older by keyset, with no Newer link on the newest page, stable under inserts', async () => {
+    const s = await signIn('initech');
+    await t.pool.query(`DELETE FROM notifications WHERE tenant_id = 'initech'`);
+    const ids = (
+      await insertNotifications(
+        'initech',
+        Array.from({ length: 120 }, (_, i) => `page-${i}@example.com`),
+      )
+    ).reverse();
+    const first = await listPage(s, '/console/notifications');
+    expect(first.ids).toEqual(ids.slice(0, 50));
+    expect(first.newer).toBeUndefined();
+    const second = await listPage(s, first.older!);
+    expect(second.ids).toEqual(ids.slice(50, 100));
+    const last = await listPage(s, second.older!);
+    expect(last.ids).toEqual(ids.slice(100));
+    expect(last.older).toBeUndefined();
+    expect((await listPage(s, last.newer!)).ids).toEqual(ids.slice(50, 100));
+    // Newer than the second page is the first page: the list's own URL, with no Newer link.
+    expect((await app.request(second.newer!, { headers: s.headers })).headers.get('location')).toBe('/console/notifications');
+    expect(first.older).toBeDefined();
+    // Five newer arrive: the pages already shown keep their rows, and the newest page now has a newer one.
+    const fresh = (
+      await insertNotifications('initech', [
+        'new-0@example.com',
+        'new-1@example.com',
+        'new-2@example.com',
+        'new-3@example.com',
+        'new-4@example.com',
+      ])
+    ).reverse();
+    expect((await listPage(s, second.older!)).ids).toEqual(ids.slice(100));
+    const up = await listPage(s, second.newer!);
+    expect(up.ids).toEqual(ids.slice(0, 50));
+    expect(up.newer).toBeDefined();
+    // Newer than the newest page shown: the first page again, whole.
+    const top = await app.request(up.newer!, { headers: s.headers });
+    expect(top.headers.get('location')).toBe('/console/notifications');
+    expect((await listPage(s, '/console/notifications')).ids).toEqual([...fresh, ...ids.slice(0, 45)]);
+    // The filter travels with the links.
+    const filtered = await listPage(s, '/console/notifications?to=page-1&state=queued');
+    expect(filtered.older).toBeUndefined();
+    expect(filtered.ids).toHaveLength(31); // page-1, page-10 … page-19, page-100 … page-119
+  });
+
+  it('finds notifications by a case-insensitive prefix of the recipient, the pattern characters taken literally', async () => {
+    const s = await signIn('initech');
+    const [upper, lower] = await insertNotifications('initech', [
+      'Ada.Lovelace@Example.com',
+      'ada.l@example.com',
+      'adax@example.com',
+      'a%b@example.com',
+    ]);
+    const found = async (to: string) => (await listPage(s, `/console/notifications?to=${encodeURIComponent(to)}`)).ids.sort();
+    expect(await found('ADA.L')).toEqual([upper, lower].sort());
+    expect(await found('ada.lovelace@example.com')).toEqual([upper]);
+    expect(await found('example.com')).toEqual([]);
+    expect(await found('a_a')).toEqual([]);
+    expect(await found('a%')).toHaveLength(1);
+    const page = (await listPage(s, '/console/notifications?to=%3Cb%3E')).body;
+    expect(page).toContain('value="&lt;b&gt;"');
+    expect(page).toContain('Recipient starts with');
+  });
+
+  it('searches and pages opt-outs both ways', async () => {
+    const s = await signIn('initech');
+    await t.pool.query(
+      `INSERT INTO suppressions (tenant_id, channel, recipient, category, reason, created_at)
+       SELECT 'initech', 'email', 'user' || lpad(g::text, 3, '0') || '@example.com', '*', NULL, now() FROM generate_series(1, 110) AS g`,
+    );
+    await t.pool.query(
+      `INSERT INTO suppressions (tenant_id, channel, recipient, category, created_at) VALUES ('initech', 'sms', '+15550001', '*', now())`,
+    );
+    const rows = async (url: string) => {
+      const body = await (await app.request(url, { headers: s.headers })).text();
+      const link = (rel: string) => new RegExp(`<a href="([^"]+)" rel="${rel}">`).exec(body)?.[1]?.replace(/&amp;/g, '&');
+      return {
+        to: [...body.matchAll(/<td>(user\d+@example\.com|\+\d+)<\/td>/g)].map((m) => m[1]!),
+        next: link('next'),
+        previous: link('prev'),
+      };
+    };
+    const first = await rows('/console/opt-outs');
+    expect(first.to[0]).toBe('user001@example.com');
+    expect(first.previous).toBeUndefined();
+    const second = await rows(first.next!);
+    expect(second.to[0]).toBe('user051@example.com');
+    const third = await rows(second.next!);
+    expect(third.to).toEqual([...Array.from({ length: 10 }, (_, i) => `user${101 + i}@example.com`), '+15550001']);
+    expect(third.next).toBeUndefined();
+    const back = await rows(third.previous!);
+    expect(back.to).toEqual(second.to);
+    const top = await app.request(back.previous!, { headers: s.headers });
+    expect(top.headers.get('location')).toBe('/console/opt-outs');
+    const search = await rows('/console/opt-outs?to=USER10');
+    expect(search.to).toEqual(
+      Array.from({ length: 10 }, (_, i) => `user10${i}@example.com`)
+        .concat(['user110@example.com'])
+        .filter((x) => x.startsWith('user10')),
+    );
+    expect(search.next).toBeUndefined();
+    await t.pool.query(`DELETE FROM suppressions WHERE tenant_id = 'initech'`);
+  });
+});
+
+describe('console, template form and preview', () => {
+  it('keeps what was typed after a preview (escaped), and takes and previews an HTML body', async () => {
+    const s = await signIn('initech');
+    const created = await app.request('/console/templates', {
+      method: 'POST',
+      headers: s.headers,
+      body: new URLSearchParams({
+        _csrf: s.csrf,
+        name: 'html',
+        channel: 'email',
+        subject: 'Hi {{name}}',
+        body: 'Hello {{name}}',
+        html_body: '<p>Hello {{name}}</p>',
+        sample_data: '{"name":"Ada"}',
+      }),
+    });
+    expect(created.status).toBe(303);
+    const { rows } = await t.pool.query(`SELECT html_body FROM templates WHERE tenant_id = 'initech' AND name = 'html'`);
+    expect(rows[0].html_body).toBe('<p>Hello {{name}}</p>');
+    await app.request('/console/templates', {
+      method: 'POST',
+      headers: s.headers,
+      body: new URLSearchParams({ _csrf: s.csrf, name: 'html', channel: 'email', body: 'v2 {{name}}', sample_data: '{"name":"B"}' }),
+    });
+    const data = '{"name":"<i>Grace</i> & \\"co\\""}';
+    const res = await app.request('/console/templates/html/preview', {
+      method: 'POST',
+      headers: s.headers,
+      body: new URLSearchParams({ _csrf: s.csrf, version: '1', data }),
+    });
+    const page = await res.text();
+    expect(res.status).toBe(200);
+    expect(page).toContain('<option value="1" selected>1</option>');
+    expect(page).not.toMatch(/<option value="2" selected/);
+    expect(page).toContain(
+      `<textarea id="p-data" name="data">{&quot;name&quot;:&quot;&lt;i&gt;Grace&lt;/i&gt; &amp; \\&quot;co\\&quot;&quot;}</textarea>`,
+    );
+    expect(page).toContain('<pre id="preview-body">Hello &lt;i&gt;Grace&lt;/i&gt; &amp; &quot;co&quot;</pre>');
+    // The HTML body renders values HTML-escaped, and the page shows that source escaped once more.
+    expect(page).toContain(
+      '<pre id="preview-html">&lt;p&gt;Hello &amp;lt;i&amp;gt;Grace&amp;lt;&amp;#x2F;i&amp;gt; &amp;amp; &amp;quot;co&amp;quot;&lt;/p&gt;</pre>',
+    );
+    // A preview that fails keeps the values too.
+    const bad = await (
+      await app.request('/console/templates/html/preview', {
+        method: 'POST',
+        headers: s.headers,
+        body: new URLSearchParams({ _csrf: s.csrf, version: '1', data: '{"x":' }),
+      })
+    ).text();
+    expect(bad).toContain('<textarea id="p-data" name="data">{&quot;x&quot;:</textarea>');
+    const form = await (await app.request('/console/templates', { headers: s.headers })).text();
+    expect(form).toMatch(/<label for="t-html">HTML body/);
+  });
+});
+
+describe('console, recipient search plans (migration 0330)', () => {
+  it('reads a prefix of the lower-cased recipient as a range of its index, on notifications and opt-outs', async () => {
+    const own = await createTestDatabase();
+    try {
+      await own.pool.query(
+        `INSERT INTO notifications (id, tenant_id, channel, recipient, body, state, max_attempts, next_attempt_at, expires_at, created_at, updated_at)
+         SELECT 'ntf_' || lpad(g::text, 22, '0'), 'acme', 'email', CASE WHEN g % 2 = 0 THEN 'User' ELSE 'user' END || (g % 2000) || '@Example.com',
+                'hi', 'queued', 3, now(), now() + interval '1 day', now(), now()
+           FROM generate_series(1, 30000) AS g`,
+      );
+      await own.pool.query(
+        `INSERT INTO suppressions (tenant_id, channel, recipient, category, created_at)
+         SELECT 'acme', (ARRAY['email', 'sms', 'webhook'])[1 + g % 3], 'user' || g || '@example.com', '*', now() FROM generate_series(1, 30000) AS g`,
+      );
+      await own.pool.query('VACUUM ANALYZE notifications, suppressions');
+      const planOf = async (run: Parameters<typeof recordStatements>[0]) => {
+        const [first] = await recordStatements(run);
+        return explain(own.pool, first!.text, first!.values);
+      };
+      const notifications = await planOf((db) =>
+        notificationPage(db, { tenantId: 'acme', filter: {}, recipientPrefix: 'USER123@', limit: 50 }),
+      );
+      expect(notifications).toMatch(
+        /Index Cond: .*lower\(recipient\) ~>=~ 'user123@'::text\) AND \(lower\(recipient\) ~<~ 'user123A'::text\)/,
+      );
+      expect(notifications).toContain('notifications_tenant_lower_recipient_idx');
+      const optOuts = await planOf((db) => optOutPage(db, { tenantId: 'acme', recipientPrefix: 'USER123', limit: 50 }));
+      expect(optOuts).toContain('suppressions_tenant_lower_recipient_idx');
+      expect(optOuts).not.toContain('Seq Scan');
+    } finally {
+      await own.close();
+    }
   });
 });

@@ -38,6 +38,9 @@ const NOTICES: Readonly<Record<string, string>> = {
   activated: 'Version activated: notifications without a pinned version render it from now on.',
   added: 'Opt-out recorded.',
   removed: 'Opt-out removed.',
+  stale:
+    'Nothing was done: it had changed since the confirmation page was shown (or that confirmation was already used). Check it here and act again if it still needs it.',
+  'bulk-again': 'Nothing more was done: that confirmation had already run. It re-queued the dead notifications of the group',
 };
 
 /** Renders a console page for the signed-in session, with the notice named in `?done=`. */

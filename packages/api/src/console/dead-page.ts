@@ -6,7 +6,16 @@ import { BULK_RETRY_MAX, bulkRetry } from '../notification-actions.js';
 import { ProblemError } from '../problem.js';
 import { deadGroupList } from '../sql/dead-group-list.js';
 import { type ConsoleDeps, type ConsoleEnv, exactField, exactFormText, formText, page } from './context.js';
-import { csrfField } from './layout.js';
+import { confirmPage, hiddenInputs, isConfirmed } from './confirm.js';
+import { counted, csrfField } from './layout.js';
+import { deadGroupCount } from './sql/dead-group-count.js';
+
+/** The fields that name a dead group: its row's Retry form and the confirmation. */
+const groupFields = (reason: string, error: string | undefined) => ({
+  dead_reason: reason,
+  error: exactField(error ?? ''),
+  has_error: error === undefined ? '0' : '1',
+});
 
 /** Dead: notifications grouped by reason and last error, each group with a bulk retry. */
 export function deadPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
@@ -45,14 +54,7 @@ export function deadPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
                     g.dead_reason === 'expired'
                       ? html`<span class="muted">expired: stays dead</span>`
                       : html`<form method="post" action="/console/dead/retry">
-                          ${csrfField(s.csrfToken)}
-                          <input type="hidden" name="dead_reason" value="${g.dead_reason}" />
-                          <input type="hidden" name="error" value="${exactField(g.error ?? '')}" /><input
-                            type="hidden"
-                            name="has_error"
-                            value="${g.error === null ? '0' : '1'}"
-                          />
-                          <input type="hidden" name="nonce" value="${randomBytes(12).toString('base64url')}" />
+                          ${csrfField(s.csrfToken)} ${hiddenInputs(groupFields(g.dead_reason, g.error ?? undefined))}
                           <button type="submit" id="bulk-retry-${i}" aria-label="Retry ${g.count}: the dead notifications of this group">
                             Retry ${g.count}
                           </button>
@@ -74,24 +76,68 @@ export function deadPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
     if (!(DEAD_REASONS as readonly string[]).includes(reason))
       return page(c, { title: 'Not done', status: 422, error: 'Unknown dead reason.' }, html``);
     const error = form.has_error === '1' ? exactFormText(form, 'error') : undefined;
+    const group = html`reason
+      <strong>${reason}</strong>${error === undefined ? html`, any last error` : html`, last error starting <q>${error}</q>`}`;
+    if (!isConfirmed(form)) {
+      const { dead, retryable } = await deadGroupCount(deps.exec, {
+        tenantId: s.tenantId,
+        deadReason: reason,
+        lastErrorPrefix: error,
+        now: deps.clock.now(),
+      });
+      const count = Math.min(retryable, BULK_RETRY_MAX);
+      if (count === 0)
+        return page(
+          c,
+          { title: 'Nothing to retry', active: '/console/dead' },
+          html`<p>
+              No notification of the group (${group}) can be re-queued:
+              ${dead === 0 ? 'none is dead any more' : `all ${dead} have expired and stay dead`}.
+            </p>
+            <p><a href="/console/dead">Back</a></p>`,
+        );
+      return confirmPage(
+        c,
+        {
+          title: `Retry ${counted(count, 'dead notification')}?`,
+          active: '/console/dead',
+          action: '/console/dead/retry',
+          back: '/console/dead',
+          button: `Confirm: retry ${counted(count, 'notification')}`,
+          fields: { ...groupFields(reason, error), count: String(count), nonce: randomBytes(12).toString('base64url') },
+        },
+        html`<p>
+            This re-queues <strong id="confirm-count">${count}</strong> dead notification${count === 1 ? '' : 's'} of the group: ${group}.
+          </p>
+          <p>
+            They become due now, each with up to ${counted(deps.retry.maxAttempts, 'more attempt')}: their recipients may receive them.
+            ${dead > retryable ? `${dead - retryable} of the group have expired and stay dead.` : ''}
+            ${retryable > count ? `Only the oldest ${count} of ${retryable} are re-queued; retry the group again for the rest.` : ''}
+          </p>`,
+      );
+    }
+    // At most as many as the confirmation page said (the oldest first, as it counted them), even
+    // when more died since.
+    const limit = Math.min(Math.max(Number.parseInt(formText(form, 'count'), 10) || 0, 0), BULK_RETRY_MAX);
     try {
-      // The form's nonce is the Idempotency-Key: a double submit re-queues once.
+      // The confirmation's nonce is the Idempotency-Key: submitting it again replays the first run.
       const result = await bulkRetry({
         db: deps.db,
         tenantId: s.tenantId,
         filter: { deadReason: reason, lastErrorPrefix: error },
-        filterJson: { dead_reason: reason, last_error_prefix: error, limit: BULK_RETRY_MAX },
-        limit: BULK_RETRY_MAX,
+        filterJson: { dead_reason: reason, last_error_prefix: error, limit },
+        limit,
         idempotencyKey: `console:${formText(form, 'nonce').slice(0, 40)}`,
         apiKeyId: s.apiKeyId,
         now: deps.clock.now(),
         budget: deps.retry.maxAttempts,
       });
       deps.logger.info(
-        { tenantId: s.tenantId, apiKeyId: s.apiKeyId, bulkRetryId: result.id, requeued: result.requeued },
+        { tenantId: s.tenantId, apiKeyId: s.apiKeyId, bulkRetryId: result.id, requeued: result.requeued, replayed: result.replayed },
         'console bulk retry',
       );
-      return c.redirect(result.requeued === 0 ? '/console/dead?done=bulk-none' : `/console/dead?done=bulk&n=${result.requeued}`, 303);
+      const done = result.requeued === 0 ? 'bulk-none' : result.replayed ? 'bulk-again' : 'bulk';
+      return c.redirect(`/console/dead?done=${done}${result.requeued === 0 ? '' : `&n=${result.requeued}`}`, 303);
     } catch (err) {
       if (err instanceof ProblemError) return page(c, { title: 'Not done', status: 422, error: err.message }, html``);
       throw err;

@@ -43,6 +43,8 @@ th{background:#f2f2f2}
 .s-sent{color:#0d5c2e;background:#e6f4ea}.s-dead{color:#8c1d18;background:#fce8e6}
 .s-queued{color:#5c4400;background:#fef7e0}.s-cancelled{color:#3c3c3c;background:#eee}
 form.inline{display:inline}
+#confirm-summary{overflow-wrap:anywhere}
+.pager{display:flex;gap:1.5rem;flex-wrap:wrap;margin:.75rem 0}
 fieldset{border:1px solid #c4c4c4;margin:.5rem 0;padding:.5rem 1rem}
 label{display:inline-block;margin:.25rem .75rem .25rem 0}
 input,select,textarea,button{font:inherit;color:#1b1b1b}
@@ -115,6 +117,11 @@ export function time(d: Date | string | null): Html {
   if (d === null) return html`<span class="muted">—</span>`;
   const iso = new Date(d).toISOString();
   return html`<time datetime="${iso}">${iso.replace('T', ' ').replace(/\.\d+Z$/, 'Z')}</time>`;
+}
+
+/** `n` and the word, plural unless n is 1: "1 attempt", "3 attempts". */
+export function counted(n: number, word: string): string {
+  return `${n} ${word}${n === 1 ? '' : 's'}`;
 }
 
 /** The hidden CSRF field every state-changing form carries. */

@@ -1,15 +1,17 @@
 import { type Context, Hono } from 'hono';
 import { html } from 'hono/html';
-import { CHANNELS, type Channel, NOTIFICATION_STATES, type NotificationState, isNotificationId } from '@notify/outbox';
+import { CHANNELS, type Channel, NOTIFICATION_STATES, type Notification, type NotificationState, isNotificationId } from '@notify/outbox';
 import { ProblemError } from '../problem.js';
 import { cancelNotification, retryNotification } from '../notification-actions.js';
 import { attemptList } from '../sql/attempt-list.js';
 import { notificationActionList } from '../sql/notification-action-list.js';
 import { notificationGet } from '../sql/notification-get.js';
-import { notificationSearch } from '../sql/notification-search.js';
 import { decodeCursor, encodeCursor } from '../views.js';
-import { type ConsoleDeps, type ConsoleEnv, page } from './context.js';
-import { csrfField, stateBadge, time } from './layout.js';
+import { confirmPage, isConfirmed } from './confirm.js';
+import { type ConsoleDeps, type ConsoleEnv, formText, page } from './context.js';
+import { counted, csrfField, stateBadge, time } from './layout.js';
+import { cursorParam, listUrl, pagerLinks } from './paging.js';
+import { notificationPage } from './sql/notification-page.js';
 
 const PAGE_SIZE = 50;
 
@@ -67,19 +69,30 @@ export function notificationPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
     const recipient = q.to?.trim() || undefined;
     const createdFrom = dateParam(q.from, 'from');
     const createdTo = dateParam(q.until, 'until');
-    const before = q.cursor ? decodeCursor(q.cursor) : undefined;
-    const rows = await notificationSearch(deps.exec, {
+    const at = cursorParam(q);
+    const cursorId = at ? decodeCursor(at.token) : undefined;
+    const { rows: shown, ...more } = await notificationPage(deps.exec, {
       tenantId,
-      filter: { state, channel, recipient, createdFrom, createdTo },
-      beforeId: before && isNotificationId(before) ? before : undefined,
-      limit: PAGE_SIZE + 1,
+      filter: { state, channel, createdFrom, createdTo },
+      recipientPrefix: recipient,
+      cursor: at && cursorId !== undefined && isNotificationId(cursorId) ? { key: cursorId, toward: at.toward } : undefined,
+      limit: PAGE_SIZE,
     });
-    const shown = rows.slice(0, PAGE_SIZE);
-    const next = rows.length > PAGE_SIZE ? encodeCursor(shown[shown.length - 1]!.id) : undefined;
     const keep = new URLSearchParams(
       Object.entries({ to: recipient ?? '', state: state ?? '', channel: channel ?? '', from: q.from ?? '', until: q.until ?? '' }).filter(
         ([, v]) => v,
       ),
+    );
+    // Back at the newest rows: the first page itself, full, rather than the few above the cursor.
+    if (at?.toward === 'previous' && !more.previous) return c.redirect(listUrl('/console/notifications', keep), 303);
+    const pager = pagerLinks(
+      '/console/notifications',
+      keep,
+      {
+        previous: more.previous && shown.length > 0 ? encodeCursor(shown[0]!.id) : undefined,
+        next: more.next && shown.length > 0 ? encodeCursor(shown[shown.length - 1]!.id) : undefined,
+      },
+      { previous: 'Newer notifications', next: 'Older notifications' },
     );
     const option = (value: string, current: string | undefined) =>
       html`<option value="${value}" ${current === value ? 'selected' : ''}>${value || 'any'}</option>`;
@@ -89,8 +102,9 @@ export function notificationPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
       html`<form method="get" action="/console/notifications" role="search">
           <fieldset>
             <legend>Search</legend>
-            <label for="f-id">Id</label><input id="f-id" name="id" size="32" placeholder="ntf_…" /> <label for="f-to">Recipient</label
-            ><input id="f-to" name="to" value="${recipient ?? ''}" size="28" /> <label for="f-state">State</label
+            <label for="f-id">Id</label><input id="f-id" name="id" size="32" placeholder="ntf_…" />
+            <label for="f-to">Recipient starts with</label><input id="f-to" name="to" value="${recipient ?? ''}" size="28" />
+            <label for="f-state">State</label
             ><select id="f-state" name="state">
               ${['', ...NOTIFICATION_STATES].map((s) => option(s, state ?? ''))}
             </select>
@@ -133,8 +147,7 @@ export function notificationPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
             )}
           </tbody>
         </table>
-        ${shown.length === 0 ? html`<p>No notifications match.</p>` : ''}
-        ${next ? html`<p><a href="/console/notifications?${keep.toString()}${keep.size ? '&' : ''}cursor=${next}" rel="next">Older notifications</a></p>` : ''}`,
+        ${shown.length === 0 ? html`<p>No notifications match.</p>` : ''} ${pager}`,
     );
   });
 
@@ -249,34 +262,73 @@ export function notificationPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
     );
   });
 
+  // What the confirmation page showed, so a repeated or stale confirmation acts on nothing else:
+  // every transition changes the state, the attempt counts or updated_at.
+  const version = (n: Notification) => `${n.state}.${n.attempts}.${n.max_attempts}.${new Date(n.updated_at).getTime()}`;
+
+  /** Why the action cannot be taken now, in the action's own words; undefined when it can. */
+  const refusal = (n: Notification, action: 'retry' | 'cancel'): string | undefined => {
+    if (action === 'cancel')
+      return n.state === 'queued' ? undefined : `Notification ${n.id} is ${n.state}; only queued notifications can be cancelled.`;
+    if (n.state !== 'dead') return `Notification ${n.id} is ${n.state}; only dead notifications can be retried.`;
+    return new Date(n.expires_at).getTime() <= deps.clock.now().getTime()
+      ? `Notification ${n.id} expired at ${new Date(n.expires_at).toISOString()}: a retry would only die again; enqueue a new notification instead.`
+      : undefined;
+  };
+
+  const confirmAction = (c: Context<ConsoleEnv>, n: Notification, action: 'retry' | 'cancel') => {
+    const who = html`notification <strong>${n.id}</strong> (${n.channel} → <strong>${n.recipient}</strong>)`;
+    const summary =
+      action === 'retry'
+        ? html`<p>This re-queues ${who}, dead (${n.dead_reason}) after ${n.attempts} of ${counted(n.max_attempts, 'attempt')}.</p>
+            <p>
+              It becomes due now with up to ${counted(deps.retry.maxAttempts, 'more attempt')} (the cap becomes
+              ${n.attempts + deps.retry.maxAttempts}): the recipient may receive it.
+            </p>`
+        : html`<p>This cancels ${who}, queued, ${counted(n.attempts, 'attempt')} made, next attempt ${time(n.next_attempt_at)}.</p>
+            <p>
+              It will not be sent (a delivery request already on its way is skipped). A cancelled notification cannot be queued again.
+            </p>`;
+    return confirmPage(
+      c,
+      {
+        title: action === 'retry' ? 'Retry this notification?' : 'Cancel this notification?',
+        active: '/console/notifications',
+        action: `/console/notifications/${n.id}/${action}`,
+        back: `/console/notifications/${n.id}`,
+        button: action === 'retry' ? 'Confirm: retry 1 notification' : 'Confirm: cancel 1 notification',
+        fields: { seen: version(n) },
+      },
+      summary,
+    );
+  };
+
   const act = (action: 'retry' | 'cancel') => async (c: Context<ConsoleEnv>) => {
     const id = c.req.param('id') ?? '';
     const s = c.get('session');
+    const n = isNotificationId(id) ? await notificationGet(deps.exec, { tenantId: s.tenantId, id }) : undefined;
+    if (!n) return notFoundPage(c, `notification ${id}`);
+    const form = await c.req.parseBody();
+    const back = html`<p><a href="/console/notifications/${n.id}">Back</a></p>`;
+    if (!isConfirmed(form)) {
+      const refused = refusal(n, action);
+      return refused === undefined ? confirmAction(c, n, action) : page(c, { title: 'Not done', status: 422, error: refused }, back);
+    }
+    // Confirmed twice, or after the notification moved on (retried, died again, cancelled): act on nothing.
+    const stale = () => c.redirect(`/console/notifications/${n.id}?done=stale`, 303);
+    if (formText(form, 'seen') !== version(n)) return stale();
+    const params = { db: deps.db, tenantId: s.tenantId, id: n.id, now: deps.clock.now(), apiKeyId: s.apiKeyId };
     try {
-      const result = isNotificationId(id)
-        ? action === 'retry'
-          ? await retryNotification({
-              db: deps.db,
-              tenantId: s.tenantId,
-              id,
-              now: deps.clock.now(),
-              apiKeyId: s.apiKeyId,
-              budget: deps.retry.maxAttempts,
-            })
-          : await cancelNotification({ db: deps.db, tenantId: s.tenantId, id, now: deps.clock.now(), apiKeyId: s.apiKeyId })
-        : undefined;
-      if (!result) return notFoundPage(c, `notification ${id}`);
+      if (action === 'retry') await retryNotification({ ...params, budget: deps.retry.maxAttempts });
+      else await cancelNotification(params);
     } catch (err) {
-      if (err instanceof ProblemError)
-        return page(
-          c,
-          { title: 'Not done', status: 422, error: err.message },
-          html`<p><a href="/console/notifications/${id}">Back</a></p>`,
-        );
+      // A twin confirmation that passed the check above at the same moment finds it moved on under the row lock.
+      if (err instanceof ProblemError && err.code === 'invalid_transition') return stale();
+      if (err instanceof ProblemError) return page(c, { title: 'Not done', status: 422, error: err.message }, back);
       throw err;
     }
-    deps.logger.info({ notificationId: id, tenantId: s.tenantId, apiKeyId: s.apiKeyId }, `console ${action}`);
-    return c.redirect(`/console/notifications/${id}?done=${action === 'retry' ? 'retried' : 'cancelled'}`, 303);
+    deps.logger.info({ notificationId: n.id, tenantId: s.tenantId, apiKeyId: s.apiKeyId }, `console ${action}`);
+    return c.redirect(`/console/notifications/${n.id}?done=${action === 'retry' ? 'retried' : 'cancelled'}`, 303);
   };
   app.post('/notifications/:id/retry', act('retry'));
   app.post('/notifications/:id/cancel', act('cancel'));

@@ -8,7 +8,9 @@ import { ProblemError } from '../problem.js';
 import { templateActivate } from '../sql/template-activate.js';
 import { templateList } from '../sql/template-list.js';
 import { templateVersionList } from '../sql/template-version-list.js';
-import { type ConsoleDeps, type ConsoleEnv, page } from './context.js';
+import { templateActivationGet } from './sql/template-activation-get.js';
+import { confirmPage, isConfirmed } from './confirm.js';
+import { type ConsoleDeps, type ConsoleEnv, formText, page } from './context.js';
 import { type Html, csrfField, time } from './layout.js';
 import { notFoundPage } from './notifications-page.js';
 
@@ -88,6 +90,10 @@ export function templatePages(deps: ConsoleDeps): Hono<ConsoleEnv> {
             <label for="t-body">Body, with {{variables}}</label><textarea id="t-body" name="body" required>${form.body ?? ''}</textarea>
           </p>
           <p>
+            <label for="t-html">HTML body (email only, optional; values are HTML-escaped)</label
+            ><textarea id="t-html" name="html_body">${form.html_body ?? ''}</textarea>
+          </p>
+          <p>
             <label for="t-sample">Sample data (JSON; every variable must resolve in it)</label
             ><textarea id="t-sample" name="sample_data">${form.sample_data ?? ''}</textarea>
           </p>
@@ -104,7 +110,7 @@ export function templatePages(deps: ConsoleDeps): Hono<ConsoleEnv> {
   app.post('/templates', async (c) => {
     const s = c.get('session');
     const form = await c.req.parseBody();
-    const str = (k: string) => (typeof form[k] === 'string' ? form[k] : '');
+    const str = (k: string) => formText(form, k);
     try {
       const sampleData = jsonField(form.sample_data, 'sample data');
       // The API's own schema (channel, name, lengths), so a version made here is one POST /v1/templates takes.
@@ -115,6 +121,7 @@ export function templatePages(deps: ConsoleDeps): Hono<ConsoleEnv> {
           channel: str('channel'),
           ...(str('subject') ? { subject: str('subject') } : {}),
           body: str('body'),
+          ...(str('html_body') ? { html_body: str('html_body') } : {}),
           ...(sampleData ? { sample_data: sampleData } : {}),
           activate: form.activate === '1',
         },
@@ -129,14 +136,19 @@ export function templatePages(deps: ConsoleDeps): Hono<ConsoleEnv> {
         return listPage(
           c,
           problemText(err),
-          Object.fromEntries(['name', 'channel', 'subject', 'body', 'sample_data'].map((k) => [k, str(k)])),
+          Object.fromEntries(['name', 'channel', 'subject', 'body', 'html_body', 'sample_data'].map((k) => [k, str(k)])),
         );
       }
       throw err;
     }
   });
 
-  const detailPage = async (c: Parameters<typeof page>[0], name: string, extra: Html | string = '', error?: string) => {
+  const detailPage = async (
+    c: Parameters<typeof page>[0],
+    name: string,
+    opts: { preview?: Html; error?: string; typed?: { version: string; data: string } } = {},
+  ) => {
+    const { preview = '', error, typed } = opts;
     const s = c.get('session');
     const versions = await templateVersionList(deps.exec, { tenantId: s.tenantId, name });
     if (versions.length === 0) return notFoundPage(c, `template ${name}`);
@@ -161,7 +173,15 @@ export function templatePages(deps: ConsoleDeps): Hono<ConsoleEnv> {
                   <td>${v.version}</td>
                   <td>${v.channel}</td>
                   <td>${v.subject ?? ''}</td>
-                  <td><pre>${v.body}</pre></td>
+                  <td>
+                    <pre>${v.body}</pre>
+                    ${
+                      v.html_body !== null
+                        ? html`<p class="muted">HTML body:</p>
+                            <pre>${v.html_body}</pre>`
+                        : ''
+                    }
+                  </td>
                   <td>${time(v.created_at)}</td>
                   <td>
                     ${v.active ? html`<strong>active</strong>` : html`<form method="post" action="/console/templates/${encodeURIComponent(name)}/activate">${csrfField(s.csrfToken)}<input type="hidden" name="version" value="${v.version}" /><button type="submit" class="secondary" aria-label="Activate version ${v.version}">Activate</button></form>`}
@@ -176,13 +196,23 @@ export function templatePages(deps: ConsoleDeps): Hono<ConsoleEnv> {
           <p>
             <label for="p-version">Version</label
             ><select id="p-version" name="version">
-              ${versions.map((v) => html`<option value="${v.version}" ${v.active ? 'selected' : ''}>${v.version}${v.active ? ' (active)' : ''}</option>`)}
+              ${versions.map((v) => {
+                // What the operator previewed stays selected; first, the active version.
+                const selected =
+                  typed !== undefined && versions.some((o) => String(o.version) === typed.version)
+                    ? String(v.version) === typed.version
+                    : v.active;
+                return html`<option value="${v.version}" ${selected ? 'selected' : ''}>${v.version}${v.active ? ' (active)' : ''}</option>`;
+              })}
             </select>
           </p>
-          <p><label for="p-data">Data (JSON; empty: the version's sample data)</label><textarea id="p-data" name="data"></textarea></p>
+          <p>
+            <label for="p-data">Data (JSON; empty: the version's sample data)</label
+            ><textarea id="p-data" name="data">${typed?.data ?? ''}</textarea>
+          </p>
           <p><button type="submit">Preview</button></p>
         </form>
-        ${extra}`,
+        ${preview}`,
     );
   };
 
@@ -191,38 +221,72 @@ export function templatePages(deps: ConsoleDeps): Hono<ConsoleEnv> {
   app.post('/templates/:name/activate', async (c) => {
     const s = c.get('session');
     const name = c.req.param('name');
-    const version = Number((await c.req.parseBody()).version);
-    if (
-      !Number.isInteger(version) ||
-      !(await templateActivate(deps.exec, { tenantId: s.tenantId, name, version, now: deps.clock.now() }))
-    ) {
-      return notFoundPage(c, `template ${name} version ${version}`);
+    const form = await c.req.parseBody();
+    const version = Number(form.version);
+    const versions = await templateVersionList(deps.exec, { tenantId: s.tenantId, name });
+    const chosen = versions.find((v) => v.version === version);
+    if (!chosen) return notFoundPage(c, `template ${name} version ${version}`);
+    const active = versions.find((v) => v.active)!.version;
+    // The state the confirmation is made against: the active version, and when it was activated
+    // (another activation in between, even of the same version, makes it stale).
+    const activatedAt = await templateActivationGet(deps.exec, { tenantId: s.tenantId, name });
+    const seen = `${active}.${activatedAt ? new Date(activatedAt).getTime() : 'newest'}`;
+    const detail = `/console/templates/${encodeURIComponent(name)}`;
+    if (!isConfirmed(form)) {
+      return confirmPage(
+        c,
+        {
+          title: `Activate version ${version}?`,
+          active: '/console/templates',
+          action: `${detail}/activate`,
+          back: detail,
+          button: `Confirm: activate version ${version}`,
+          fields: { version: String(version), seen },
+        },
+        html`<p>
+            This makes version <strong>${version}</strong> of template <strong>${name}</strong> the active one, instead of version
+            ${active}.
+          </p>
+          <p>
+            Every notification without a pinned version renders it from now on (the dispatcher picks it up within 5 s), including those
+            already queued.
+          </p>`,
+      );
     }
-    return c.redirect(`/console/templates/${encodeURIComponent(name)}?done=activated`, 303);
+    // Confirmed twice, or after another version was activated or created meanwhile: change nothing.
+    if (formText(form, 'seen') !== seen) return c.redirect(`${detail}?done=stale`, 303);
+    await templateActivate(deps.exec, { tenantId: s.tenantId, name, version, now: deps.clock.now() });
+    deps.logger.info({ tenantId: s.tenantId, apiKeyId: s.apiKeyId, template: name, version }, 'console template activated');
+    return c.redirect(`${detail}?done=activated`, 303);
   });
 
   app.post('/templates/:name/preview', async (c) => {
     const s = c.get('session');
     const name = c.req.param('name');
     const form = await c.req.parseBody();
+    const typed = { version: formText(form, 'version'), data: formText(form, 'data') };
     try {
       const version = Number(form.version);
       const r = await previewTemplate(deps.exec, s.tenantId, name, {
         version: Number.isInteger(version) ? version : undefined,
         data: jsonField(form.data, 'data'),
       });
-      return detailPage(
-        c,
-        name,
-        html`<section aria-labelledby="preview-h">
+      return detailPage(c, name, {
+        typed,
+        preview: html`<section aria-labelledby="preview-h">
           <h3 id="preview-h">Rendered version ${r.version}</h3>
           ${r.subject !== null ? html`<p><strong>Subject:</strong> <span id="preview-subject">${r.subject}</span></p>` : ''}
           <pre id="preview-body">${r.body}</pre>
-          ${r.html_body !== null ? html`<pre>${r.html_body}</pre>` : ''}
+          ${
+            r.html_body !== null
+              ? html`<p><strong>HTML body</strong> (its source, not rendered):</p>
+                  <pre id="preview-html">${r.html_body}</pre>`
+              : ''
+          }
         </section>`,
-      );
+      });
     } catch (err) {
-      if (err instanceof ProblemError) return detailPage(c, name, '', problemText(err));
+      if (err instanceof ProblemError) return detailPage(c, name, { typed, error: problemText(err) });
       throw err;
     }
   });
