@@ -5,7 +5,7 @@ import type { SqlExecutor } from '@notify/outbox';
 import { type TestDatabase, createEmptyTestDatabase, createTestDatabase } from '../../../test/support/db.js';
 import { explain, recordStatements } from '../../../test/support/plans.js';
 import { notificationList } from '../src/sql/notification-list.js';
-import { notificationSearch } from '../src/sql/notification-search.js';
+import { notificationPage } from '../src/console/sql/notification-page.js';
 
 // Migration 0310: the per-tenant list indexes end in `id` ascending. Ids grow with time, so a
 // tenant's new rows are the largest keys of their range: the pages fill up (in descending order
@@ -80,8 +80,8 @@ describe('the per-tenant list indexes (0310)', () => {
     const cases: [string, (db: SqlExecutor) => Promise<unknown>][] = [
       ['notifications_tenant_id_asc_idx', (db) => notificationList(db, { tenantId: 'acme', limit: 50 })],
       ['', (db) => notificationList(db, { tenantId: 'acme', beforeId: 'ntf_0000000000000000020000', limit: 50 })],
-      ['notifications_tenant_state_asc_idx', (db) => notificationSearch(db, { tenantId: 'acme', filter: { state: 'sent' }, limit: 50 })],
-      ['notifications_tenant_channel_asc_idx', (db) => notificationSearch(db, { tenantId: 'acme', filter: { channel: 'sms' }, limit: 50 })],
+      ['notifications_tenant_state_asc_idx', (db) => notificationPage(db, { tenantId: 'acme', filter: { state: 'sent' }, limit: 50 })],
+      ['notifications_tenant_channel_asc_idx', (db) => notificationPage(db, { tenantId: 'acme', filter: { channel: 'sms' }, limit: 50 })],
     ];
     for (const [index, run] of cases) {
       const plan = await planOf(run);

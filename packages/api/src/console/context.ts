@@ -46,7 +46,7 @@ const NOTICES: Readonly<Record<string, string>> = {
 /** Renders a console page for the signed-in session, with the notice named in `?done=`. */
 export function page(
   c: Context<ConsoleEnv>,
-  opts: { title: string; active?: string; error?: string | undefined; status?: 200 | 404 | 403 | 422 },
+  opts: { title: string; active?: string; error?: string | undefined; status?: 200 | 404 | 403 | 409 | 422 },
   body: Html,
 ) {
   const s = c.get('session');

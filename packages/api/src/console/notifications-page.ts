@@ -73,8 +73,7 @@ export function notificationPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
     const cursorId = at ? decodeCursor(at.token) : undefined;
     const { rows: shown, ...more } = await notificationPage(deps.exec, {
       tenantId,
-      filter: { state, channel, createdFrom, createdTo },
-      recipientPrefix: recipient,
+      filter: { recipient, state, channel, createdFrom, createdTo },
       cursor: at && cursorId !== undefined && isNotificationId(cursorId) ? { key: cursorId, toward: at.toward } : undefined,
       limit: PAGE_SIZE,
     });
@@ -103,7 +102,7 @@ export function notificationPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
           <fieldset>
             <legend>Search</legend>
             <label for="f-id">Id</label><input id="f-id" name="id" size="32" placeholder="ntf_…" />
-            <label for="f-to">Recipient starts with</label><input id="f-to" name="to" value="${recipient ?? ''}" size="28" />
+            <label for="f-to">Recipient (exact)</label><input id="f-to" name="to" value="${recipient ?? ''}" size="28" />
             <label for="f-state">State</label
             ><select id="f-state" name="state">
               ${['', ...NOTIFICATION_STATES].map((s) => option(s, state ?? ''))}

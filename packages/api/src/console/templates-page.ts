@@ -4,7 +4,7 @@ import { CHANNELS, fromKysely } from '@notify/outbox';
 import { createTemplateVersion, previewTemplate } from '../management/templates.js';
 import { TemplateCreate } from '../management-schemas.js';
 import { parseBody } from '../validate.js';
-import { ProblemError } from '../problem.js';
+import { PROBLEM_CATALOG, ProblemError } from '../problem.js';
 import { templateActivate } from '../sql/template-activate.js';
 import { templateList } from '../sql/template-list.js';
 import { templateVersionList } from '../sql/template-version-list.js';
@@ -28,6 +28,14 @@ function jsonField(raw: unknown, field: string): Record<string, unknown> | undef
   return v as Record<string, unknown>;
 }
 
+interface Refusal {
+  readonly status: 409 | 422;
+  readonly text: string;
+}
+
+/** A refusal as the page shows it: its status (409 for a version of another channel, else 422 mostly) and one line of text. */
+const refusal = (err: ProblemError): Refusal => ({ status: PROBLEM_CATALOG[err.code].status === 409 ? 409 : 422, text: problemText(err) });
+
 /** A refusal as one line: a template error's position, else every field issue, else the message. */
 const problemText = (err: ProblemError) => {
   const errors = err.extensions.errors as { path: string; message: string; line?: number; column?: number }[] | undefined;
@@ -40,12 +48,12 @@ const problemText = (err: ProblemError) => {
 export function templatePages(deps: ConsoleDeps): Hono<ConsoleEnv> {
   const app = new Hono<ConsoleEnv>();
 
-  const listPage = async (c: Parameters<typeof page>[0], error?: string, form: Record<string, string> = {}) => {
+  const listPage = async (c: Parameters<typeof page>[0], error?: Refusal, form: Record<string, string> = {}) => {
     const s = c.get('session');
     const rows = await templateList(deps.exec, { tenantId: s.tenantId });
     return page(
       c,
-      { title: 'Templates', active: '/console/templates', error, status: error ? 422 : 200 },
+      { title: 'Templates', active: '/console/templates', error: error?.text, status: error?.status ?? 200 },
       html`<table>
           <thead>
             <tr>
@@ -135,7 +143,7 @@ export function templatePages(deps: ConsoleDeps): Hono<ConsoleEnv> {
       if (err instanceof ProblemError) {
         return listPage(
           c,
-          problemText(err),
+          refusal(err),
           Object.fromEntries(['name', 'channel', 'subject', 'body', 'html_body', 'sample_data'].map((k) => [k, str(k)])),
         );
       }
@@ -146,7 +154,7 @@ export function templatePages(deps: ConsoleDeps): Hono<ConsoleEnv> {
   const detailPage = async (
     c: Parameters<typeof page>[0],
     name: string,
-    opts: { preview?: Html; error?: string; typed?: { version: string; data: string } } = {},
+    opts: { preview?: Html; error?: Refusal; typed?: { version: string; data: string } } = {},
   ) => {
     const { preview = '', error, typed } = opts;
     const s = c.get('session');
@@ -154,7 +162,7 @@ export function templatePages(deps: ConsoleDeps): Hono<ConsoleEnv> {
     if (versions.length === 0) return notFoundPage(c, `template ${name}`);
     return page(
       c,
-      { title: `Template ${name}`, active: '/console/templates', error, status: error ? 422 : 200 },
+      { title: `Template ${name}`, active: '/console/templates', error: error?.text, status: error?.status ?? 200 },
       html`<table>
           <thead>
             <tr>
@@ -286,7 +294,7 @@ export function templatePages(deps: ConsoleDeps): Hono<ConsoleEnv> {
         </section>`,
       });
     } catch (err) {
-      if (err instanceof ProblemError) return detailPage(c, name, { typed, error: problemText(err) });
+      if (err instanceof ProblemError) return detailPage(c, name, { typed, error: refusal(err) });
       throw err;
     }
   });

@@ -1,4 +1,4 @@
-import { type Channel, type Notification, type NotificationState, type SqlExecutor, newNotificationId } from '@notify/outbox';
+import { type Channel, type NotificationState, newNotificationId } from '@notify/outbox';
 
 /** The filter of the console's notification search and of the bulk retry. */
 export interface NotificationFilter {
@@ -40,25 +40,4 @@ export function notificationFilterSql(filter: NotificationFilter, first = 2): { 
   if (filter.createdFrom !== undefined) add('id >= ?', idAtOrAfter(filter.createdFrom));
   if (filter.createdTo !== undefined) add('id < ?', idAtOrAfter(filter.createdTo));
   return { where: clauses.join(' AND '), values };
-}
-
-/** Parameters of `notificationSearch`. */
-export interface NotificationSearchParams {
-  readonly tenantId: string;
-  readonly filter: NotificationFilter;
-  /** Only ids older than this one (the cursor). */
-  readonly beforeId?: string | undefined;
-  readonly limit: number;
-}
-
-/** A page of the tenant's notifications matching `filter`, newest first (keyset paging on id). */
-export async function notificationSearch(db: SqlExecutor, params: NotificationSearchParams): Promise<Notification[]> {
-  const { where, values } = notificationFilterSql(params.filter);
-  const before = params.beforeId !== undefined ? ` AND id < $${values.length + 2}` : '';
-  const all = [params.tenantId, ...values, ...(params.beforeId !== undefined ? [params.beforeId] : [])];
-  const { rows } = await db.query<Notification>(
-    `SELECT * FROM notifications WHERE ${where}${before} ORDER BY id DESC LIMIT $${all.length + 1}`,
-    [...all, params.limit],
-  );
-  return rows;
 }

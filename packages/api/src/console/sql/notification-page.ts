@@ -1,13 +1,11 @@
 import type { Notification, SqlExecutor } from '@notify/outbox';
 import { type NotificationFilter, notificationFilterSql } from '../../sql/notification-search.js';
-import { type KeysetCursor, type KeysetPage, keysetPage, likePrefix } from '../paging.js';
+import { type KeysetCursor, type KeysetPage, keysetPage } from '../paging.js';
 
 /** Parameters of `notificationPage`. */
 export interface NotificationPageParams {
   readonly tenantId: string;
   readonly filter: NotificationFilter;
-  /** Recipients starting with this, compared lower-cased (migration 0330's index). */
-  readonly recipientPrefix?: string | undefined;
   /** `next`: older than the id; `previous`: newer than it. */
   readonly cursor?: KeysetCursor<string> | undefined;
   readonly limit: number;
@@ -24,8 +22,7 @@ export async function notificationPage(db: SqlExecutor, params: NotificationPage
   const { where: filterWhere, values } = notificationFilterSql(params.filter);
   const all: unknown[] = [params.tenantId, ...values];
   const bind = (v: unknown) => `$${all.push(v)}`;
-  let where = filterWhere;
-  if (params.recipientPrefix !== undefined) where += ` AND lower(recipient) LIKE lower(${bind(likePrefix(params.recipientPrefix))})`;
+  const where = filterWhere;
   const cursor = params.cursor;
   const toward = cursor?.toward ?? 'next';
   const at = cursor !== undefined ? bind(cursor.key) : '';
