@@ -16,7 +16,7 @@ import { fromKysely } from '@notify/outbox';
 import type { RateLimit } from '@notify/providers';
 import { type HttpMetrics, noMetrics } from './metrics.js';
 import { buildOpenApiDocument, queryParametersByRoute, renderDocsPage } from './openapi.js';
-import { type ProblemCode, problem, problemFromError, problemResponse } from './problem.js';
+import { type ProblemCode, ProblemError, problem, problemFromError, problemResponse } from './problem.js';
 import { suppressionRoutes, templateRoutes, webhookSecretRoutes } from './routes/management.js';
 import { notificationRoutes } from './routes/notifications.js';
 import { callbackRoutes } from './routes/callbacks.js';
@@ -72,6 +72,15 @@ export interface AppDeps {
    * `maxGroupSize` 1 writes every request on its own.
    */
   readonly enqueueGroup?: { readonly maxGroupSize?: number; readonly maxInFlight?: number };
+  /**
+   * A /v1 request with no answer after this long is answered 503 `database_unreachable` with
+   * Retry-After, while its work goes on (`notify start`: twice NOTIFY_DB_POOL_WAIT_MS). The pool's
+   * wait bounds only getting a connection: a statement on a connection whose server stopped
+   * answering (not refusing) waits for ever, and the group commit queues every later POST behind
+   * it. What the request started may still be written: a repeat with the same Idempotency-Key
+   * finds it. Default: none.
+   */
+  readonly requestDeadlineMs?: number;
   /** The console at /console: content visibility, the pipeline probe. */
   readonly console?: ConsoleOptions;
   /** NOTIFY_WEBHOOK_ALLOW_CIDRS, for the SSRF check of callback URLs at registration. Default: none. */
@@ -123,6 +132,29 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   app.get('/openapi.json', (c) => c.json(openapi));
   app.get('/docs', (c) => c.html(docs));
   if (deps.maxInFlight !== undefined) app.use('/v1/*', shedOverload(deps.maxInFlight, onShed));
+  if (deps.requestDeadlineMs !== undefined && deps.requestDeadlineMs > 0) {
+    const ms = deps.requestDeadlineMs;
+    app.use('/v1/*', async (c, next) => {
+      let timer: NodeJS.Timeout | undefined;
+      const passed = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => {
+          logger.warn({ reqId: c.get('reqId'), deadlineMs: ms }, 'request passed its deadline: answered 503, its work goes on');
+          reject(
+            new ProblemError(
+              'database_unreachable',
+              `the database did not answer within ${ms} ms; what the request started may still be written: repeat it with the same Idempotency-Key`,
+              { headers: { 'retry-after': '5' } },
+            ),
+          );
+        }, ms);
+      });
+      try {
+        await Promise.race([next(), passed]);
+      } finally {
+        clearTimeout(timer);
+      }
+    });
+  }
   const sql = fromKysely(deps.db);
   const rateLimit = apiRateLimit({ db: sql, clock, limits: deps.rateLimits ?? {} });
   const keyLookup = apiKeyLookup({ db: sql, clock, ttlMs: deps.apiKeyCacheMs ?? 0 });

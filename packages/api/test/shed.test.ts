@@ -121,6 +121,42 @@ describe('a bounded wait for a database connection (NOTIFY_DB_POOL_WAIT_MS)', ()
   });
 });
 
+describe('a deadline on every /v1 request (requestDeadlineMs)', () => {
+  it('answers 503 database_unreachable when a statement holds past it, and a repeat with the same Idempotency-Key finds what was written', async () => {
+    const app = createApp({ db: t.db, config: { retry: { maxAttempts: 3, defaultTtlMs: 3_600_000 } }, requestDeadlineMs: 400 });
+    const post = () =>
+      Promise.resolve(
+        app.request('/v1/notifications', {
+          method: 'POST',
+          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'idempotency-key': 'deadline-1' },
+          body: JSON.stringify({ channel: 'webhook', to: 'https://hooks.example.com/d', body: 'x' }),
+        }),
+      );
+    // A database that does not answer the statement: the insert waits on a lock held elsewhere,
+    // on a connection the pool already gave (its wait for a connection does not bound this).
+    const locker = new pg.Client({ connectionString: t.url });
+    await locker.connect();
+    await locker.query('BEGIN');
+    await locker.query('LOCK TABLE notifications IN ACCESS EXCLUSIVE MODE');
+    try {
+      const answered = await post();
+      expect(answered.status).toBe(503);
+      expect(answered.headers.get('retry-after')).toBe('5');
+      expect(await answered.json()).toMatchObject({ code: 'database_unreachable' });
+      await locker.query('COMMIT');
+    } finally {
+      await locker.end();
+    }
+    // Its work went on: once written, the same request again answers with it.
+    await waitFor(async () => (await t.pool.query("SELECT 1 FROM notifications WHERE idempotency_key = 'deadline-1'")).rows.length === 1, {
+      message: 'the request written after its answer',
+    });
+    const repeat = await post();
+    expect(repeat.status).toBe(200);
+    expect(await repeat.json()).toMatchObject({ state: 'queued' });
+  });
+});
+
 /** Blocks this process's event loop for `ms` (a busy loop: the CPU is taken, nothing else runs). */
 function busy(ms: number): void {
   const end = performance.now() + ms;

@@ -254,6 +254,8 @@ export async function startNotify(config: Config, roles: readonly Role[], deps: 
         secrets: { key: config.webhook.secretsKey, rotationGraceMs: config.secretRotationGraceMs },
         rateLimits: config.apiRateLimits,
         apiKeyCacheMs: config.apiKeyCacheMs,
+        // A statement on a connection whose server stopped answering waits past the pool's bound.
+        requestDeadlineMs: config.dbPoolWaitMs * 2,
         webhookAllowCidrs: config.webhook.allowCidrs,
         maxInFlight: config.apiMaxInFlight,
         enqueueGroup: config.apiGroupCommit,
