@@ -9,11 +9,15 @@ export class DatabaseUnreachableError extends Error {
   }
 }
 
-/** The URL without its password, for messages and logs. */
+/** Query parameters of a connection URL that hold a secret (pg-connection-string reads them as libpq does). */
+const SECRET_PARAMETERS = ['password', 'sslpassword'];
+
+/** The URL without its password (in the user part or as `?password=`), for messages and logs. */
 export function redactUrl(url: string): string {
   try {
     const u = new URL(url);
     if (u.password) u.password = '***';
+    for (const name of SECRET_PARAMETERS) if (u.searchParams.has(name)) u.searchParams.set(name, '***');
     return u.toString();
   } catch {
     return '(unparseable DATABASE_URL)';

@@ -11,6 +11,8 @@ describe('migrations', () => {
   });
   it('URL helpers redact passwords and swap databases', () => {
     expect(redactUrl('postgres://u:secret@h:5432/db')).toBe('postgres://u:***@h:5432/db');
+    expect(redactUrl('postgres://u@h:5432/db?password=secret&sslmode=disable')).toBe('postgres://u@h:5432/db?password=***&sslmode=disable');
+    expect(redactUrl('postgresql://u@h/db?sslpassword=secret')).not.toContain('secret');
     expect(databaseName('postgres://u@h:5432/notify')).toBe('notify');
     expect(withDatabase('postgres://u@h:5432/notify?sslmode=disable', 'x')).toBe('postgres://u@h:5432/x?sslmode=disable');
   });

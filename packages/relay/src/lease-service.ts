@@ -90,6 +90,8 @@ export function createLeaseService(
     name: 'relay leases',
     intervalMs: config.heartbeatIntervalMs,
     run: runOnce,
+    // Every heartbeat counts: a backed-off one would let the leases lapse after a failure or two.
+    backOffOnFailure: false,
     onError: (error) => {
       logger.warn({ err: errorSummary(error) }, 'relay lease heartbeat failed');
       events.emit('error', { error, stage: 'lease' });

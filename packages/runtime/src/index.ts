@@ -5,7 +5,7 @@ export { type Logger, silentLogger } from './logger.js';
 export { ConfigError, errorMessage, errorSummary, type ErrorSummary } from './errors.js';
 export { createEmitter, type Emitter, type Listener } from './events.js';
 export { backoffDelayMs, type BackoffParams } from './backoff.js';
-export { createPeriodicService, type PeriodicService, type PeriodicServiceOptions } from './periodic.js';
+export { createPeriodicService, failureBackoffMs, type PeriodicService, type PeriodicServiceOptions } from './periodic.js';
 export { withTimeout, settlesWithin, delay } from './timeout.js';
 export { onAbort } from './abort.js';
 export { createBatchTimer, type BatchTimer } from './batch-timer.js';

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { createPeriodicService } from './periodic.js';
+import { createPeriodicService, failureBackoffMs } from './periodic.js';
 
 afterEach(() => {
   vi.useRealTimers();
@@ -24,24 +24,56 @@ describe('createPeriodicService', () => {
     expect(service.running).toBe(false);
   });
 
-  it('reports a failed run and keeps its schedule', async () => {
+  it('reports a failed run and waits twice as long after each failure in a row, back to the interval after a success', async () => {
     vi.useFakeTimers();
     const errors: unknown[] = [];
     let runs = 0;
+    let failing = true;
+    const at: number[] = [];
+    const start = Date.now();
     const service = createPeriodicService({
       name: 't',
       intervalMs: 50,
       run: async () => {
         runs++;
-        throw new Error(`run ${runs}`);
+        at.push(Date.now() - start);
+        if (failing) throw new Error(`run ${runs}`);
       },
       onError: (e) => errors.push(e),
     });
     service.start();
-    await vi.advanceTimersByTimeAsync(120);
-    expect(runs).toBe(2);
-    expect(errors.map((e) => (e as Error).message)).toEqual(['run 1', 'run 2']);
+    await vi.advanceTimersByTimeAsync(750);
+    // 50, then 100, 200 and 400 ms after each failure
+    expect(at).toEqual([50, 150, 350, 750]);
+    expect(errors.map((e) => (e as Error).message)).toEqual(['run 1', 'run 2', 'run 3', 'run 4']);
+    failing = false;
+    await vi.advanceTimersByTimeAsync(800 + 50);
+    expect(at.slice(4)).toEqual([1550, 1600]);
     await service.stop();
+  });
+
+  it('keeps its interval after failures when told not to back off', async () => {
+    vi.useFakeTimers();
+    let runs = 0;
+    const service = createPeriodicService({
+      name: 't',
+      intervalMs: 50,
+      backOffOnFailure: false,
+      run: async () => {
+        runs++;
+        throw new Error('down');
+      },
+      onError: () => {},
+    });
+    service.start();
+    await vi.advanceTimersByTimeAsync(200);
+    expect(runs).toBe(4);
+    await service.stop();
+  });
+
+  it('waits at most 5 s (or its interval, if longer) after failures in a row', () => {
+    expect([0, 1, 2, 5, 6, 40].map((n) => failureBackoffMs(250, n))).toEqual([250, 500, 1_000, 5_000, 5_000, 5_000]);
+    expect([0, 1, 3].map((n) => failureBackoffMs(30_000, n))).toEqual([30_000, 30_000, 30_000]);
   });
 
   it('stop waits for a run in progress, within its timeout', async () => {

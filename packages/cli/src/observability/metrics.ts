@@ -70,7 +70,7 @@ export interface Metrics {
   observePublished(count: number): void;
   /** A relay failure; `stage` is where (claim, publish, mark, lease, wakeup, purge). */
   observeRelayError(stage: string): void;
-  /** A dispatcher failure it survives; `phase` is where (handler, commit, consumer, repair, dead-letter). */
+  /** A dispatcher failure it survives; `phase` is where (handler, commit, consumer, repair, schedule, dead-letter). */
   observeConsumerError(phase: string): void;
   /** The dispatcher's consumer of `lane` joined its group (start, rebalance, restart after a crash). */
   observeGroupJoin(lane: string): void;
@@ -155,7 +155,7 @@ export function createMetrics(options: CreateMetricsOptions = {}): Metrics {
   });
   const consumerErrors = new Counter({
     name: 'notify_consumer_errors_total',
-    help: 'Dispatcher failures by phase (handler, commit, consumer, repair, dead-letter); the dispatcher survives them',
+    help: 'Dispatcher failures by phase (handler, commit, consumer, repair, schedule, dead-letter); the dispatcher survives them',
     labelNames: ['phase'] as const,
     registers: [registry],
   });

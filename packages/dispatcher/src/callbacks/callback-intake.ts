@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { HEADERS, TOPICS, parseStatusEvent, topicName } from '@notify/contract';
 import type { SqlExecutor } from '@notify/outbox';
-import { type Clock, type Logger, errorSummary } from '@notify/runtime';
+import { type Clock, type Logger, errorSummary, failureBackoffMs } from '@notify/runtime';
 import type { Admin, Consumer, EachBatchPayload, Kafka } from 'kafkajs';
 import { type DeadLetterSink, createKafkaDeadLetterSink, deadLetterFor } from '../middleware/dead-letter.js';
 import { restartAfterFatalCrash } from '../consumer-restart.js';
@@ -84,7 +84,7 @@ export function createCallbackIntake(config: CallbackIntakeConfig, deps: Callbac
   const endpointCacheMs = config.endpointCacheMs ?? 1_000;
   /** Per tenant: the event types its callback asked for (null: it has none), read at `at`. */
   const endpoints = new Map<string, { readonly types: ReadonlySet<string> | null; readonly at: number }>();
-  const log = deps.logger.child({ service: 'callbacks' });
+  const log = deps.logger.child({ component: 'callbacks' });
   const ownSink = deps.deadLetters ? undefined : createKafkaDeadLetterSink(deps.kafka, config.topicPrefix);
   const sink: DeadLetterSink = deps.deadLetters ?? ownSink!;
   let consumer: Consumer | undefined;
@@ -201,7 +201,7 @@ export function createCallbackIntake(config: CallbackIntakeConfig, deps: Callbac
    * skipping them would have done. When an endpoint appears the consumer resumes from the last
    * check's offsets, so the events of at most `idleCheckMs` before it appeared are read, with it.
    */
-  const checkIdle = async (c: Consumer, a: Admin): Promise<void> => {
+  const checkIdle = async (c: Consumer, a: Admin): Promise<boolean> => {
     try {
       if (await callbackEndpointsExist(deps.db)) {
         if (idle && !stopping) {
@@ -210,7 +210,7 @@ export function createCallbackIntake(config: CallbackIntakeConfig, deps: Callbac
           c.resume([{ topic }]);
           log.info({ topic }, 'callback intake resumed: a tenant has a callback endpoint');
         }
-        return;
+        return true;
       }
       c.pause([{ topic }]); // again at each check: a consumer restarted after a crash forgot it
       if (!idle) {
@@ -222,7 +222,7 @@ export function createCallbackIntake(config: CallbackIntakeConfig, deps: Callbac
       // Asked again after the ends were read: an endpoint registered before that may want events
       // below them; the next check resumes from the offsets already committed. With none now, every
       // event below the ends was published before any endpoint existed.
-      if (stopping || (await callbackEndpointsExist(deps.db))) return;
+      if (stopping || (await callbackEndpointsExist(deps.db))) return true;
       for (const { partition, offset } of ends) {
         if (!owned.includes(partition) || skippedTo.get(partition) === offset) continue;
         c.seek({ topic, partition, offset });
@@ -230,15 +230,19 @@ export function createCallbackIntake(config: CallbackIntakeConfig, deps: Callbac
         handled.set(`${topic}|${partition}`, { topic, partition, offset });
       }
       if (handled.size > 0) await commitHandled();
+      return true;
     } catch (err) {
       log.warn({ err: errorSummary(err) }, 'callback intake idle check failed');
+      return false;
     }
   };
 
-  /** One check now, the next `idleCheckMs` after it ends (until the intake stops). */
+  /** One check now, the next `idleCheckMs` after it ends (until the intake stops), later after failures in a row. */
+  let idleCheckFailures = 0;
   const runIdleCheck = (c: Consumer, a: Admin): void => {
-    checking = checkIdle(c, a).finally(() => {
-      if (!stopping) idleTimer = setTimeout(() => runIdleCheck(c, a), idleCheckMs).unref();
+    checking = checkIdle(c, a).then((ok) => {
+      idleCheckFailures = ok ? 0 : idleCheckFailures + 1;
+      if (!stopping) idleTimer = setTimeout(() => runIdleCheck(c, a), failureBackoffMs(idleCheckMs, idleCheckFailures)).unref();
     });
   };
 

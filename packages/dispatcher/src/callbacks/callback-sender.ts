@@ -83,7 +83,7 @@ export function createCallbackSender(config: CallbackSenderConfig, deps: Callbac
   const guard = createTargetGuard({ allowCidrs: config.allowCidrs });
   const agent = createHttpAgent({ connectionsPerOrigin: 16, lookup: guard.lookup });
   const batchSize = config.batchSize ?? 32;
-  const log = deps.logger.child({ service: 'callbacks' });
+  const log = deps.logger.child({ component: 'callbacks' });
   const random = deps.random ?? Math.random;
 
   async function secretsFor(tenantId: string): Promise<readonly string[]> {

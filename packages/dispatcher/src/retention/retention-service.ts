@@ -66,7 +66,7 @@ export function createRetentionService(config: RetentionConfig, deps: RetentionS
   }
   if (!Number.isInteger(batchSize) || batchSize < 1)
     throw new ConfigError('retention.batchSize', `expected a whole number ≥ 1, got ${batchSize}`);
-  const log = deps.logger.child({ service: 'retention' });
+  const log = deps.logger.child({ component: 'retention' });
   let stopped = false;
 
   const runOnce = async (): Promise<RetentionRound> => {
