@@ -41,4 +41,22 @@ describe('requestContext', () => {
     expect(lines[0]?.obj).toMatchObject({ reqId: 'r-1', method: 'POST', route: '/v1/notifications', status: 202 });
     expect(lines[1]?.obj).toMatchObject({ reqId: 'r-2', method: 'GET', route: '/v1/notifications/:id', status: 404 });
   });
+
+  it('labels a page of a sub-app with a catch-all by the route that answered, an unknown path as unmatched', async () => {
+    const routes: string[] = [];
+    const a = new Hono<AppEnv>();
+    a.use('*', requestContext({ logger: recordingLogger([]), metrics: { ...noMetrics, observeHttp: (l) => void routes.push(l.route) } }));
+    const sub = new Hono<AppEnv>();
+    sub.use('*', async (_c, next) => next());
+    sub.get('/notifications', (c) => c.text('page'));
+    sub.all('*', (c) => c.text('no such page', 404));
+    a.route('/console', sub);
+    a.use('/v1/*', async (c, next) => (c.req.header('authorization') ? next() : c.json({ code: 'unauthorized' }, 401)));
+    a.get('/v1/notifications', (c) => c.json([]));
+    await a.request('/console/notifications');
+    await a.request('/console/nope');
+    await a.request('/v1/notifications');
+    await a.request('/elsewhere');
+    expect(routes).toEqual(['/console/notifications', 'unmatched', '/v1/notifications', 'unmatched']);
+  });
 });

@@ -23,9 +23,10 @@ export function requestContext(deps: { readonly logger: Logger; readonly metrics
     await next();
     c.header('x-request-id', reqId);
     const seconds = (performance.now() - started) / 1000;
-    const matched = routePath(c, -1);
-    // An unmatched path would otherwise be its own label value; bound the label set.
-    const route = matched === '' || matched.endsWith('*') ? 'unmatched' : matched;
+    // The route that answered (a console page, whose sub-app also has a catch-all), else the last
+    // one matched (a 401 from the authentication in front of /v1), else none: an unmatched path
+    // would otherwise be its own label value; bound the label set.
+    const route = [routePath(c), routePath(c, -1)].find((p) => p !== '' && !p.endsWith('*')) ?? 'unmatched';
     deps.metrics.observeHttp({ method: c.req.method, route, status: c.res.status }, seconds);
     const auth = c.get('auth') as AppEnv['Variables']['auth'] | undefined;
     const trace = c.get('trace') as AppEnv['Variables']['trace'] | undefined;
