@@ -8,6 +8,14 @@ import { CliError, type CliIo } from './cli-error.js';
 import { withMigratedDb } from './preflight.js';
 
 const TENANT = /^[\w.:-]{1,200}$/;
+const TENANT_TEXT = '1–200 letters, digits, "_", ".", ":" or "-"';
+
+/** What is wrong with a tenant id TENANT refuses. */
+function tenantProblem(tenant: string): string {
+  const bad = [...new Set(tenant.match(/[^\w.:-]/gu))];
+  if (bad.length > 0) return `${JSON.stringify(tenant)} contains ${bad.map((c) => JSON.stringify(c)).join(', ')}`;
+  return `${JSON.stringify(tenant.slice(0, 20))}… is ${tenant.length} characters long`;
+}
 
 function withDb<T>(config: Pick<Config, 'databaseUrl'>, fn: (db: Kysely<Database>) => Promise<T>): Promise<T> {
   return withMigratedDb(config.databaseUrl, 'notify-api-keys', fn);
@@ -19,9 +27,9 @@ export async function runApiKeysCreate(
   args: { readonly tenant: string | undefined; readonly name: string | undefined; readonly json: boolean },
   deps: { readonly io: CliIo; readonly clock: Clock },
 ): Promise<void> {
-  if (!args.tenant || !TENANT.test(args.tenant)) {
-    throw new CliError('api-keys create: --tenant is required (1–200 letters, digits, "_", ".", ":" or "-")', 2);
-  }
+  if (!args.tenant) throw new CliError(`api-keys create: --tenant is required (${TENANT_TEXT})`, 2);
+  if (!TENANT.test(args.tenant))
+    throw new CliError(`api-keys create: --tenant ${tenantProblem(args.tenant)}; a tenant id is ${TENANT_TEXT}`, 2);
   const tenant = args.tenant;
   const { id, key } = generateApiKey();
   await withDb(config, async (db) => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from './config.js';
+import { loadConfig, unknownVariables } from './config.js';
 import { ConfigError } from '@notify/runtime';
 
 describe('loadConfig', () => {
@@ -100,5 +100,78 @@ describe('NOTIFY_API_MAX_EVENT_LOOP_UTILIZATION', () => {
     expect(loadConfig({ NOTIFY_API_MAX_EVENT_LOOP_UTILIZATION: '90' }).apiMaxEventLoopUtilizationPct).toBe(90);
     expect(loadConfig({}).apiMaxEventLoopUtilizationPct).toBe(0);
     expect(loadConfig({}).dbPoolWaitMs).toBe(5_000);
+  });
+});
+
+describe('numbers are plain decimals', () => {
+  it.each([
+    ['NOTIFY_JITTER', '0x1'],
+    ['NOTIFY_JITTER', '1e-1'],
+    ['NOTIFY_JITTER', '0b1'],
+    ['NOTIFY_JITTER', '.5'],
+    ['NOTIFY_JITTER', '-0'],
+    ['NOTIFY_ENDPOINT_FAILURE_RATIO', '5E-1'],
+    ['NOTIFY_MAX_ATTEMPTS', '0x10'],
+    ['NOTIFY_MAX_ATTEMPTS', '1e1'],
+    ['NOTIFY_SEND_TIMEOUT_MS', '2_000'],
+    ['NOTIFY_SEND_TIMEOUT_MS', '2000.0'],
+    ['NOTIFY_ENDPOINT_COOLDOWN', '1e4'],
+  ])('%s=%s is refused with one line naming it', (name, value) => {
+    expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
+    expect(() => loadConfig({ [name]: value })).toThrow(new RegExp(`^${name}: expected .*"?${value.replace('.', '\\.')}"?$`));
+  });
+  it('takes decimal fractions', () => {
+    expect(loadConfig({ NOTIFY_JITTER: '0.25' }).retry.jitter).toBe(0.25);
+    expect(loadConfig({ NOTIFY_JITTER: '1' }).retry.jitter).toBe(1);
+    expect(loadConfig({ NOTIFY_ENDPOINT_FAILURE_RATIO: '0' }).endpoints.failureRatio).toBe(0);
+  });
+});
+
+describe('settings checked before anything starts', () => {
+  it('refuses PORT equal to NOTIFY_ADMIN_PORT, naming both; both 0 (pick free ports) is fine', () => {
+    expect(() => loadConfig({ PORT: '9000', NOTIFY_ADMIN_PORT: '9000' })).toThrow(
+      'NOTIFY_ADMIN_PORT: must differ from PORT (both are 9000): the admin endpoints need a port of their own',
+    );
+    expect(() => loadConfig({ PORT: '9464' })).toThrow(/NOTIFY_ADMIN_PORT: must differ from PORT/);
+    expect(loadConfig({ PORT: '0', NOTIFY_ADMIN_PORT: '0' })).toMatchObject({ port: 0, adminPort: 0 });
+  });
+  it('refuses a malformed NOTIFY_WEBHOOK_ALLOW_CIDRS entry by name', () => {
+    expect(() => loadConfig({ NOTIFY_WEBHOOK_ALLOW_CIDRS: '127.0.0.1/32, banana/99' })).toThrow(
+      'NOTIFY_WEBHOOK_ALLOW_CIDRS: "banana/99" is not a CIDR (e.g. 127.0.0.1/32 or fd00::/8)',
+    );
+    expect(() => loadConfig({ NOTIFY_WEBHOOK_ALLOW_CIDRS: '10.0.0.0/33' })).toThrow(ConfigError);
+    expect(loadConfig({ NOTIFY_WEBHOOK_ALLOW_CIDRS: '127.0.0.1/32,fd00::/8,10.1.2.3' }).webhook.allowCidrs).toEqual([
+      '127.0.0.1/32',
+      'fd00::/8',
+      '10.1.2.3',
+    ]);
+  });
+});
+
+describe('unknownVariables', () => {
+  it('names NOTIFY_* variables notify does not read, with the closest known name when one is close', () => {
+    expect(
+      unknownVariables({
+        NOTIFY_MAX_ATEMPTS: '3',
+        NOTIFY_MAX_ATTEMPTS: '3',
+        NOTIFY_SEND_TIMEOUT: '100',
+        NOTIFY_COLOUR: 'blue',
+        PATH: '/bin',
+        NOTIFY_RELAY_TRACE: '/tmp/t',
+      }),
+    ).toEqual([
+      { name: 'NOTIFY_COLOUR', closest: undefined },
+      { name: 'NOTIFY_MAX_ATEMPTS', closest: 'NOTIFY_MAX_ATTEMPTS' },
+      { name: 'NOTIFY_SEND_TIMEOUT', closest: undefined },
+    ]);
+  });
+  it('knows every variable loadConfig reads', () => {
+    const env = Object.fromEntries(
+      ['NOTIFY_API_MAX_EVENT_LOOP_UTILIZATION', 'NOTIFY_SECRETS_KEY', 'NOTIFY_ENDPOINT_DISABLE_AFTER', 'NOTIFY_RETENTION_DAYS'].map((n) => [
+        n,
+        'x',
+      ]),
+    );
+    expect(unknownVariables(env)).toEqual([]);
   });
 });

@@ -2,6 +2,7 @@ import type { RetryConfig } from '@notify/dispatcher';
 import {
   DEFAULT_CONNECTIONS_PER_ORIGIN,
   DEFAULT_FAILURE_RATIO,
+  parseAllowCidrs,
   parseRateLimit,
   type EndpointHealthConfig,
   type ProvidersConfig,
@@ -121,8 +122,9 @@ function optionalInt(env: Env, name: string, min: number, max: number): number |
 function fraction(env: Env, name: string, fallback: number): number {
   const raw = str(env, name);
   if (raw === undefined) return fallback;
-  const n = Number(raw);
-  if (!Number.isFinite(n) || n < 0 || n > 1) throw new ConfigError(name, `expected a fraction from 0 to 1, got "${raw}"`);
+  // Plain decimals only: Number() also takes 0x1, 1e-1 and 0b1.
+  const n = /^\d+(\.\d+)?$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!(n >= 0 && n <= 1)) throw new ConfigError(name, `expected a fraction from 0 to 1 written as a decimal (e.g. 0.2), got "${raw}"`);
   return n;
 }
 
@@ -131,6 +133,17 @@ function list(env: Env, name: string, fallback: string): string[] {
     .split(',')
     .map((s) => s.trim())
     .filter((s) => s !== '');
+}
+
+/** NOTIFY_WEBHOOK_ALLOW_CIDRS, checked here so a bad entry stops `notify start` before any role starts. */
+function cidrs(env: Env, name: string): string[] {
+  const entries = list(env, name, '');
+  try {
+    parseAllowCidrs(entries);
+  } catch (err) {
+    throw new ConfigError(name, (err as Error).message);
+  }
+  return entries;
 }
 
 function url(env: Env, name: string, protocols: readonly string[]): string | undefined {
@@ -232,6 +245,11 @@ export function loadConfig(env: Env): Config {
   for (const b of kafkaBrokers) {
     if (!/^[^\s:]+:\d{1,5}$/.test(b)) throw new ConfigError('KAFKA_BROKERS', `expected host:port[,host:port], got "${b}"`);
   }
+  const port = int(env, 'PORT', 3000, 0, 65_535);
+  const adminPort = int(env, 'NOTIFY_ADMIN_PORT', 9464, 0, 65_535);
+  if (port === adminPort && port !== 0) {
+    throw new ConfigError('NOTIFY_ADMIN_PORT', `must differ from PORT (both are ${port}): the admin endpoints need a port of their own`);
+  }
   const seedApiKeys = list(env, 'NOTIFY_API_KEYS', '').map((pair) => {
     const i = pair.indexOf(':');
     if (i <= 0 || i === pair.length - 1) {
@@ -242,8 +260,8 @@ export function loadConfig(env: Env): Config {
   return {
     databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']) ?? DEFAULT_DATABASE_URL,
     kafkaBrokers,
-    port: int(env, 'PORT', 3000, 0, 65_535),
-    adminPort: int(env, 'NOTIFY_ADMIN_PORT', 9464, 0, 65_535),
+    port,
+    adminPort,
     adminHost: str(env, 'NOTIFY_ADMIN_HOST') ?? '127.0.0.1',
     apiRateLimits: { perKey: rateLimit(env, 'NOTIFY_API_RATE_LIMIT'), perTenant: rateLimit(env, 'NOTIFY_API_TENANT_RATE_LIMIT') },
     apiKeyCacheMs: int(env, 'NOTIFY_API_KEY_CACHE_MS', 5_000, 0, 300_000),
@@ -287,7 +305,7 @@ export function loadConfig(env: Env): Config {
       lingerMs: int(env, 'NOTIFY_RELAY_LINGER_MS', 5, 0, 1_000),
     },
     webhook: {
-      allowCidrs: list(env, 'NOTIFY_WEBHOOK_ALLOW_CIDRS', ''),
+      allowCidrs: cidrs(env, 'NOTIFY_WEBHOOK_ALLOW_CIDRS'),
       signingSecret: str(env, 'NOTIFY_WEBHOOK_SECRET'),
       secretsKey: secretsKey(env),
     },
@@ -326,4 +344,64 @@ export function loadConfig(env: Env): Config {
     shutdownTimeoutMs: int(env, 'NOTIFY_SHUTDOWN_TIMEOUT_MS', 15_000, 100, 600_000),
     retentionDays: int(env, 'NOTIFY_RETENTION_DAYS', 30, 0, 36_500),
   };
+}
+
+// Read from process.env outside loadConfig (packages/relay/src/trace.ts), or by the tooling only.
+const OTHER_VARIABLES = ['NOTIFY_RELAY_TRACE', 'NOTIFY_UPDATE_SCREENSHOTS'];
+
+/** Every NOTIFY_* variable notify reads: those `loadConfig` reads (recorded from a run on defaults, so the list cannot drift), and OTHER_VARIABLES. */
+function knownVariables(): ReadonlySet<string> {
+  const read = new Set(OTHER_VARIABLES);
+  loadConfig(
+    new Proxy(
+      {},
+      {
+        get: (_, name) => {
+          if (typeof name === 'string') read.add(name);
+          return undefined;
+        },
+      },
+    ),
+  );
+  return read;
+}
+
+/** An environment variable that looks like notify's and is not, with the known name it is closest to (within two edits), if any. */
+export interface UnknownVariable {
+  readonly name: string;
+  readonly closest: string | undefined;
+}
+
+/**
+ * The NOTIFY_* variables of `env` that notify does not read (a typo such as NOTIFY_MAX_ATEMPTS
+ * would otherwise be ignored silently), each with the closest known name. `notify start` logs them
+ * as one warning.
+ */
+export function unknownVariables(env: Env): UnknownVariable[] {
+  const known = [...knownVariables()];
+  return Object.keys(env)
+    .filter((name) => name.startsWith('NOTIFY_') && !known.includes(name))
+    .sort()
+    .map((name) => {
+      let closest: string | undefined;
+      let best = 3;
+      for (const k of known) {
+        const d = editDistance(name, k);
+        if (d < best) [closest, best] = [k, d];
+      }
+      return { name, closest };
+    });
+}
+
+/** Levenshtein distance: insertions, deletions and substitutions. */
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++) {
+      row[j] = Math.min(previous[j]! + 1, row[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    previous = row;
+  }
+  return previous[b.length]!;
 }

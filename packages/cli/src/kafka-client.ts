@@ -1,4 +1,4 @@
-import { Kafka, type KafkaConfig, logLevel } from 'kafkajs';
+import { type Admin, Kafka, type KafkaConfig, logLevel } from 'kafkajs';
 import type { Logger } from '@notify/runtime';
 
 /**
@@ -57,4 +57,43 @@ export function createKafka(options: CreateKafkaOptions): Kafka {
     connectionTimeout: options.connectionTimeoutMs ?? 3_000,
     ...(options.retry ? { retry: options.retry } : {}),
   });
+}
+
+/** An admin client connected on first use (`lazyKafkaAdmin`). */
+export interface LazyKafkaAdmin {
+  /** The connected client; connects first when it is not (again after a failed connect). */
+  get(): Promise<Admin>;
+  /** Disconnects it when it connected. */
+  disconnect(): Promise<void>;
+}
+
+/**
+ * An admin client that connects when first asked for, not at start: a process without the relay
+ * and the dispatcher needs Kafka only for its consumer-lag gauge and the console's pipeline page,
+ * so it starts, and stays ready, while Kafka is down. A failed connect is tried again at the next
+ * `get`.
+ */
+export function lazyKafkaAdmin(kafka: Kafka): LazyKafkaAdmin {
+  let connected: Promise<Admin> | undefined;
+  return {
+    get() {
+      connected ??= (async () => {
+        const admin = kafka.admin();
+        try {
+          await admin.connect();
+          return admin;
+        } catch (err) {
+          connected = undefined;
+          await admin.disconnect().catch(() => {});
+          throw err;
+        }
+      })();
+      return connected;
+    },
+    async disconnect() {
+      const admin = await connected?.catch(() => undefined);
+      connected = undefined;
+      await admin?.disconnect();
+    },
+  };
 }

@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { ConfigError, systemClock } from '@notify/runtime';
-import { type Env, loadConfig } from './config.js';
+import { type Env, loadConfig, unknownVariables } from './config.js';
 import { DatabaseUnreachableError } from '@notify/migrations';
 import { CliError, type CliIo } from './cli-error.js';
 
@@ -64,28 +64,48 @@ async function dispatch(argv: readonly string[], env: Env, io: CliIo, proc: Proc
     io.out(USAGE);
     return command === undefined ? 2 : 0;
   }
+  const usageError = (message: string) => new CliError(`${message}\n\n${USAGE}`, 2);
   const parse = <O extends Record<string, { type: 'string' | 'boolean'; multiple?: boolean }>>(options: O) => {
     try {
       return parseArgs({ args: [...rest], options, allowPositionals: true, strict: true });
     } catch (err) {
-      throw new CliError(`${command}: ${(err as Error).message}\n\n${USAGE}`, 2);
+      throw usageError(`${command}: ${(err as Error).message}`);
     }
+  };
+  /** Refuses arguments beyond the `max` positionals `what` takes (a stray word is a mistake, not something to ignore). */
+  const noStray = (what: string, positionals: readonly string[], max: number) => {
+    if (positionals.length > max)
+      throw usageError(
+        `${what}: unexpected argument ${positionals
+          .slice(max)
+          .map((p) => `"${p}"`)
+          .join(' ')}`,
+      );
   };
 
   switch (command) {
     case 'migrate': {
-      parse({});
+      noStray('migrate', parse({}).positionals, 0);
       const { runMigrate } = await import('./migrate.js');
       await runMigrate(loadConfig(env), io);
       return 0;
     }
     case 'start': {
-      const { values } = parse({ roles: { type: 'string' } });
+      const { values, positionals } = parse({ roles: { type: 'string' } });
+      noStray('start', positionals, 0);
       const { parseRoles, startNotify } = await import('./start.js');
       const { createLogger } = await import('./observability/logger.js');
       const roles = parseRoles(values.roles);
       const config = loadConfig(env);
       const logger = createLogger({ level: config.logLevel, base: { pid: process.pid } });
+      const unknown = unknownVariables(env);
+      if (unknown.length > 0) {
+        const named = unknown.map((u) => (u.closest ? `${u.name} (did you mean ${u.closest}?)` : u.name));
+        logger.warn(
+          { variables: unknown.map((u) => u.name) },
+          `notify does not read ${named.join(', ')}: ${unknown.length === 1 ? 'it has' : 'they have'} no effect (docs/configuration.md lists every variable)`,
+        );
+      }
       // No AsyncLocalStorage context manager (installTraceContext) by default: on Node 20 one turns
       // on promise hooks for every promise in the process, and nothing here needs the active
       // context without an SDK (the dispatcher's log lines take traceId from the message's
@@ -137,6 +157,8 @@ async function dispatch(argv: readonly string[], env: Env, io: CliIo, proc: Proc
     case 'api-keys': {
       const { values, positionals } = parse({ tenant: { type: 'string' }, name: { type: 'string' }, json: { type: 'boolean' } });
       const [sub, ...args] = positionals;
+      if (sub === 'create' || sub === 'list') noStray(`api-keys ${sub}`, positionals, 1);
+      if (sub === 'revoke') noStray('api-keys revoke', positionals, 2);
       const { runApiKeysCreate, runApiKeysList, runApiKeysRevoke } = await import('./api-keys.js');
       const config = loadConfig(env);
       if (sub === 'create') {

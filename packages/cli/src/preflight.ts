@@ -45,6 +45,16 @@ export async function checkMigrations(db: Kysely<Database>): Promise<void> {
 }
 
 /**
+ * Migrations the database has applied that this build does not have: its schema is newer than
+ * the code (the code was rolled back, or a rolling deploy's new version migrated first).
+ */
+export async function unknownMigrations(db: Kysely<Database>): Promise<string[]> {
+  const known = new Set(Object.keys(await new SqlFileMigrationProvider().getMigrations()));
+  const { rows } = await fromKysely(db).query<{ name: string }>('SELECT name FROM kysely_migration ORDER BY name', []);
+  return rows.map((r) => r.name).filter((name) => !known.has(name));
+}
+
+/**
  * Runs `fn` with a one-connection pool, after `checkDatabase` and `checkMigrations`, and closes
  * the pool after: the shape of a short command (`api-keys`, `dlq redrive`).
  */

@@ -21,7 +21,8 @@ describe('dispatcherConfigFrom', () => {
       repairAfterMs: 60_000,
       repairIntervalMs: 30_000,
       maxBuffered: 1000,
-      shutdownTimeoutMs: 10_000,
+      // Half of NOTIFY_SHUTDOWN_TIMEOUT_MS, as notify start gives it and docs/configuration.md says.
+      shutdownTimeoutMs: 7_500,
     });
     expect(c.retry).toMatchObject({ maxAttempts: 8, baseDelayMs: 1000, maxDelayMs: 3_600_000, jitter: 0.2 });
     expect(dispatcherConfigFrom(loadConfig({ NOTIFY_MAX_IN_FLIGHT: '3', NOTIFY_MAX_UNFINISHED: '3' }))).toMatchObject({ maxUnfinished: 3 });

@@ -30,9 +30,17 @@ export function dispatcherConfigFrom(config: Config, overrides: DispatcherConfig
     // Heartbeats well inside the session: a sixth of it (1 s at the 6 s default), at most kafkajs'
     // 3 s default, so one late heartbeat on a loaded machine does not cost the member its partitions.
     heartbeatIntervalMs: Math.min(3_000, Math.floor(config.dispatcher.sessionTimeoutMs / 6)),
-    // Two thirds of the process' shutdown budget (NOTIFY_SHUTDOWN_TIMEOUT_MS) for running deliveries;
-    // the rest is for aborting stragglers, committing and leaving the group.
-    shutdownTimeoutMs: Math.max(100, Math.floor((config.shutdownTimeoutMs * 2) / 3)),
+    shutdownTimeoutMs: dispatcherShutdownShareMs(config),
     ...overrides,
   });
+}
+
+/**
+ * The dispatcher's share of NOTIFY_SHUTDOWN_TIMEOUT_MS for running deliveries: half of it (at least
+ * 100 ms). The rest is for aborting stragglers, committing, leaving the group, and the other roles
+ * of the process (the relay has a third for its batch). A delivery still running after it is
+ * aborted and re-sent after the restart.
+ */
+export function dispatcherShutdownShareMs(config: Pick<Config, 'shutdownTimeoutMs'>): number {
+  return Math.max(100, Math.floor(config.shutdownTimeoutMs / 2));
 }

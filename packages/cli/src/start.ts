@@ -17,16 +17,26 @@ import {
   dispatcherTopicSuffixes,
 } from '@notify/dispatcher';
 import { type Provider, createEndpointGate, createFallbackProviders, createProviders, createTenantSecretSource } from '@notify/providers';
-import { dispatcherConfigFrom, relayConfigFrom } from './role-configs.js';
+import { dispatcherConfigFrom, dispatcherShutdownShareMs, relayConfigFrom } from './role-configs.js';
 import { answerClientError, createAdminApp, createApp } from '@notify/api';
 import { watchDispatcher, watchRelay } from './observability/lifecycle-metrics.js';
 import { createMetrics } from './observability/metrics.js';
 import { createPipelineProbe, dispatcherLagGroups } from './observability/pipeline-probe.js';
 import { CliError } from './cli-error.js';
-import { createKafka } from './kafka-client.js';
-import { autovacuumGaps, checkDatabase, checkMigrations, connectKafkaAdmin, ensureTopics, planTopicReplication } from './preflight.js';
+import { createKafka, lazyKafkaAdmin } from './kafka-client.js';
+import {
+  autovacuumGaps,
+  checkDatabase,
+  checkMigrations,
+  connectKafkaAdmin,
+  ensureTopics,
+  planTopicReplication,
+  unknownMigrations,
+} from './preflight.js';
 import { seedApiKeys } from './seed-api-keys.js';
+import { notifySettingsRead } from './sql/notify-settings-read.js';
 import { notifySettingsWrite } from './sql/notify-settings-write.js';
+import { followStoredRetry, settingsChanges } from './stored-settings.js';
 
 /** The parts `notify start` can run; any subset, so each can be scaled out on its own. */
 export const ROLES = ['api', 'relay', 'dispatcher'] as const;
@@ -54,6 +64,8 @@ export function parseRoles(value: string | undefined): readonly Role[] {
 export interface StartDeps {
   readonly logger: Logger;
   readonly clock: Clock;
+  /** How often the API re-reads `notify_settings` (another process's start may have changed it); default 5000. */
+  readonly settingsRefreshMs?: number;
 }
 
 /** A running `notify start`. */
@@ -71,13 +83,29 @@ export interface RunningNotify {
 
 /**
  * Starts the given roles in this process after checking, in order, that PostgreSQL answers, its
- * schema is migrated, and Kafka answers (each failure is a one-line `CliError` /
- * `DatabaseUnreachableError`). Creates missing topics, seeds NOTIFY_API_KEYS, then starts the
- * relay, the dispatcher, the admin HTTP server and, with the api role, the public one (last, so
- * "listening" means every role is up).
+ * schema is migrated, and, with the relay or the dispatcher, that Kafka answers (each failure is a
+ * one-line `CliError` / `DatabaseUnreachableError`). With those roles it creates missing topics.
+ * Seeds NOTIFY_API_KEYS, binds the admin HTTP server and, with the api role, the public one, and
+ * only then starts the relay and the dispatcher: a port that cannot be bound fails the start
+ * before they join their consumer groups (a needless rebalance for a running fleet). /readyz
+ * answers 503 (`started: unavailable`) until every role is up, and `startNotify` resolves only
+ * then, so the "listening" line still means every role is up.
+ *
+ * A process without the relay and the dispatcher needs no Kafka: it starts while Kafka is down,
+ * its /readyz checks the database only, and its consumer-lag gauge and console pipeline page
+ * connect to Kafka when first read (and report it unavailable, within 2 s, while it is down).
  */
 export async function startNotify(config: Config, roles: readonly Role[], deps: StartDeps): Promise<RunningNotify> {
   const { logger, clock } = deps;
+  const usesKafka = roles.includes('relay') || roles.includes('dispatcher');
+  if (roles.includes('dispatcher') && config.dispatcher.sendTimeoutMs > dispatcherShutdownShareMs(config)) {
+    logger.warn(
+      { sendTimeoutMs: config.dispatcher.sendTimeoutMs, dispatcherShutdownMs: dispatcherShutdownShareMs(config) },
+      `NOTIFY_SEND_TIMEOUT_MS (${config.dispatcher.sendTimeoutMs}) is more than the dispatcher's share of NOTIFY_SHUTDOWN_TIMEOUT_MS ` +
+        `(half: ${dispatcherShutdownShareMs(config)}): at a graceful shutdown, deliveries that run longer are abandoned and sent again ` +
+        'after the restart (a duplicate for the recipient when the first one went through); raise NOTIFY_SHUTDOWN_TIMEOUT_MS to at least twice NOTIFY_SEND_TIMEOUT_MS',
+    );
+  }
   await checkDatabase(config.databaseUrl);
   // A bounded wait for a connection: when the database falls behind, an API request is answered 503
   // (with Retry-After) within NOTIFY_DB_POOL_WAIT_MS instead of after the client gave up; the relay
@@ -89,12 +117,25 @@ export async function startNotify(config: Config, roles: readonly Role[], deps: 
     connectionWaitMs: config.dbPoolWaitMs,
   });
   const cleanup: (() => Promise<unknown>)[] = [() => db.destroy()];
+  // Bound before the roles start, closed before they stop: HTTP stops accepting first.
+  const servers: ServerType[] = [];
   const closeAll = async () => {
+    for (const server of servers.reverse()) await closeServer(server);
     for (const fn of cleanup.reverse())
       await fn().catch((err: unknown) => logger.warn({ err: (err as Error).message }, 'shutdown step failed'));
   };
   try {
     await checkMigrations(db);
+    // A warning, not a refusal: during a rolling deploy the new version migrates first, and an
+    // instance of the old one that restarts then (a crash, a scale-up) must still come up.
+    const newer = await unknownMigrations(db);
+    if (newer.length > 0) {
+      logger.warn(
+        { migrations: newer },
+        `the database schema is newer than this build of notify (applied, unknown here: ${newer.join(', ')}): ` +
+          'fine while a rolling deploy replaces this version; otherwise run the version that has these migrations',
+      );
+    }
     const vacuumGaps = await autovacuumGaps(db);
     if (vacuumGaps.length > 0) {
       logger.warn(
@@ -102,74 +143,117 @@ export async function startNotify(config: Config, roles: readonly Role[], deps: 
         'autovacuum does not look after the outbox and notifications: run VACUUM ANALYZE on them yourself (docs/operations.md, "Vacuum and statistics")',
       );
     }
-    // Every enqueuer (the API, enqueue() in a domain service, notify_enqueue from SQL) reads these.
-    await notifySettingsWrite(fromKysely(db), {
-      maxAttempts: config.retry.maxAttempts,
-      defaultTtlMs: config.retry.defaultTtlMs,
-      events: config.events,
-    });
-    // Preflight: few retries, so an unreachable broker fails start in seconds, not after kafkajs's ~30 s default.
-    const preflight = createKafka({
-      brokers: config.kafkaBrokers,
-      clientId: 'notify-preflight',
-      logger,
-      retry: { retries: 2, initialRetryTime: 300, maxRetryTime: 1_000 },
-    });
-    const preflightAdmin = await connectKafkaAdmin(preflight, config.kafkaBrokers);
-    let createdTopics: string[];
-    try {
-      const suffixes = dispatcherTopicSuffixes(config.retry);
-      const topics = suffixes.map((s) => topicName(config.topicPrefix, s));
-      const plan = await planTopicReplication(preflightAdmin, topics, config.topicReplication, config.kafkaBrokers.join(','));
-      if (plan.lowerExisting.length > 0) {
-        logger.warn(
-          { topics: plan.lowerExisting.map((t) => `${t.topic} (RF ${t.replicationFactor})`), replication: plan.replicationFactor },
-          `existing Kafka topics have fewer replicas than ${plan.replicationFactor}: notify start never changes an existing topic; ` +
-            'raise their replication with kafka-reassign-partitions, or they lose messages with their broker',
-        );
-      }
-      // Delay topics get their own partition count (NOTIFY_RETRY_TOPIC_PARTITIONS, config.ts).
-      const delayTopics = new Set(suffixes.filter((s) => s.startsWith(TOPICS.retry(''))).map((s) => topicName(config.topicPrefix, s)));
-      const partitionsOf = (topic: string) => (delayTopics.has(topic) ? config.retryTopicPartitions : config.topicPartitions);
-      createdTopics = await ensureTopics(preflightAdmin, topics, partitionsOf, { replication: plan });
-      if (createdTopics.length > 0) {
-        logger.info(
-          {
-            topics: createdTopics,
-            partitions: config.topicPartitions,
-            delay_topic_partitions: config.retryTopicPartitions,
-            replication: plan.replicationFactor,
-            min_insync_replicas: plan.minInsyncReplicas,
-          },
-          'created Kafka topics',
-        );
-      }
-    } finally {
-      await preflightAdmin.disconnect().catch(() => {});
+    // Every enqueuer (the API, enqueue() in a domain service, notify_enqueue from SQL) reads these,
+    // and the last start wins: say so when this one changes them.
+    const settings = { maxAttempts: config.retry.maxAttempts, defaultTtlMs: config.retry.defaultTtlMs, events: config.events };
+    const changes = settingsChanges(await notifySettingsRead(fromKysely(db)), settings);
+    if (changes.length > 0) {
+      logger.warn(
+        { changes },
+        `this start changes notify_settings (${changes.join(', ')}): every enqueuer of this database (the API of every process, ` +
+          'enqueue(), notify_enqueue) follows them from now on; give every notify process the same NOTIFY_MAX_ATTEMPTS, ' +
+          'NOTIFY_DEFAULT_TTL_MS and NOTIFY_EVENTS (docs/configuration.md)',
+      );
     }
+    await notifySettingsWrite(fromKysely(db), settings);
+    const createdTopics = usesKafka ? await prepareTopics(config, logger) : [];
 
     const seeded = await seedApiKeys(fromKysely(db), config.seedApiKeys, clock.now(), logger);
     if (seeded > 0) logger.info({ count: seeded }, 'seeded API keys from NOTIFY_API_KEYS');
 
-    const kafka = createKafka({ brokers: config.kafkaBrokers, clientId: `notify-${roles.join('-')}`, logger });
-    const readinessAdmin: Admin = kafka.admin();
-    await readinessAdmin.connect();
-    cleanup.push(() => readinessAdmin.disconnect());
+    // Without the relay and the dispatcher Kafka serves only the lag readings: few retries and a
+    // short connect, so a reading while Kafka is down fails fast (the probe gives up after 2 s).
+    const kafka = createKafka({
+      brokers: config.kafkaBrokers,
+      clientId: `notify-${roles.join('-')}`,
+      logger,
+      ...(usesKafka ? {} : { retry: { retries: 1, initialRetryTime: 200, maxRetryTime: 500 }, connectionTimeoutMs: 1_000 }),
+    });
+    let kafkaAdmin: () => Promise<Admin>;
+    if (usesKafka) {
+      const readinessAdmin = kafka.admin();
+      await readinessAdmin.connect();
+      cleanup.push(() => readinessAdmin.disconnect());
+      kafkaAdmin = () => Promise.resolve(readinessAdmin);
+    } else {
+      const lazy = lazyKafkaAdmin(kafka);
+      cleanup.push(() => lazy.disconnect());
+      kafkaAdmin = () => lazy.get();
+    }
+    let started = false;
+    // /readyz per role (docs/operations.md, "Readiness"): the database always; Kafka only where the
+    // relay or the dispatcher needs it, so a Kafka outage does not take the API out of a load
+    // balancer while it still accepts notifications into the outbox.
     const readiness = {
       database: async () => {
         await db.selectNoFrom((eb) => eb.lit(1).as('one')).execute();
       },
-      kafka: async () => {
-        await readinessAdmin.describeCluster();
+      ...(usesKafka
+        ? {
+            kafka: async () => {
+              await (await kafkaAdmin()).describeCluster();
+            },
+          }
+        : {}),
+      started: async () => {
+        if (!started) throw new Error('the roles are still starting');
       },
     };
     const pipeline = createPipelineProbe({
       db,
       clock,
-      admin: readinessAdmin,
+      admin: kafkaAdmin,
       groups: dispatcherLagGroups(dispatcherConfigFrom(config, {})),
     });
     const metrics = createMetrics({ db, clock, logger, readiness, consumerLag: () => pipeline.consumerLag() });
+
+    const admin = createAdminApp({
+      metrics,
+      logger: logger.child({ role: 'admin' }),
+      readiness,
+    });
+    const adminServer = await listen(admin.fetch, config.adminPort, config.adminHost, {
+      port: 'NOTIFY_ADMIN_PORT',
+      host: 'NOTIFY_ADMIN_HOST',
+    });
+    servers.push(adminServer);
+    const adminUrl = httpUrl(config.adminHost, (adminServer.address() as AddressInfo).port);
+
+    let url: string | undefined;
+    if (roles.includes('api')) {
+      const storedRetry = followStoredRetry(fromKysely(db), settings, {
+        refreshMs: deps.settingsRefreshMs ?? 5_000,
+        logger: logger.child({ role: 'api' }),
+      });
+      cleanup.push(async () => storedRetry.stop());
+      const app = createApp({
+        db,
+        // The attempt budget and default expiry the API writes are notify_settings', not this process's own.
+        config: { ...config, retry: storedRetry.retry },
+        clock,
+        logger: logger.child({ role: 'api' }),
+        metrics,
+        secrets: { key: config.webhook.secretsKey, rotationGraceMs: config.secretRotationGraceMs },
+        rateLimits: config.apiRateLimits,
+        apiKeyCacheMs: config.apiKeyCacheMs,
+        // A statement on a connection whose server stopped answering waits past the pool's bound.
+        requestDeadlineMs: config.dbPoolWaitMs * 2,
+        webhookAllowCidrs: config.webhook.allowCidrs,
+        maxInFlight: config.apiMaxInFlight,
+        enqueueGroup: config.apiGroupCommit,
+        ...(config.apiMaxEventLoopDelayMs > 0 ? { maxEventLoopDelayMs: config.apiMaxEventLoopDelayMs } : {}),
+        ...(config.apiMaxEventLoopDelayMs > 0 && config.apiMaxEventLoopUtilizationPct > 0
+          ? { maxEventLoopUtilization: config.apiMaxEventLoopUtilizationPct / 100 }
+          : {}),
+        console: {
+          showContent: config.consoleShowContent,
+          pipeline,
+        },
+      });
+      const server = await listen(app.fetch, config.port, undefined, { port: 'PORT' });
+      servers.push(server);
+      url = httpUrl('127.0.0.1', (server.address() as AddressInfo).port);
+    }
 
     let relay: Relay | undefined;
     if (roles.includes('relay')) {
@@ -192,7 +276,7 @@ export async function startNotify(config: Config, roles: readonly Role[], deps: 
       cleanup.push(async () => {
         await Promise.all([...Object.values(providers), ...Object.values(fallbacks)].map(async (p) => p?.close?.()));
       });
-      dispatcher = createDispatcher(dispatcherConfigFrom(config, { shutdownTimeoutMs: Math.floor(config.shutdownTimeoutMs / 2) }), {
+      dispatcher = createDispatcher(dispatcherConfigFrom(config), {
         db,
         kafka,
         providers,
@@ -234,44 +318,7 @@ export async function startNotify(config: Config, roles: readonly Role[], deps: 
       cleanup.push(() => callbacks.stop(Math.floor(config.shutdownTimeoutMs / 3)));
     }
 
-    const admin = createAdminApp({
-      metrics,
-      logger: logger.child({ role: 'admin' }),
-      readiness,
-    });
-    const adminServer = await listen(admin.fetch, config.adminPort, config.adminHost, 'NOTIFY_ADMIN_PORT');
-    cleanup.push(() => closeServer(adminServer));
-    const adminUrl = httpUrl(config.adminHost, (adminServer.address() as AddressInfo).port);
-
-    let url: string | undefined;
-    if (roles.includes('api')) {
-      const app = createApp({
-        db,
-        config,
-        clock,
-        logger: logger.child({ role: 'api' }),
-        metrics,
-        secrets: { key: config.webhook.secretsKey, rotationGraceMs: config.secretRotationGraceMs },
-        rateLimits: config.apiRateLimits,
-        apiKeyCacheMs: config.apiKeyCacheMs,
-        // A statement on a connection whose server stopped answering waits past the pool's bound.
-        requestDeadlineMs: config.dbPoolWaitMs * 2,
-        webhookAllowCidrs: config.webhook.allowCidrs,
-        maxInFlight: config.apiMaxInFlight,
-        enqueueGroup: config.apiGroupCommit,
-        ...(config.apiMaxEventLoopDelayMs > 0 ? { maxEventLoopDelayMs: config.apiMaxEventLoopDelayMs } : {}),
-        ...(config.apiMaxEventLoopDelayMs > 0 && config.apiMaxEventLoopUtilizationPct > 0
-          ? { maxEventLoopUtilization: config.apiMaxEventLoopUtilizationPct / 100 }
-          : {}),
-        console: {
-          showContent: config.consoleShowContent,
-          pipeline,
-        },
-      });
-      const server = await listen(app.fetch, config.port, undefined, 'PORT');
-      cleanup.push(() => closeServer(server));
-      url = httpUrl('127.0.0.1', (server.address() as AddressInfo).port);
-    }
+    started = true;
     logger.info({ url, adminUrl, roles }, url ? 'API listening' : 'admin endpoints listening');
 
     let stopping: Promise<void> | undefined;
@@ -288,22 +335,77 @@ export async function startNotify(config: Config, roles: readonly Role[], deps: 
   }
 }
 
+/**
+ * With the relay or the dispatcher: checks that Kafka answers (a one-line `CliError` when it does
+ * not, in seconds) and creates the missing topics. Returns the names it created.
+ */
+async function prepareTopics(config: Config, logger: Logger): Promise<string[]> {
+  // Few retries, so an unreachable broker fails start in seconds, not after kafkajs's ~30 s default.
+  const preflight = createKafka({
+    brokers: config.kafkaBrokers,
+    clientId: 'notify-preflight',
+    logger,
+    retry: { retries: 2, initialRetryTime: 300, maxRetryTime: 1_000 },
+  });
+  const preflightAdmin = await connectKafkaAdmin(preflight, config.kafkaBrokers);
+  try {
+    const suffixes = dispatcherTopicSuffixes(config.retry);
+    const topics = suffixes.map((s) => topicName(config.topicPrefix, s));
+    const plan = await planTopicReplication(preflightAdmin, topics, config.topicReplication, config.kafkaBrokers.join(','));
+    if (plan.lowerExisting.length > 0) {
+      logger.warn(
+        { topics: plan.lowerExisting.map((t) => `${t.topic} (RF ${t.replicationFactor})`), replication: plan.replicationFactor },
+        `existing Kafka topics have fewer replicas than ${plan.replicationFactor}: notify start never changes an existing topic; ` +
+          'raise their replication with kafka-reassign-partitions, or they lose messages with their broker',
+      );
+    }
+    // Delay topics get their own partition count (NOTIFY_RETRY_TOPIC_PARTITIONS, config.ts).
+    const delayTopics = new Set(suffixes.filter((s) => s.startsWith(TOPICS.retry(''))).map((s) => topicName(config.topicPrefix, s)));
+    const partitionsOf = (topic: string) => (delayTopics.has(topic) ? config.retryTopicPartitions : config.topicPartitions);
+    const createdTopics = await ensureTopics(preflightAdmin, topics, partitionsOf, { replication: plan });
+    if (createdTopics.length > 0) {
+      logger.info(
+        {
+          topics: createdTopics,
+          partitions: config.topicPartitions,
+          delay_topic_partitions: config.retryTopicPartitions,
+          replication: plan.replicationFactor,
+          min_insync_replicas: plan.minInsyncReplicas,
+        },
+        'created Kafka topics',
+      );
+    }
+    return createdTopics;
+  } finally {
+    await preflightAdmin.disconnect().catch(() => {});
+  }
+}
+
+// Listen errors that mean the address is wrong, not the port: a name that does not resolve, or not one of this machine's addresses.
+const BAD_ADDRESS = new Set(['ENOTFOUND', 'EAI_AGAIN', 'EAI_NONAME', 'EADDRNOTAVAIL']);
+
 function listen(
   fetch: (req: Request) => Response | Promise<Response>,
   port: number,
   hostname: string | undefined,
-  variable: string,
+  variables: { readonly port: string; readonly host?: string },
 ): Promise<ServerType> {
   return new Promise((resolve, reject) => {
     const server = serve({ fetch, port, ...(hostname !== undefined ? { hostname } : {}) }, () => resolve(server));
     // A request Node's parser refuses is answered with problem+json too, not a bare 400.
     server.on('clientError', answerClientError);
     server.once('error', (err: NodeJS.ErrnoException) => {
-      reject(
+      const at = hostname === undefined ? `port ${port}` : `${hostname}:${port}`;
+      const message =
         err.code === 'EADDRINUSE'
-          ? new CliError(`port ${port} is in use; set ${variable} to a free port (0 picks one)`, 1, { cause: err })
-          : err,
-      );
+          ? `port ${port} is in use; set ${variables.port} to a free port (0 picks one)`
+          : err.code === 'EACCES'
+            ? `port ${port} needs privileges this process does not have; set ${variables.port} to a port above 1023`
+            : err.code !== undefined && BAD_ADDRESS.has(err.code) && variables.host !== undefined
+              ? `cannot listen on ${at} (${err.code}): ${variables.host}=${hostname} ${err.code === 'EADDRNOTAVAIL' ? 'is not an address of this machine' : 'does not resolve to an address'}; ` +
+                `set ${variables.host} to an address of this machine (127.0.0.1, 0.0.0.0, or an interface's address)`
+              : `cannot listen on ${at} (${err.code ?? err.message}); check ${[variables.host, variables.port].filter(Boolean).join(' and ')}`;
+      reject(new CliError(message, 1, { cause: err }));
     });
   });
 }

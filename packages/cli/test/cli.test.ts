@@ -5,7 +5,7 @@ import { inject } from 'vitest';
 import { ensureDatabase, withDatabase } from '@notify/migrations';
 import { createApp, hashApiKey } from '@notify/api';
 import { createTestDatabase, type TestDatabase } from '../../../test/support/db.js';
-import { runNotifyCli } from '../../../test/support/notify-process.js';
+import { runNotifyCli, startNotifyProcess } from '../../../test/support/notify-process.js';
 
 // Each test runs the compiled CLI as a child one to three times; on a loaded 2-core machine a
 // child has taken over 20 s to start, so the default 60 s is too short for three of them.
@@ -103,6 +103,49 @@ describe.concurrent('clear one-line failures', () => {
     expect(lines(res.stderr)[0]).toBe('notify: --roles: unknown role "mailer"; expected a comma-separated subset of api,relay,dispatcher');
   });
 
+  it('start refuses a stray argument (usage error, exit 2)', async () => {
+    const res = await runNotifyCli(['start', '--roles', 'api', 'extra'], { DATABASE_URL: t.url });
+    expect(res.code).toBe(2);
+    expect(lines(res.stderr)[0]).toBe('notify: start: unexpected argument "extra"');
+  });
+
+  it('start refuses PORT equal to NOTIFY_ADMIN_PORT and a malformed NOTIFY_WEBHOOK_ALLOW_CIDRS before anything starts', async () => {
+    const ports = await runNotifyCli(['start'], { DATABASE_URL: t.url, PORT: '3449', NOTIFY_ADMIN_PORT: '3449' });
+    expect(ports.code).toBe(1);
+    expect(lines(ports.stderr)).toEqual([
+      'notify: invalid configuration: NOTIFY_ADMIN_PORT: must differ from PORT (both are 3449): the admin endpoints need a port of their own',
+    ]);
+    const cidrs = await runNotifyCli(['start'], { DATABASE_URL: t.url, PORT: '0', NOTIFY_WEBHOOK_ALLOW_CIDRS: 'banana/99' });
+    expect(cidrs.code).toBe(1);
+    expect(lines(cidrs.stderr)).toEqual([
+      'notify: invalid configuration: NOTIFY_WEBHOOK_ALLOW_CIDRS: "banana/99" is not a CIDR (e.g. 127.0.0.1/32 or fd00::/8)',
+    ]);
+  });
+
+  it('start warns, once, about NOTIFY_* variables it does not read, with the closest known name', async () => {
+    const notify = await startNotifyProcess(['--roles', 'api'], {
+      DATABASE_URL: t.url,
+      KAFKA_BROKERS: '127.0.0.1:1',
+      PORT: '0',
+      NOTIFY_MAX_ATEMPTS: '3',
+      NOTIFY_COLOUR: 'blue',
+    });
+    try {
+      const warned = notify
+        .output()
+        .split('\n')
+        .filter((l) => l.includes('notify does not read'));
+      expect(warned).toHaveLength(1);
+      expect(JSON.parse(warned[0]!)).toMatchObject({
+        level: 'warn',
+        variables: ['NOTIFY_COLOUR', 'NOTIFY_MAX_ATEMPTS'],
+        msg: 'notify does not read NOTIFY_COLOUR, NOTIFY_MAX_ATEMPTS (did you mean NOTIFY_MAX_ATTEMPTS?): they have no effect (docs/configuration.md lists every variable)',
+      });
+    } finally {
+      expect(await notify.stop()).toBe(0);
+    }
+  });
+
   it('an unknown command exits 2', async () => {
     const res = await runNotifyCli(['deploy'], {});
     expect(res.code).toBe(2);
@@ -148,6 +191,21 @@ describe.concurrent('notify api-keys', () => {
     const res = await runNotifyCli(['api-keys', 'create'], { DATABASE_URL: t.url });
     expect(res.code).toBe(2);
     expect(res.stderr).toContain('--tenant is required');
+  });
+
+  it('create refuses a stray argument (usage error, exit 2)', async () => {
+    const res = await runNotifyCli(['api-keys', 'create', '--tenant', 'acme', 'stray'], { DATABASE_URL: t.url });
+    expect(res.code).toBe(2);
+    expect(lines(res.stderr)[0]).toBe('notify: api-keys create: unexpected argument "stray"');
+    expect(await t.db.selectFrom('api_keys').select('id').where('tenant_id', '=', 'acme').execute()).toEqual([]);
+  });
+
+  it('create with an invalid --tenant says what is wrong with it', async () => {
+    const res = await runNotifyCli(['api-keys', 'create', '--tenant', 'a b'], { DATABASE_URL: t.url });
+    expect(res.code).toBe(2);
+    expect(lines(res.stderr)).toEqual([
+      'notify: api-keys create: --tenant "a b" contains " "; a tenant id is 1–200 letters, digits, "_", ".", ":" or "-"',
+    ]);
   });
 
   it('revoke of an unknown id fails with exit 1', async () => {

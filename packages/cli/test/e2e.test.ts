@@ -86,7 +86,7 @@ describe('notify start, end to end', () => {
   it('is ready: database and Kafka reachable', async () => {
     const res = await fetch(`${notify.adminUrl}/readyz`);
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ status: 'ok', checks: { database: 'ok', kafka: 'ok' } });
+    expect(await res.json()).toEqual({ status: 'ok', checks: { database: 'ok', kafka: 'ok', started: 'ok' } });
   });
 
   it('delivers a webhook: POST → 202, the receiver gets it once, GET shows sent; the trace reaches the dispatcher', async () => {

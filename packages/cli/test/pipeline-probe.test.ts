@@ -53,11 +53,26 @@ describe('consumer lag', () => {
     } finally {
       await producer.disconnect();
     }
-    const probe = createPipelineProbe({ db: t.db, clock: new ManualClock(new Date()), admin: kafka.admin, groups });
+    const probe = createPipelineProbe({ db: t.db, clock: new ManualClock(new Date()), admin: async () => kafka.admin, groups });
     const lag = new Map((await probe.consumerLag()).map((l) => [l.topic, l.lag]));
     expect(lag.get(kafka.topic(TOPICS.requests))).toBe(0);
     expect(lag.get(kafka.topic(TOPICS.requestsHigh))).toBe(1); // with the normal lane's offsets: 3
     expect(lag.get(kafka.topic(TOPICS.retry('2s')))).toBe(1); // never committed: from the low watermark
     expect(lag.get(kafka.topic(TOPICS.events))).toBeUndefined();
+  });
+});
+
+describe('while Kafka does not answer', () => {
+  it('consumerLag fails within its timeout instead of hanging (the console page and /metrics read it)', async () => {
+    const probe = createPipelineProbe({
+      db: t.db,
+      clock: new ManualClock(new Date()),
+      admin: () => new Promise(() => {}),
+      groups: [{ groupId: 'g', topics: ['t'] }],
+      timeoutMs: 300,
+    });
+    const started = performance.now();
+    await expect(probe.consumerLag()).rejects.toThrow('Kafka did not answer within 300 ms');
+    expect(performance.now() - started).toBeLessThan(2_000);
   });
 });

@@ -6,14 +6,16 @@ import type { PipelineProbe } from '@notify/api';
 import type { Database } from '@notify/migrations';
 import { fromKysely } from '@notify/outbox';
 import { outboxLag } from '@notify/relay';
-import type { Clock } from '@notify/runtime';
+import { type Clock, withTimeout } from '@notify/runtime';
 
 /** What the console's pipeline probe reads. */
 export interface PipelineProbeDeps {
   readonly db: Kysely<Database>;
   readonly clock: Clock;
-  /** A connected admin client (the readiness one). */
-  readonly admin: Admin;
+  /** The admin client, connected (the readiness one, or a lazily connected one in a process without the relay and the dispatcher). */
+  readonly admin: () => Promise<Admin>;
+  /** How long `consumerLag` waits for Kafka before it fails (default 2000): the console's page must not hang while Kafka is down. */
+  readonly timeoutMs?: number;
   /**
    * The dispatcher's consumer groups, each with the topics it reads (full names): `<prefix>.dispatcher`
    * (requests and the delay topics) and `<prefix>.dispatcher.high` (requests.high). A topic's lag is
@@ -31,25 +33,28 @@ export interface PipelineProbeDeps {
  */
 export function createPipelineProbe(deps: PipelineProbeDeps): PipelineProbe {
   const exec = fromKysely(deps.db);
+  const timeoutMs = deps.timeoutMs ?? 2_000;
+  const consumerLag = async () => {
+    const admin = await deps.admin();
+    const committed = (
+      await Promise.all(deps.groups.map(({ groupId, topics }) => admin.fetchOffsets({ groupId, topics: [...topics] })))
+    ).flat();
+    return Promise.all(
+      committed.map(async ({ topic, partitions }) => {
+        const ends = await admin.fetchTopicOffsets(topic);
+        let lag = 0;
+        for (const end of ends) {
+          const at = partitions.find((p) => p.partition === end.partition)?.offset ?? '-1';
+          const from = Number(at) >= 0 ? Number(at) : Number(end.low);
+          lag += Math.max(0, Number(end.high) - from);
+        }
+        return { topic, lag };
+      }),
+    );
+  };
   return {
     outboxLag: () => outboxLag(exec, { now: deps.clock.now() }),
-    async consumerLag() {
-      const committed = (
-        await Promise.all(deps.groups.map(({ groupId, topics }) => deps.admin.fetchOffsets({ groupId, topics: [...topics] })))
-      ).flat();
-      return Promise.all(
-        committed.map(async ({ topic, partitions }) => {
-          const ends = await deps.admin.fetchTopicOffsets(topic);
-          let lag = 0;
-          for (const end of ends) {
-            const at = partitions.find((p) => p.partition === end.partition)?.offset ?? '-1';
-            const from = Number(at) >= 0 ? Number(at) : Number(end.low);
-            lag += Math.max(0, Number(end.high) - from);
-          }
-          return { topic, lag };
-        }),
-      );
-    },
+    consumerLag: () => withTimeout(consumerLag(), timeoutMs, () => new Error(`Kafka did not answer within ${timeoutMs} ms`)),
   };
 }
 
