@@ -63,7 +63,7 @@ export interface DispatcherConfig {
   readonly strictRecheckMs: number;
   /**
    * `stop()` waits this long for running deliveries before aborting them (they stay queued).
-   * Default 10 s; from the service config, two thirds of NOTIFY_SHUTDOWN_TIMEOUT_MS.
+   * Default 10 s; from the service config, half of NOTIFY_SHUTDOWN_TIMEOUT_MS.
    */
   readonly shutdownTimeoutMs: number;
   /**
