@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
 import { logLevel } from 'kafkajs';
 import { describe, expect, it } from 'vitest';
-import { RETRIED_KAFKA_CONDITIONS, kafkaLogCreator } from './kafka-client.js';
+import { CHOSEN_KAFKA_WARNINGS, RETRIED_KAFKA_CONDITIONS, kafkaLogCreator } from './kafka-client.js';
 
 function capture() {
   const lines: { level: string; msg: string | undefined }[] = [];
@@ -23,7 +23,8 @@ describe('kafkaLogCreator', () => {
     entry(logLevel.ERROR, 'The coordinator is not aware of this member, re-joining the group');
     entry(logLevel.ERROR, 'Crash: KafkaJSNumberOfRetriesExceeded: Connection error: connect ECONNREFUSED');
     entry(logLevel.WARN, 'Response Metadata', { error: 'Topic authorization failed' });
-    expect(lines.map((l) => l.level)).toEqual(['debug', 'debug', 'debug', 'error', 'warn']);
+    entry(logLevel.WARN, 'Limiting retries for the idempotent producer may invalidate EoS guarantees', {});
+    expect(lines.map((l) => l.level)).toEqual(['debug', 'debug', 'debug', 'error', 'warn', 'debug']);
   });
 
   it('names conditions that exist in the installed kafkajs', () => {
@@ -35,5 +36,7 @@ describe('kafkaLogCreator', () => {
     for (const text of RETRIED_KAFKA_CONDITIONS) {
       expect(errorCodes.some((e) => e.message === text) || runner.includes(text), text).toBe(true);
     }
+    const producer = require('node:fs').readFileSync(`${kafkajsDir}src/producer/index.js`, 'utf8') as string;
+    for (const text of CHOSEN_KAFKA_WARNINGS) expect(producer.includes(`logger.warn('${text}')`), text).toBe(true);
   });
 });

@@ -20,9 +20,20 @@ export const RETRIED_KAFKA_CONDITIONS: ReadonlySet<string> = new Set([
 ]);
 
 /**
+ * Warnings kafkajs gives about a setting notify chose on purpose: the relay's idempotent producer
+ * retries a bounded number of times (packages/relay/src/kafka-publisher.ts) so that an outage
+ * reaches the relay's own retry and metrics. Logged at every start and every producer reconnect
+ * (8 times in one Kafka outage), they said nothing an operator could act on: debug.
+ */
+/** @internal Exported for its tests. */
+export const CHOSEN_KAFKA_WARNINGS: ReadonlySet<string> = new Set([
+  'Limiting retries for the idempotent producer may invalidate EoS guarantees',
+]);
+
+/**
  * kafkajs log entries → our logger (warn and error only: kafkajs is chatty at info). Entries about
  * a condition in `RETRIED_KAFKA_CONDITIONS` go to debug. Only the namespace, message and broker
- * metadata are kept; kafkajs never logs message values.
+ * metadata are kept; kafkajs never logs message values. `CHOSEN_KAFKA_WARNINGS` go to debug too.
  */
 /** @internal Exported for its tests. */
 export function kafkaLogCreator(logger: Logger) {
@@ -30,7 +41,11 @@ export function kafkaLogCreator(logger: Logger) {
     ({ namespace, level, log }: { namespace: string; level: logLevel; log: { message: string; [k: string]: unknown } }) => {
       const { message, timestamp: _t, logger: _l, stack: _s, ...rest } = log;
       const fields = { component: 'kafkajs', kafka_namespace: namespace, ...rest };
-      if (RETRIED_KAFKA_CONDITIONS.has(message) || (typeof rest.error === 'string' && RETRIED_KAFKA_CONDITIONS.has(rest.error))) {
+      if (
+        CHOSEN_KAFKA_WARNINGS.has(message) ||
+        RETRIED_KAFKA_CONDITIONS.has(message) ||
+        (typeof rest.error === 'string' && RETRIED_KAFKA_CONDITIONS.has(rest.error))
+      ) {
         logger.debug(fields, message);
       } else if (level === logLevel.ERROR) logger.error(fields, message);
       else if (level === logLevel.WARN) logger.warn(fields, message);

@@ -22,21 +22,24 @@ function app(lines: { level: string; msg: string | undefined; obj: object }[]) {
   a.post('/v1/notifications', (c) => c.json({ id: 'ntf_1' }, 202));
   a.get('/v1/notifications/:id', (c) => c.json({ type: 'not_found' }, 404));
   a.get('/boom', (c) => c.json({ type: 'internal' }, 500));
+  a.get('/busy', (c) => c.json({ type: 'overloaded' }, 503));
   return a;
 }
 
 describe('requestContext', () => {
-  it('logs a successful request at debug, a 4xx at info and a 5xx at error, each with its ids and route pattern', async () => {
+  it('logs a successful request at debug, a 4xx at info, a 503 at warn and another 5xx at error, each with its ids and route pattern', async () => {
     const lines: { level: string; msg: string | undefined; obj: object }[] = [];
     const a = app(lines);
     const ok = await a.request('/v1/notifications', { method: 'POST', headers: { 'x-request-id': 'r-1' } });
     await a.request('/v1/notifications/ntf_x', { headers: { 'x-request-id': 'r-2' } });
     await a.request('/boom', { headers: { 'x-request-id': 'r-3' } });
+    await a.request('/busy', { headers: { 'x-request-id': 'r-4' } });
     expect(ok.headers.get('x-request-id')).toBe('r-1');
     expect(lines.map((l) => [l.level, l.msg])).toEqual([
       ['debug', 'request'],
       ['info', 'request'],
       ['error', 'request failed'],
+      ['warn', 'request answered 503: unavailable'],
     ]);
     expect(lines[0]?.obj).toMatchObject({ reqId: 'r-1', method: 'POST', route: '/v1/notifications', status: 202 });
     expect(lines[1]?.obj).toMatchObject({ reqId: 'r-2', method: 'GET', route: '/v1/notifications/:id', status: 404 });

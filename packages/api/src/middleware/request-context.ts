@@ -41,7 +41,10 @@ export function requestContext(deps: { readonly logger: Logger; readonly metrics
     };
     // A successful request's line is off the hot path at info: writing it was 4.8 % of the API
     // process's busy time under POST /v1/notifications load (BENCHMARKS.md, session 7 profile).
-    if (c.res.status >= 500) deps.logger.error(line, 'request failed');
+    // A 503 is a state the process announces with Retry-After (shedding, not ready, the database
+    // out of reach), logged once by what caused it: a warning here, not an error per request.
+    if (c.res.status === 503) deps.logger.warn(line, 'request answered 503: unavailable');
+    else if (c.res.status >= 500) deps.logger.error(line, 'request failed');
     else if (c.res.status >= 400) deps.logger.info(line, 'request');
     else deps.logger.debug(line, 'request');
   };
