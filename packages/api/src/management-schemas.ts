@@ -173,8 +173,11 @@ export const BulkRetryRequest = z
         last_error_prefix: z
           .string()
           .max(200)
+          .nullable()
           .optional()
-          .describe("The first 200 characters of last_error, exactly (a group of the console's dead page)"),
+          .describe(
+            "The first 200 characters of last_error, exactly (a group of the console's dead page); null: those without a last error",
+          ),
         created_from: instant.optional().describe('Created at or after'),
         created_to: instant.optional().describe('Created before'),
       })

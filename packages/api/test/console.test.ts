@@ -15,12 +15,12 @@ let t: TestDatabase;
 let app: ReturnType<typeof createApp>;
 let showing: ReturnType<typeof createApp>;
 const clock = new ManualClock(new Date('2026-06-01T12:00:00Z'));
-const keys = { acme: '', globex: '', initech: '' };
+const keys = { acme: '', globex: '', initech: '', umbrella: '' };
 const keyIds = { acme: '' };
 
 beforeAll(async () => {
   t = await createTestDatabase();
-  for (const tenant of ['acme', 'globex', 'initech'] as const) {
+  for (const tenant of ['acme', 'globex', 'initech', 'umbrella'] as const) {
     const k = generateApiKey();
     await apiKeyInsert(fromKysely(t.db), { id: k.id, tenantId: tenant, keyHash: hashApiKey(k.key), name: tenant, now: clock.now() });
     keys[tenant] = k.key;
@@ -226,6 +226,33 @@ describe('console, what an operator found', () => {
     const again = await app.request('/console/dead/retry', { method: 'POST', headers: s.headers, body: asBrowser(fields) });
     expect(again.status).toBe(200);
     expect(await again.text()).toContain('none is dead any more');
+  });
+
+  it('bulk-retries the dead group without a last error alone, not every dead notification of its reason', async () => {
+    const [none, failed] = await insertNotifications('umbrella', ['none@example.com', 'failed@example.com']);
+    await t.pool.query(
+      `UPDATE notifications SET state = 'dead', dead_reason = 'exhausted', next_attempt_at = NULL, attempts = 3,
+              last_error = CASE WHEN id = $2 THEN 'HTTP 503' END
+        WHERE id = ANY($1)`,
+      [[none, failed], failed],
+    );
+    const s = await signIn('umbrella');
+    const dead = await (await app.request('/console/dead', { headers: s.headers })).text();
+    const forms = [...dead.matchAll(/<form method="post" action="\/console\/dead\/retry">[\s\S]*?<\/form>/g)].map((m) =>
+      hiddenFields(m[0], '/console/dead/retry'),
+    );
+    const noError = forms.find((f) => f.has_error === '0')!;
+    const page = await (await app.request('/console/dead/retry', { method: 'POST', headers: s.headers, body: asBrowser(noError) })).text();
+    expect(page).toContain('no last error');
+    expect(page).toMatch(/<strong id="confirm-count">1<\/strong>/);
+    expect((await confirmed(s, '/console/dead/retry', noError)).headers.get('location')).toBe('/console/dead?done=bulk&n=1');
+    const states = await t.pool.query<{ id: string; state: string }>('SELECT id, state FROM notifications WHERE id = ANY($1) ORDER BY id', [
+      [none, failed],
+    ]);
+    expect(states.rows).toEqual([
+      { id: none, state: 'queued' },
+      { id: failed, state: 'dead' },
+    ]);
   });
 
   it('removes an opt-out whose recipient holds a line break', async () => {

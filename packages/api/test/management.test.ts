@@ -291,6 +291,21 @@ describe('bulk retry', () => {
     return id;
   }
 
+  it('re-queues, with last_error_prefix null, only the dead notifications without a last error', async () => {
+    const none = await deadOne('globex', 'exhausted', 'x');
+    await t.pool.query('UPDATE notifications SET last_error = NULL WHERE id = $1', [none]);
+    const failed = await deadOne('globex', 'exhausted', 'HTTP 503');
+    const res = await app.request('/v1/notifications/retry', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${keys.globex}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ filter: { dead_reason: 'exhausted', last_error_prefix: null } }),
+    });
+    expect(res.status).toBe(202);
+    expect(await res.json()).toMatchObject({ requeued: 1, matched: 1 });
+    const states = await t.pool.query('SELECT id, state FROM notifications WHERE id = ANY($1)', [[none, failed]]);
+    expect(Object.fromEntries(states.rows.map((r) => [r.id, r.state]))).toEqual({ [none]: 'queued', [failed]: 'dead' });
+  });
+
   it('re-queues the dead notifications a filter matches, once per Idempotency-Key, and can be followed', async () => {
     const http500 = [await deadOne('acme', 'exhausted', 'HTTP 500'), await deadOne('acme', 'exhausted', 'HTTP 500')];
     const other = await deadOne('acme', 'permanent', 'HTTP 410');

@@ -11,10 +11,10 @@ import { counted, csrfField } from './layout.js';
 import { deadGroupCount } from './sql/dead-group-count.js';
 
 /** The fields that name a dead group: its row's Retry form and the confirmation. */
-const groupFields = (reason: string, error: string | undefined) => ({
+const groupFields = (reason: string, error: string | null) => ({
   dead_reason: reason,
   error: exactField(error ?? ''),
-  has_error: error === undefined ? '0' : '1',
+  has_error: error === null ? '0' : '1',
 });
 
 /** Dead: notifications grouped by reason and last error, each group with a bulk retry. */
@@ -54,7 +54,7 @@ export function deadPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
                     g.dead_reason === 'expired'
                       ? html`<span class="muted">expired: stays dead</span>`
                       : html`<form method="post" action="/console/dead/retry">
-                          ${csrfField(s.csrfToken)} ${hiddenInputs(groupFields(g.dead_reason, g.error ?? undefined))}
+                          ${csrfField(s.csrfToken)} ${hiddenInputs(groupFields(g.dead_reason, g.error))}
                           <button type="submit" id="bulk-retry-${i}" aria-label="Retry ${g.count}: the dead notifications of this group">
                             Retry ${g.count}
                           </button>
@@ -75,9 +75,10 @@ export function deadPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
     const reason = formText(form, 'dead_reason');
     if (!(DEAD_REASONS as readonly string[]).includes(reason))
       return page(c, { title: 'Not done', status: 422, error: 'Unknown dead reason.' }, html``);
-    const error = form.has_error === '1' ? exactFormText(form, 'error') : undefined;
+    // A group is one (reason, error) pair of the dead page: its error may be none, which is not "any".
+    const error = form.has_error === '1' ? exactFormText(form, 'error') : null;
     const group = html`reason
-      <strong>${reason}</strong>${error === undefined ? html`, any last error` : html`, last error starting <q>${error}</q>`}`;
+      <strong>${reason}</strong>${error === null ? html`, no last error` : html`, last error starting <q>${error}</q>`}`;
     if (!isConfirmed(form)) {
       const { dead, retryable } = await deadGroupCount(deps.exec, {
         tenantId: s.tenantId,

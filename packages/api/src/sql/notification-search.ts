@@ -7,8 +7,8 @@ export interface NotificationFilter {
   /** Exact recipient. */
   readonly recipient?: string | undefined;
   readonly deadReason?: string | undefined;
-  /** The first 200 characters of the last error, exactly (a group of the dead page). */
-  readonly lastErrorPrefix?: string | undefined;
+  /** The first 200 characters of the last error, exactly (a group of the dead page); null: no last error. */
+  readonly lastErrorPrefix?: string | null | undefined;
   /** Created at or after. */
   readonly createdFrom?: Date | undefined;
   /** Created before. */
@@ -36,7 +36,8 @@ export function notificationFilterSql(filter: NotificationFilter, first = 2): { 
   if (filter.channel !== undefined) add('channel = ?', filter.channel);
   if (filter.recipient !== undefined) add('recipient = ?', filter.recipient);
   if (filter.deadReason !== undefined) add('dead_reason = ?', filter.deadReason);
-  if (filter.lastErrorPrefix !== undefined) add('left(last_error, 200) = ?', filter.lastErrorPrefix);
+  if (filter.lastErrorPrefix === null) clauses.push('last_error IS NULL');
+  else if (filter.lastErrorPrefix !== undefined) add('left(last_error, 200) = ?', filter.lastErrorPrefix);
   if (filter.createdFrom !== undefined) add('id >= ?', idAtOrAfter(filter.createdFrom));
   if (filter.createdTo !== undefined) add('id < ?', idAtOrAfter(filter.createdTo));
   return { where: clauses.join(' AND '), values };

@@ -6,7 +6,7 @@ export interface DeadGroupCountParams {
   readonly tenantId: string;
   readonly deadReason: string;
   /** The first 200 characters of the last error; undefined for the group without one. */
-  readonly lastErrorPrefix: string | undefined;
+  readonly lastErrorPrefix: string | null;
   readonly now: Date;
 }
 
