@@ -67,10 +67,10 @@ async function withStarted<T>(running: RunningNotify, fn: (n: RunningNotify) => 
   }
 }
 
-const timed = async (url: string) => {
-  const started = performance.now();
+/** GET `url`: the response and its text. */
+const get = async (url: string) => {
   const res = await fetch(url);
-  return { res, text: await res.text(), ms: performance.now() - started };
+  return { res, text: await res.text() };
 };
 
 describe('a process without the relay and the dispatcher', () => {
@@ -78,12 +78,12 @@ describe('a process without the relay and the dispatcher', () => {
     const logger = recordingLogger();
     const config = env({ KAFKA_BROKERS: '127.0.0.1:1' });
     await withStarted(await startNotify(config, ['api'], { logger, clock: new ManualClock(new Date()) }), async (n) => {
-      const ready = await timed(`${n.adminUrl}/readyz`);
+      const ready = await get(`${n.adminUrl}/readyz`);
       expect(ready.res.status).toBe(200);
       expect(JSON.parse(ready.text)).toEqual({ status: 'ok', checks: { database: 'ok', started: 'ok' } });
-      const metrics = await timed(`${n.adminUrl}/metrics`);
+      const metrics = await get(`${n.adminUrl}/metrics`);
       expect(metrics.res.status).toBe(200);
-      expect(metrics.ms).toBeLessThan(3_000);
+      // It answered although Kafka never does: the lag read gave up (its 2-s bound is metrics.test.ts's, with fake timers).
       expect(metrics.text).not.toMatch(/^notify_kafka_consumer_lag_messages\{/m);
       expect(logger.lines.some((l) => l.msg === 'metrics: reading the consumer lag failed')).toBe(true);
       // The API accepts notifications into the outbox meanwhile (the point of the outbox).
@@ -99,8 +99,8 @@ describe('a process without the relay and the dispatcher', () => {
   it('reads the consumer lag from Kafka when it is up', async () => {
     const logger = recordingLogger();
     await withStarted(await startNotify(env(), ['api'], { logger, clock: new ManualClock(new Date()) }), async (n) => {
-      expect(JSON.parse((await timed(`${n.adminUrl}/readyz`)).text).checks).toEqual({ database: 'ok', started: 'ok' });
-      const metrics = await timed(`${n.adminUrl}/metrics`);
+      expect(JSON.parse((await get(`${n.adminUrl}/readyz`)).text).checks).toEqual({ database: 'ok', started: 'ok' });
+      const metrics = await get(`${n.adminUrl}/metrics`);
       expect(metrics.text).toContain(`notify_kafka_consumer_lag_messages{topic="${kafka.topic('requests')}"} 0`);
     });
   }, 60_000);
@@ -108,7 +108,7 @@ describe('a process without the relay and the dispatcher', () => {
   it('with the relay, Kafka is still checked by /readyz', async () => {
     const logger = recordingLogger();
     await withStarted(await startNotify(env(), ['relay'], { logger, clock: new ManualClock(new Date()) }), async (n) => {
-      expect(JSON.parse((await timed(`${n.adminUrl}/readyz`)).text).checks).toEqual({ database: 'ok', kafka: 'ok', started: 'ok' });
+      expect(JSON.parse((await get(`${n.adminUrl}/readyz`)).text).checks).toEqual({ database: 'ok', kafka: 'ok', started: 'ok' });
     });
   }, 60_000);
 });

@@ -104,6 +104,8 @@ describe('scheduled send', () => {
     await waitFor(() => r.received.length >= 1, { timeoutMs: 20_000, message: 'the notification delivered at send_at' });
     expect(r.received.map((x) => x.id)).toEqual([id]);
     expect(r.received[0]!.at).toBeGreaterThanOrEqual(sendAt);
+    // The outcome is written after the receiver answered (the outcome writer batches): wait for it.
+    await waitFor(async () => (await stateOf(hh, id)).state === 'sent', { timeoutMs: 10_000, message: 'the attempt recorded as sent' });
     expect(await stateOf(h, id)).toMatchObject({ state: 'sent', attempts: 1 });
   });
 });
