@@ -19,10 +19,9 @@ export interface NotificationPageParams {
  * offered on the newest page however it was reached.
  */
 export async function notificationPage(db: SqlExecutor, params: NotificationPageParams): Promise<KeysetPage<Notification>> {
-  const { where: filterWhere, values } = notificationFilterSql(params.filter);
+  const { where, values } = notificationFilterSql(params.filter);
   const all: unknown[] = [params.tenantId, ...values];
   const bind = (v: unknown) => `$${all.push(v)}`;
-  const where = filterWhere;
   const cursor = params.cursor;
   const toward = cursor?.toward ?? 'next';
   const at = cursor !== undefined ? bind(cursor.key) : '';
