@@ -33,7 +33,7 @@ export type ProblemCode = ErrorCode | (typeof HTTP_PROBLEM_CODES)[number];
 
 /** The HTTP status and title of each code. One table, so a code never appears with two statuses. */
 export const PROBLEM_CATALOG: { readonly [C in ProblemCode]: { readonly status: number; readonly title: string } } = {
-  validation_failed: { status: 422, title: 'The request is not a valid notification' },
+  validation_failed: { status: 422, title: 'The request is not valid' },
   unknown_channel: { status: 422, title: 'Unknown channel' },
   bad_expiry: { status: 422, title: 'Invalid expiry' },
   idempotency_conflict: { status: 422, title: 'Idempotency-Key reused with a different request' },

@@ -48,7 +48,7 @@ export async function runApiKeysCreate(
   }
 }
 
-/** `notify api-keys revoke <id>`: the key stops working at once. */
+/** `notify api-keys revoke <id>`: API processes refuse the key within NOTIFY_API_KEY_CACHE_MS (their key cache). */
 export async function runApiKeysRevoke(
   config: Pick<Config, 'databaseUrl'>,
   id: string | undefined,
@@ -57,7 +57,9 @@ export async function runApiKeysRevoke(
   if (!id) throw new CliError('api-keys revoke: give the key id (key_…), e.g. `notify api-keys revoke key_abc`', 2);
   const revoked = await withDb(config, (db) => apiKeyRevoke(fromKysely(db), { id, now: deps.clock.now() }));
   if (!revoked) throw new CliError(`api-keys revoke: no key ${id}`);
-  deps.io.out(`Revoked ${id} (tenant ${revoked.tenant_id}) at ${revoked.revoked_at.toISOString()}`);
+  deps.io.out(
+    `Revoked ${id} (tenant ${revoked.tenant_id}) at ${revoked.revoked_at.toISOString()}; running API processes refuse it within NOTIFY_API_KEY_CACHE_MS (5 s by default)`,
+  );
 }
 
 /** `notify api-keys list [--tenant T]`: ids, tenants, names and states; never keys or hashes. */

@@ -15,7 +15,7 @@ Commands:
   start [--roles api,relay,dispatcher]  run the given roles in this process (default: all three)
   api-keys create --tenant T [--name N] [--json]
                                         issue an API key; it is printed once, only its hash is stored
-  api-keys revoke <key-id>              revoke a key at once
+  api-keys revoke <key-id>              revoke a key (refused within NOTIFY_API_KEY_CACHE_MS)
   api-keys list [--tenant T]            list keys (ids and states, never the keys)
   dlq redrive --topic-offset-range P:FROM-TO [--topic-offset-range …] [--reason TEXT]
               [--source-topic T] [--dry-run] [--force]

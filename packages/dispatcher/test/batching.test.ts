@@ -369,8 +369,8 @@ describe('batched reads', () => {
     const prepared = await Promise.all([everything, marketingOnly, billing, free].map((n) => preparer.prepare(n, 1)));
     expect(statements).toHaveLength(1);
     expect(prepared.map((p) => p.kind)).toEqual(['suppressed', 'suppressed', 'ready', 'ready']);
-    expect(prepared[0]).toEqual({ kind: 'suppressed', reason: 'the recipient opted out of all webhook (unsubscribed)' });
-    expect(prepared[1]).toEqual({ kind: 'suppressed', reason: 'the recipient opted out of webhook category "marketing"' });
+    expect(prepared[0]).toEqual({ kind: 'suppressed', reason: 'the recipient opted out of every webhook message (unsubscribed)' });
+    expect(prepared[1]).toEqual({ kind: 'suppressed', reason: 'the recipient opted out of webhook messages of category "marketing"' });
 
     // An opt-out recorded now applies to the very next check.
     await suppressionInsert(exec, { tenantId: 't1', channel: 'webhook', recipient: free.recipient, now: clock.now() });

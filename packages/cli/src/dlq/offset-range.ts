@@ -33,7 +33,7 @@ export function parseOffsetRange(text: string): OffsetRange {
 /** Parses every `--topic-offset-range`; at least one, at most one per partition. */
 export function parseOffsetRanges(texts: readonly string[] | undefined): OffsetRange[] {
   if (!texts || texts.length === 0) {
-    throw new CliError('dlq redrive: give at least one --topic-offset-range PARTITION:FROM-TO (see `notify dlq redrive --dry-run`)', 2);
+    throw new CliError('dlq redrive: give at least one --topic-offset-range PARTITION:FROM-TO (docs/operations.md: dead letters)', 2);
   }
   const ranges = texts.map(parseOffsetRange);
   const seen = new Set<number>();

@@ -155,7 +155,9 @@ async function readableBounds(admin: Admin, dlqTopic: string, ranges: readonly O
     const start = r.from > low ? r.from : low;
     const end = r.to !== undefined && r.to < high - 1n ? r.to : high - 1n;
     if (start > end) {
-      io.err(`partition ${r.partition}: nothing in ${r.from}-${r.to ?? ''} (it holds offsets ${low}-${high - 1n})`);
+      io.err(
+        `partition ${r.partition}: nothing in ${r.from}-${r.to ?? ''} (${high > low ? `it holds offsets ${low}-${high - 1n}` : 'it holds no messages'})`,
+      );
       continue;
     }
     if (start > r.from) io.err(`partition ${r.partition}: offsets before ${start} are gone (retention); reading ${start}-${end}`);

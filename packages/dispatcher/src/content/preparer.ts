@@ -125,7 +125,10 @@ export function createContentPreparer(deps: ContentPreparerDeps): ContentPrepare
               category: notification.category,
             });
       if (optOut) {
-        const scope = optOut.category === '*' ? `all ${notification.channel}` : `${notification.channel} category "${optOut.category}"`;
+        const scope =
+          optOut.category === '*'
+            ? `every ${notification.channel} message`
+            : `${notification.channel} messages of category "${optOut.category}"`;
         return { kind: 'suppressed', reason: `the recipient opted out of ${scope}${optOut.reason ? ` (${optOut.reason})` : ''}` };
       }
 

@@ -264,7 +264,7 @@ describe('content: preferences and consent (suppressions), checked at send time'
     // The same notification, next attempt: opted out in between, so it is suppressed now.
     expect(await preparer.prepare(notification({ template: null, body: 'x' }), 2)).toEqual({
       kind: 'suppressed',
-      reason: 'the recipient opted out of all email (unsubscribe link)',
+      reason: 'the recipient opted out of every email message (unsubscribe link)',
     });
     expect((await preparer.prepare(notification({ category: 'marketing', template: 'missing' }), 1)).kind).toBe('suppressed');
   });
@@ -280,7 +280,7 @@ describe('content: preferences and consent (suppressions), checked at send time'
     const body = { template: null, body: 'x' };
     expect(await preparer.prepare(notification({ ...body, category: 'marketing' }), 1)).toEqual({
       kind: 'suppressed',
-      reason: 'the recipient opted out of email category "marketing"',
+      reason: 'the recipient opted out of email messages of category "marketing"',
     });
     expect((await preparer.prepare(notification({ ...body, category: 'receipts' }), 1)).kind).toBe('ready');
     expect((await preparer.prepare(notification({ ...body, category: null }), 1)).kind).toBe('ready');

@@ -18,7 +18,7 @@ export interface EndpointHealthConfig {
    * endpoint's recent answers (NOTIFY_ENDPOINT_FAILURE_RATIO, default 0.5; 0: the streak alone).
    */
   readonly failureRatio?: number;
-  /** How long an open circuit waits before it lets one probe through (NOTIFY_ENDPOINT_COOLDOWN_MS, default 30 s). */
+  /** How long an open circuit waits before it lets one probe through (NOTIFY_ENDPOINT_COOLDOWN, default 10 s). */
   readonly cooldownMs: number;
   /** A failure streak this long disables the endpoint (NOTIFY_ENDPOINT_DISABLE_AFTER, default 5 days). */
   readonly disableAfterMs: number;

@@ -39,7 +39,7 @@ export interface EndpointRecordResultsParams {
    * (NOTIFY_ENDPOINT_FAILURE_RATIO; 0: the streak alone decides).
    */
   readonly failureRatio: number;
-  /** How long an open circuit waits before its first probe (NOTIFY_ENDPOINT_COOLDOWN_MS). */
+  /** How long an open circuit waits before its first probe (NOTIFY_ENDPOINT_COOLDOWN). */
   readonly cooldownMs: number;
   /** A failure streak this long disables the endpoint (NOTIFY_ENDPOINT_DISABLE_AFTER). */
   readonly disableAfterMs: number;
