@@ -52,6 +52,9 @@ describe('/v1/callbacks', () => {
       const p = await expectProblem(await call(strict, 'PUT', { body: { url, events } }), 'callback_url_refused');
       expect(p.detail).toMatch(/refused|credentials/);
     }
+    // A name's addresses are not told: the kind is (else any tenant could map the internal DNS).
+    const named = await expectProblem(await call(strict, 'PUT', { body: { url: 'http://localhost/cb', events } }), 'callback_url_refused');
+    expect(named.detail).toBe('webhook target host "localhost" refused: every address it resolves to is refused (a loopback address)');
     // The metadata address stays refused even where the allow-list would cover it.
     await expectProblem(
       await call(

@@ -117,6 +117,23 @@ describe('templates', () => {
     expect((await call('GET', '/v1/templates/bad')).status).toBe(404);
   });
 
+  it('a preview that would render more than 1 MiB is a 422, not megabytes of answer (a repeated variable amplifies its data)', async () => {
+    // 10 KB of template and 600 characters of data render to 1.2 MB: every variable of the
+    // largest template (13,107 of them in 64 KiB) would make 60 KB of data 786 MB.
+    const created = await call('POST', '/v1/templates', { body: { name: 'amplifier', channel: 'webhook', body: '{{a}}'.repeat(2_000) } });
+    expect(created.status).toBe(201);
+    const problem = await expectProblem(
+      await call('POST', '/v1/templates/amplifier/preview', { body: { data: { a: 'x'.repeat(600) } } }),
+      'template_invalid',
+    );
+    expect(problem.errors).toEqual([{ path: 'body', message: 'the rendered text is longer than 1048576 characters' }]);
+    // Within the bound it previews as before.
+    const small = TemplatePreview.parse(
+      await (await call('POST', '/v1/templates/amplifier/preview', { body: { data: { a: 'x' } } })).json(),
+    );
+    expect(small.body).toBe('x'.repeat(2_000));
+  });
+
   it('deletes a version only when nothing queued uses it', async () => {
     await call('POST', '/v1/templates', { body: { name: 'otp', channel: 'sms', body: 'v1 {{code}}' } });
     await call('POST', '/v1/templates', { body: { name: 'otp', channel: 'sms', body: 'v2 {{code}}', activate: true } });

@@ -346,12 +346,28 @@ describe('SSRF policy', () => {
     expect(receiver.requests).toHaveLength(0);
   });
 
-  it('names the reason in the error', async () => {
-    const provider = webhook({ resolver });
+  it('names the reason in the error, but not the addresses a name resolves to (the tenant reads the error)', async () => {
+    const warned: unknown[] = [];
+    const logger = { ...silentLogger, warn: (o: unknown) => void warned.push(o), child: () => logger };
+    const provider = createWebhookProvider({ resolver }, { clock: systemClock, logger });
+    cleanups.push(() => provider.close?.());
     const meta = await provider.send(delivery('http://metadata.attacker.test/'), never());
     expect(meta).toMatchObject({
-      error: 'webhook target host "metadata.attacker.test" refused: 169.254.169.254 is a cloud metadata address',
+      error: 'webhook target host "metadata.attacker.test" refused: every address it resolves to is refused (a cloud metadata address)',
     });
+    // An internal name's private address would map the operator's network for any tenant.
+    const internal = await provider.send(delivery('http://internal.attacker.test/'), never());
+    expect(internal).toMatchObject({
+      error: 'webhook target host "internal.attacker.test" refused: every address it resolves to is refused (a private address)',
+    });
+    expect(JSON.stringify([meta, internal])).not.toMatch(/169\.254|10\.0\.0\.7/);
+    // The operator's log keeps them.
+    expect(warned).toContainEqual(
+      expect.objectContaining({ reason: 'webhook target host "internal.attacker.test" refused: 10.0.0.7 is a private address' }),
+    );
+    // A literal address is the caller's own text: named as before.
+    const literal = await provider.send(delivery('http://10.0.0.7/'), never());
+    expect(literal).toMatchObject({ error: 'webhook target refused: 10.0.0.7 is a private address' });
     const cgnat = await provider.send(delivery('http://100.64.0.1/'), never());
     expect(cgnat).toMatchObject({ error: expect.stringMatching(/carrier-grade NAT/) });
   });

@@ -162,6 +162,20 @@ describe('content: templates', () => {
     });
   });
 
+  it('a template that would render more than 1 MiB is a permanent failure: a repeated variable cannot amplify data into a huge message', async () => {
+    // 2,000 uses of one 600-character variable: 1.2 MB of body (the largest template holds 13,107
+    // uses: 60 KB of data would be 786 MB, rendered again at every attempt).
+    await templateInsert(db(), { tenantId: tenant, name: 'welcome', channel: 'email', body: '{{a}}'.repeat(2_000), now: clock.now() });
+    expect(await preparer.prepare(notification({ data: { a: 'x'.repeat(600) } }), 1)).toEqual({
+      kind: 'permanent',
+      error: 'template "welcome" v1 cannot be rendered: body: the rendered text is longer than 1048576 characters',
+    });
+    expect(await preparer.prepare(notification({ data: { a: 'x' } }), 1)).toMatchObject({
+      kind: 'ready',
+      delivery: { body: 'x'.repeat(2_000) },
+    });
+  });
+
   it('a template for another channel is a permanent failure', async () => {
     await templateInsert(db(), { tenantId: tenant, name: 'welcome', channel: 'sms', body: 'Hi {{name}}', now: clock.now() });
     expect(await preparer.prepare(notification(), 1)).toEqual({

@@ -16,16 +16,25 @@ import ipaddr from 'ipaddr.js';
  *   except the cloud metadata addresses, which are refused always;
  * - a name is resolved once, refused addresses are dropped, and the connection goes to one of
  *   the remaining, checked addresses (the check happens inside the socket's `lookup`, so there
- *   is no window for DNS rebinding between check and connect). No address left → refused.
+ *   is no window for DNS rebinding between check and connect). No address left → refused, with
+ *   an error that names the kinds of address but not the addresses (it reaches the tenant; the
+ *   addresses are in `TargetRefusedError.detail`, for the operator's log).
  */
 
 /** A webhook target refused by the SSRF policy. Permanent: the same URL will be refused again. */
 export class TargetRefusedError extends Error {
   /** Stable code; `CLASSIFICATION.webhook.errnos` maps it to permanent. */
   readonly code = 'ETARGETREFUSED';
-  constructor(message: string) {
+  /**
+   * For the operator's log: the message with the addresses a name resolved to. The message itself
+   * goes back to the tenant (the attempt's error, a 422) and never names them: which private
+   * addresses an internal name has is the operator's network map, not the tenant's business.
+   */
+  readonly detail: string;
+  constructor(message: string, detail: string = message) {
     super(message);
     this.name = 'TargetRefusedError';
+    this.detail = detail;
   }
 }
 
@@ -99,17 +108,23 @@ function matches(addr: ipaddr.IPv4 | ipaddr.IPv6, cidr: Cidr): boolean {
  * when it may. `allow` comes from `parseAllowCidrs`.
  */
 export function addressProblem(address: string, allow: readonly Cidr[] = []): string | null {
+  const refusal = addressRefusal(address, allow);
+  return refusal && `${refusal.text} is ${refusal.reason}`;
+}
+
+/** `addressProblem` in parts: the canonical address and the reason without it. */
+function addressRefusal(address: string, allow: readonly Cidr[]): { readonly text: string; readonly reason: string } | null {
   const bare = address.startsWith('[') && address.endsWith(']') ? address.slice(1, -1) : address;
-  if (isIP(bare) === 0) return `${address} is not an IP address`;
+  if (isIP(bare) === 0) return { text: address, reason: 'not an IP address' };
   const addr = ipaddr.parse(bare);
   const text = addr.toString();
-  if (METADATA_ADDRESSES.has(text)) return `${text} is a cloud metadata address`;
+  if (METADATA_ADDRESSES.has(text)) return { text, reason: 'a cloud metadata address' };
   if (allow.some((cidr) => matches(addr, cidr))) return null;
   const range = addr.range();
-  if (range !== 'unicast') return `${text} is ${RANGE_REASONS[range] ?? `a special-purpose address (${range})`}`;
+  if (range !== 'unicast') return { text, reason: RANGE_REASONS[range] ?? `a special-purpose address (${range})` };
   if (addr.kind() === 'ipv6') {
-    for (const extra of EXTRA_REFUSED) if (matches(addr, extra.cidr)) return `${text} is ${extra.reason}`;
-    if (!addr.match(GLOBAL_UNICAST_V6)) return `${text} is not a global unicast IPv6 address`;
+    for (const extra of EXTRA_REFUSED) if (matches(addr, extra.cidr)) return { text, reason: extra.reason };
+    if (!addr.match(GLOBAL_UNICAST_V6)) return { text, reason: 'not a global unicast IPv6 address' };
   }
   return null;
 }
@@ -145,15 +160,20 @@ export function createTargetGuard(options: TargetGuardOptions = {}): TargetGuard
     const literal = isIP(name);
     const addresses: readonly ResolvedAddress[] = literal !== 0 ? [{ address: name, family: literal === 6 ? 6 : 4 }] : await resolver(name);
     const permitted: ResolvedAddress[] = [];
-    const problems: string[] = [];
+    const refusals: { readonly text: string; readonly reason: string }[] = [];
     for (const a of addresses) {
-      const problem = addressProblem(a.address, allow);
-      if (problem === null) permitted.push(a);
-      else problems.push(problem);
+      const refusal = addressRefusal(a.address, allow);
+      if (refusal === null) permitted.push(a);
+      else refusals.push(refusal);
     }
     if (permitted.length === 0) {
-      const why = problems.length > 0 ? problems.join('; ') : 'it resolves to no address';
-      throw new TargetRefusedError(`webhook target host "${name}" refused: ${why}`);
+      const prefix = `webhook target host "${name}" refused: `;
+      if (refusals.length === 0) throw new TargetRefusedError(`${prefix}it resolves to no address`);
+      const detail = `${prefix}${refusals.map((r) => `${r.text} is ${r.reason}`).join('; ')}`;
+      // A literal is the caller's own text; a name's addresses are not told (the kinds are).
+      if (literal !== 0) throw new TargetRefusedError(detail);
+      const kinds = [...new Set(refusals.map((r) => r.reason))].join('; ');
+      throw new TargetRefusedError(`${prefix}every address it resolves to is refused (${kinds})`, detail);
     }
     return permitted;
   }

@@ -173,7 +173,7 @@ export function createWebhookProvider(options: WebhookProviderOptions, deps: Web
       if (signal.aborted || err instanceof HttpTimeoutError) return timeoutResult();
       const code = errorCode(err);
       if (err instanceof TargetRefusedError) {
-        log.warn({ notificationId: delivery.id, reason: err.message }, 'webhook target refused');
+        log.warn({ notificationId: delivery.id, reason: err.detail }, 'webhook target refused');
         return { kind: 'permanent', error: err.message, providerStatus: err.code };
       }
       const verdict = classifyErrno('webhook', code);

@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { TemplateSyntaxError, checkTemplate, escapeHtml, parseTemplate, renderTemplate, templateVariables } from './template.js';
+import {
+  MAX_RENDERED_LENGTH,
+  TemplateSyntaxError,
+  checkTemplate,
+  escapeHtml,
+  parseTemplate,
+  renderTemplate,
+  templateVariables,
+} from './template.js';
 
 describe('renderTemplate', () => {
   it('substitutes variables and dotted paths; numbers and booleans as text', () => {
@@ -49,6 +57,24 @@ describe('renderTemplate', () => {
 
   it('turns syntax errors into errors, never throws', () => {
     expect(renderTemplate('Hi {{name', { name: 'x' }, 'text')).toEqual({ ok: false, error: 'unclosed "{{" at offset 3' });
+  });
+
+  it('refuses to render more than MAX_RENDERED_LENGTH characters: a repeated variable cannot amplify 128 KiB into gigabytes', () => {
+    // The largest template the API stores (65,536 characters) and 60 KB of data: 13,107 × 60,000
+    // characters = 786 MB of text, one notification or one preview request.
+    const source = '{{a}}'.repeat(13_107);
+    const data = { a: 'x'.repeat(60_000) };
+    const error = `the rendered text is longer than ${MAX_RENDERED_LENGTH} characters`;
+    expect(renderTemplate(source, data, 'text')).toEqual({ ok: false, error });
+    expect(renderTemplate(source, { a: '<'.repeat(60_000) }, 'html')).toEqual({ ok: false, error });
+    // Up to the bound it renders, and the bound counts what is rendered (escaping included), not the template.
+    expect(renderTemplate('{{a}}', { a: 'x'.repeat(MAX_RENDERED_LENGTH) }, 'text')).toMatchObject({ ok: true });
+    expect(renderTemplate('{{a}}!', { a: 'x'.repeat(MAX_RENDERED_LENGTH) }, 'text')).toEqual({ ok: false, error });
+    expect(renderTemplate('{{a}}', { a: '<'.repeat(10) }, 'html', 40)).toEqual({ ok: true, text: '&lt;'.repeat(10) });
+    expect(renderTemplate('{{a}}', { a: '<'.repeat(11) }, 'html', 40)).toEqual({
+      ok: false,
+      error: 'the rendered text is longer than 40 characters',
+    });
   });
 });
 
