@@ -20,6 +20,14 @@ describe('secret box', () => {
     expect(() => openSecret(key, parts.join('.'), 'acme')).toThrow(/does not open/);
     expect(() => openSecret(key, 'plain', 'acme')).toThrow(/v1 form/);
   });
+  it('refuses a shortened authentication tag (GCM would accept a prefix of the real one)', () => {
+    const sealed = sealSecret(key, 'whsec_abc', 'acme');
+    const parts = sealed.split('.');
+    parts[2] = Buffer.from(parts[2] ?? '', 'base64url')
+      .subarray(0, 4)
+      .toString('base64url');
+    expect(() => openSecret(key, parts.join('.'), 'acme')).toThrow(/not in the v1 form/);
+  });
   it('parses 32-byte keys in base64 or hex, and refuses anything else', () => {
     const raw = randomBytes(32);
     expect(parseSecretsKey(raw.toString('base64'))).toEqual(raw);

@@ -32,6 +32,9 @@ export function parseSecretsKey(value: string): Buffer {
   return key;
 }
 
+/** GCM's full authentication tag; `openSecret` accepts no shorter one. */
+const TAG_BYTES = 16;
+
 /** Seals `plaintext` under `key`, bound to `context`. */
 export function sealSecret(key: Buffer, plaintext: string, context: string): string {
   const iv = randomBytes(12);
@@ -47,9 +50,12 @@ export function openSecret(key: Buffer, sealed: string, context: string): string
   if (version !== VERSION || iv === undefined || tag === undefined || ct === undefined || rest.length > 0) {
     throw new Error('the sealed secret is not in the v1 form');
   }
-  const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(iv, 'base64url'));
+  // The whole 16-byte tag, always: GCM accepts shorter tags, which are easier to forge.
+  const tagBytes = Buffer.from(tag, 'base64url');
+  if (tagBytes.length !== TAG_BYTES) throw new Error('the sealed secret is not in the v1 form');
+  const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(iv, 'base64url'), { authTagLength: TAG_BYTES });
   decipher.setAAD(Buffer.from(context, 'utf8'));
-  decipher.setAuthTag(Buffer.from(tag, 'base64url'));
+  decipher.setAuthTag(tagBytes);
   try {
     return Buffer.concat([decipher.update(Buffer.from(ct, 'base64url')), decipher.final()]).toString('utf8');
   } catch (err) {
