@@ -127,7 +127,8 @@ export async function startNotify(config: Config, roles: readonly Role[], deps: 
       brokers: config.kafkaBrokers,
       clientId: `notify-${roles.join('-')}`,
       logger,
-      ...(usesKafka ? {} : { retry: { retries: 1, initialRetryTime: 200, maxRetryTime: 500 }, connectionTimeoutMs: 1_000 }),
+      // Its kafkajs connection errors at debug: the pipeline probe logs once that Kafka is unreachable.
+      ...(usesKafka ? {} : { retry: { retries: 1, initialRetryTime: 200, maxRetryTime: 500 }, connectionTimeoutMs: 1_000, quiet: true }),
     });
     let kafkaAdmin: () => Promise<Admin>;
     if (usesKafka) {
@@ -164,6 +165,7 @@ export async function startNotify(config: Config, roles: readonly Role[], deps: 
       clock,
       admin: kafkaAdmin,
       groups: dispatcherLagGroups(dispatcherConfigFrom(config, {})),
+      logger,
     });
     const metrics = createMetrics({ db, clock, logger, readiness, consumerLag: () => pipeline.consumerLag() });
 
