@@ -4,7 +4,8 @@
 export { loadConfig, DEFAULT_DATABASE_URL, DEFAULT_KAFKA_BROKERS, type Config, type Env } from './config.js';
 export { relayConfigFrom, dispatcherConfigFrom } from './role-configs.js';
 export { runNotify, USAGE, type ProcessHooks } from './main.js';
-export { startNotify, parseRoles, ROLES, type Role, type RunningNotify, type StartDeps } from './start.js';
+export { startNotify, type RunningNotify, type StartDeps } from './start.js';
+export { parseRoles, ROLES, type Role } from './roles.js';
 export { CliError, type CliIo } from './cli-error.js';
 export { ensureTopics } from './preflight.js';
 export { createLogger, REDACT_PATHS, type CreateLoggerOptions } from './observability/logger.js';

@@ -11,6 +11,23 @@ function capture() {
 }
 
 describe('kafkaLogCreator', () => {
+  it('quiet: every entry at debug, connection errors included', () => {
+    const { logger, lines } = capture();
+    const log = kafkaLogCreator(logger, { quiet: true })();
+    log({
+      namespace: 'Connection',
+      level: logLevel.ERROR,
+      log: { message: 'Connection error: connect ECONNREFUSED 127.0.0.1:1', broker: '127.0.0.1:1' },
+    });
+    log({
+      namespace: 'BrokerPool',
+      level: logLevel.ERROR,
+      log: { message: 'Failed to connect to seed broker, trying another broker from the list' },
+    });
+    log({ namespace: 'Admin', level: logLevel.WARN, log: { message: 'anything' } });
+    expect(lines.map((l) => l.level)).toEqual(['debug', 'debug', 'debug']);
+  });
+
   it('logs the retried start-up conditions at debug, and real errors as errors', () => {
     const { logger, lines } = capture();
     const log = kafkaLogCreator(logger)();

@@ -34,14 +34,16 @@ export const CHOSEN_KAFKA_WARNINGS: ReadonlySet<string> = new Set([
  * kafkajs log entries → our logger (warn and error only: kafkajs is chatty at info). Entries about
  * a condition in `RETRIED_KAFKA_CONDITIONS` go to debug. Only the namespace, message and broker
  * metadata are kept; kafkajs never logs message values. `CHOSEN_KAFKA_WARNINGS` go to debug too.
+ * With `quiet`, every entry goes to debug: for a client whose user reports its failures itself.
  */
 /** @internal Exported for its tests. */
-export function kafkaLogCreator(logger: Logger) {
+export function kafkaLogCreator(logger: Logger, { quiet = false }: { readonly quiet?: boolean } = {}) {
   return () =>
     ({ namespace, level, log }: { namespace: string; level: logLevel; log: { message: string; [k: string]: unknown } }) => {
       const { message, timestamp: _t, logger: _l, stack: _s, ...rest } = log;
       const fields = { component: 'kafkajs', kafka_namespace: namespace, ...rest };
       if (
+        quiet ||
         CHOSEN_KAFKA_WARNINGS.has(message) ||
         RETRIED_KAFKA_CONDITIONS.has(message) ||
         (typeof rest.error === 'string' && RETRIED_KAFKA_CONDITIONS.has(rest.error))
@@ -60,6 +62,12 @@ export interface CreateKafkaOptions {
   /** kafkajs connection and request retries; default: kafkajs's own (several attempts over ~30 s). */
   readonly retry?: KafkaConfig['retry'];
   readonly connectionTimeoutMs?: number;
+  /**
+   * Every kafkajs log entry at debug (default false). For the lazily connected admin client of a
+   * process without the relay and the dispatcher: while Kafka is down, kafkajs logged two
+   * connection errors per retry on every scrape, and the lag probe reports the outage itself.
+   */
+  readonly quiet?: boolean;
 }
 
 /** A kafkajs client that logs through our logger. */
@@ -68,7 +76,7 @@ export function createKafka(options: CreateKafkaOptions): Kafka {
     clientId: options.clientId,
     brokers: [...options.brokers],
     logLevel: logLevel.WARN,
-    logCreator: kafkaLogCreator(options.logger),
+    logCreator: kafkaLogCreator(options.logger, { quiet: options.quiet ?? false }),
     connectionTimeout: options.connectionTimeoutMs ?? 3_000,
     ...(options.retry ? { retry: options.retry } : {}),
   });

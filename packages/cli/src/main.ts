@@ -13,6 +13,9 @@ export const USAGE = `Usage: notify <command> [options]
 Commands:
   migrate                               create the database if needed and apply pending migrations
   start [--roles api,relay,dispatcher]  run the given roles in this process (default: all three)
+  config-check [--roles …] [--json]     before a deploy: print the settings and the warnings start
+                                        would, and check PostgreSQL, notify_settings and (relay,
+                                        dispatcher) Kafka; exit 0 ok, 1 a check failed, 2 bad config
   api-keys create --tenant T [--name N] [--json]
                                         issue an API key; it is printed once, only its hash is stored
   api-keys revoke <key-id>              revoke a key (refused within NOTIFY_API_KEY_CACHE_MS)
@@ -93,19 +96,15 @@ async function dispatch(argv: readonly string[], env: Env, io: CliIo, proc: Proc
     case 'start': {
       const { values, positionals } = parse({ roles: { type: 'string' } });
       noStray('start', positionals, 0);
-      const { parseRoles, startNotify } = await import('./start.js');
+      const { parseRoles } = await import('./roles.js');
+      const { startNotify } = await import('./start.js');
+      const { unknownVariablesWarning } = await import('./start-warnings.js');
       const { createLogger } = await import('./observability/logger.js');
       const roles = parseRoles(values.roles);
       const config = loadConfig(env);
       const logger = createLogger({ level: config.logLevel, base: { pid: process.pid } });
-      const unknown = unknownVariables(env);
-      if (unknown.length > 0) {
-        const named = unknown.map((u) => (u.closest ? `${u.name} (did you mean ${u.closest}?)` : u.name));
-        logger.warn(
-          { variables: unknown.map((u) => u.name) },
-          `notify does not read ${named.join(', ')}: ${unknown.length === 1 ? 'it has' : 'they have'} no effect (docs/configuration.md lists every variable)`,
-        );
-      }
+      const unknown = unknownVariablesWarning(unknownVariables(env));
+      if (unknown) logger.warn(unknown.fields, unknown.message);
       // No AsyncLocalStorage context manager (installTraceContext) by default: on Node 20 one turns
       // on promise hooks for every promise in the process, and nothing here needs the active
       // context without an SDK (the dispatcher's log lines take traceId from the message's
@@ -153,6 +152,13 @@ async function dispatch(argv: readonly string[], env: Env, io: CliIo, proc: Proc
         };
         if (early) onSignal(early);
       });
+    }
+    case 'config-check': {
+      const { values, positionals } = parse({ roles: { type: 'string' }, json: { type: 'boolean' } });
+      noStray('config-check', positionals, 0);
+      const { parseRoles } = await import('./roles.js');
+      const { runConfigCheck } = await import('./config-check.js');
+      return runConfigCheck(env, parseRoles(values.roles), { io, json: values.json ?? false });
     }
     case 'api-keys': {
       const { values, positionals } = parse({ tenant: { type: 'string' }, name: { type: 'string' }, json: { type: 'boolean' } });
@@ -207,6 +213,6 @@ async function dispatch(argv: readonly string[], env: Env, io: CliIo, proc: Proc
       return 0;
     }
     default:
-      throw new CliError(`unknown command "${command}"; expected migrate, start, api-keys, dlq or help`, 2);
+      throw new CliError(`unknown command "${command}"; expected migrate, start, config-check, api-keys, dlq or help`, 2);
   }
 }

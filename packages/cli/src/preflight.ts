@@ -5,7 +5,10 @@ import type { Database } from '@notify/migrations';
 import { DatabaseUnreachableError, SqlFileMigrationProvider, connectPostgres, databaseName, redactUrl } from '@notify/migrations';
 import { fromKysely } from '@notify/outbox';
 import { createDb } from '@notify/runtime';
+import { TOPICS, topicName } from '@notify/contract';
+import { dispatcherTopicSuffixes } from '@notify/dispatcher';
 import { CliError } from './cli-error.js';
+import type { Config } from './config.js';
 
 /**
  * Connects once to PostgreSQL. Throws `DatabaseUnreachableError` (one line, names the URL
@@ -113,6 +116,17 @@ export async function connectKafkaAdmin(kafka: Kafka, brokers: readonly string[]
       cause: err,
     });
   }
+}
+
+/**
+ * The Kafka topics the relay and the dispatcher use with `config`, each with the partition count
+ * `notify start` creates it with: NOTIFY_RETRY_TOPIC_PARTITIONS for the delay topics, NOTIFY_TOPIC_PARTITIONS for the others.
+ */
+export function notifyTopics(config: Config): { readonly topic: string; readonly partitions: number }[] {
+  return dispatcherTopicSuffixes(config.retry).map((suffix) => ({
+    topic: topicName(config.topicPrefix, suffix),
+    partitions: suffix.startsWith(TOPICS.retry('')) ? config.retryTopicPartitions : config.topicPartitions,
+  }));
 }
 
 /** How `notify start` replicates the topics it creates. */

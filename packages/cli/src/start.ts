@@ -6,7 +6,6 @@ import { type Clock, type Logger, createDb } from '@notify/runtime';
 import type { Config } from './config.js';
 import { type Database } from '@notify/migrations';
 import { fromKysely } from '@notify/outbox';
-import { TOPICS, topicName } from '@notify/contract';
 import { type Relay, createRelay } from '@notify/relay';
 import {
   type Dispatcher,
@@ -14,15 +13,22 @@ import {
   createContentPreparer,
   createDispatcher,
   createRetentionService,
-  dispatcherTopicSuffixes,
 } from '@notify/dispatcher';
 import { type Provider, createEndpointGate, createFallbackProviders, createProviders, createTenantSecretSource } from '@notify/providers';
-import { dispatcherConfigFrom, dispatcherShutdownShareMs, relayConfigFrom } from './role-configs.js';
+import { dispatcherConfigFrom, relayConfigFrom } from './role-configs.js';
 import { answerClientError, createAdminApp, createApp } from '@notify/api';
 import { watchDispatcher, watchRelay } from './observability/lifecycle-metrics.js';
 import { createMetrics } from './observability/metrics.js';
 import { createPipelineProbe, dispatcherLagGroups } from './observability/pipeline-probe.js';
 import { CliError } from './cli-error.js';
+import type { Role } from './roles.js';
+import {
+  autovacuumWarning,
+  lowReplicationWarning,
+  newerSchemaWarning,
+  roleConfigWarnings,
+  settingsChangeWarning,
+} from './start-warnings.js';
 import { createKafka, lazyKafkaAdmin } from './kafka-client.js';
 import {
   autovacuumGaps,
@@ -30,35 +36,14 @@ import {
   checkMigrations,
   connectKafkaAdmin,
   ensureTopics,
+  notifyTopics,
   planTopicReplication,
   unknownMigrations,
 } from './preflight.js';
 import { seedApiKeys } from './seed-api-keys.js';
 import { notifySettingsRead } from './sql/notify-settings-read.js';
 import { notifySettingsWrite } from './sql/notify-settings-write.js';
-import { followStoredRetry, settingsChanges } from './stored-settings.js';
-
-/** The parts `notify start` can run; any subset, so each can be scaled out on its own. */
-export const ROLES = ['api', 'relay', 'dispatcher'] as const;
-/** One role. */
-export type Role = (typeof ROLES)[number];
-
-/** Parses `--roles api,relay`; throws a usage `CliError` naming an unknown role. */
-export function parseRoles(value: string | undefined): readonly Role[] {
-  if (value === undefined) return ROLES;
-  const roles = value
-    .split(',')
-    .map((r) => r.trim())
-    .filter(Boolean);
-  const unknown = roles.filter((r) => !(ROLES as readonly string[]).includes(r));
-  if (unknown.length > 0 || roles.length === 0) {
-    throw new CliError(
-      `--roles: unknown role ${unknown.map((u) => `"${u}"`).join(', ') || '(none given)'}; expected a comma-separated subset of ${ROLES.join(',')}`,
-      2,
-    );
-  }
-  return ROLES.filter((r) => roles.includes(r));
-}
+import { followStoredRetry, settingsChanges, storedSettingsOf } from './stored-settings.js';
 
 /** What `startNotify` needs besides the configuration. */
 export interface StartDeps {
@@ -98,14 +83,7 @@ export interface RunningNotify {
 export async function startNotify(config: Config, roles: readonly Role[], deps: StartDeps): Promise<RunningNotify> {
   const { logger, clock } = deps;
   const usesKafka = roles.includes('relay') || roles.includes('dispatcher');
-  if (roles.includes('dispatcher') && config.dispatcher.sendTimeoutMs > dispatcherShutdownShareMs(config)) {
-    logger.warn(
-      { sendTimeoutMs: config.dispatcher.sendTimeoutMs, dispatcherShutdownMs: dispatcherShutdownShareMs(config) },
-      `NOTIFY_SEND_TIMEOUT_MS (${config.dispatcher.sendTimeoutMs}) is more than the dispatcher's share of NOTIFY_SHUTDOWN_TIMEOUT_MS ` +
-        `(half: ${dispatcherShutdownShareMs(config)}): at a graceful shutdown, deliveries that run longer are abandoned and sent again ` +
-        'after the restart (a duplicate for the recipient when the first one went through); raise NOTIFY_SHUTDOWN_TIMEOUT_MS to at least twice NOTIFY_SEND_TIMEOUT_MS',
-    );
-  }
+  for (const w of roleConfigWarnings(config, roles)) logger.warn(w.fields, w.message);
   await checkDatabase(config.databaseUrl);
   // A bounded wait for a connection: when the database falls behind, an API request is answered 503
   // (with Retry-After) within NOTIFY_DB_POOL_WAIT_MS instead of after the client gave up; the relay
@@ -128,33 +106,15 @@ export async function startNotify(config: Config, roles: readonly Role[], deps: 
     await checkMigrations(db);
     // A warning, not a refusal: during a rolling deploy the new version migrates first, and an
     // instance of the old one that restarts then (a crash, a scale-up) must still come up.
-    const newer = await unknownMigrations(db);
-    if (newer.length > 0) {
-      logger.warn(
-        { migrations: newer },
-        `the database schema is newer than this build of notify (applied, unknown here: ${newer.join(', ')}): ` +
-          'fine while a rolling deploy replaces this version; otherwise run the version that has these migrations',
-      );
-    }
-    const vacuumGaps = await autovacuumGaps(db);
-    if (vacuumGaps.length > 0) {
-      logger.warn(
-        { autovacuum: vacuumGaps },
-        'autovacuum does not look after the outbox and notifications: run VACUUM ANALYZE on them yourself (docs/operations.md, "Vacuum and statistics")',
-      );
-    }
+    const newer = newerSchemaWarning(await unknownMigrations(db));
+    if (newer) logger.warn(newer.fields, newer.message);
+    const vacuum = autovacuumWarning(await autovacuumGaps(db));
+    if (vacuum) logger.warn(vacuum.fields, vacuum.message);
     // Every enqueuer (the API, enqueue() in a domain service, notify_enqueue from SQL) reads these,
     // and the last start wins: say so when this one changes them.
-    const settings = { maxAttempts: config.retry.maxAttempts, defaultTtlMs: config.retry.defaultTtlMs, events: config.events };
-    const changes = settingsChanges(await notifySettingsRead(fromKysely(db)), settings);
-    if (changes.length > 0) {
-      logger.warn(
-        { changes },
-        `this start changes notify_settings (${changes.join(', ')}): every enqueuer of this database (the API of every process, ` +
-          'enqueue(), notify_enqueue) follows them from now on; give every notify process the same NOTIFY_MAX_ATTEMPTS, ' +
-          'NOTIFY_DEFAULT_TTL_MS and NOTIFY_EVENTS (docs/configuration.md)',
-      );
-    }
+    const settings = storedSettingsOf(config);
+    const changed = settingsChangeWarning(settingsChanges(await notifySettingsRead(fromKysely(db)), settings));
+    if (changed) logger.warn(changed.fields, changed.message);
     await notifySettingsWrite(fromKysely(db), settings);
     const createdTopics = usesKafka ? await prepareTopics(config, logger) : [];
 
@@ -167,7 +127,8 @@ export async function startNotify(config: Config, roles: readonly Role[], deps: 
       brokers: config.kafkaBrokers,
       clientId: `notify-${roles.join('-')}`,
       logger,
-      ...(usesKafka ? {} : { retry: { retries: 1, initialRetryTime: 200, maxRetryTime: 500 }, connectionTimeoutMs: 1_000 }),
+      // Its kafkajs connection errors at debug: the pipeline probe logs once that Kafka is unreachable.
+      ...(usesKafka ? {} : { retry: { retries: 1, initialRetryTime: 200, maxRetryTime: 500 }, connectionTimeoutMs: 1_000, quiet: true }),
     });
     let kafkaAdmin: () => Promise<Admin>;
     if (usesKafka) {
@@ -204,6 +165,7 @@ export async function startNotify(config: Config, roles: readonly Role[], deps: 
       clock,
       admin: kafkaAdmin,
       groups: dispatcherLagGroups(dispatcherConfigFrom(config, {})),
+      logger,
     });
     const metrics = createMetrics({ db, clock, logger, readiness, consumerLag: () => pipeline.consumerLag() });
 
@@ -349,19 +311,12 @@ async function prepareTopics(config: Config, logger: Logger): Promise<string[]> 
   });
   const preflightAdmin = await connectKafkaAdmin(preflight, config.kafkaBrokers);
   try {
-    const suffixes = dispatcherTopicSuffixes(config.retry);
-    const topics = suffixes.map((s) => topicName(config.topicPrefix, s));
+    const expected = notifyTopics(config);
+    const topics = expected.map((t) => t.topic);
     const plan = await planTopicReplication(preflightAdmin, topics, config.topicReplication, config.kafkaBrokers.join(','));
-    if (plan.lowerExisting.length > 0) {
-      logger.warn(
-        { topics: plan.lowerExisting.map((t) => `${t.topic} (RF ${t.replicationFactor})`), replication: plan.replicationFactor },
-        `existing Kafka topics have fewer replicas than ${plan.replicationFactor}: notify start never changes an existing topic; ` +
-          'raise their replication with kafka-reassign-partitions, or they lose messages with their broker',
-      );
-    }
-    // Delay topics get their own partition count (NOTIFY_RETRY_TOPIC_PARTITIONS, config.ts).
-    const delayTopics = new Set(suffixes.filter((s) => s.startsWith(TOPICS.retry(''))).map((s) => topicName(config.topicPrefix, s)));
-    const partitionsOf = (topic: string) => (delayTopics.has(topic) ? config.retryTopicPartitions : config.topicPartitions);
+    const lowReplication = lowReplicationWarning(plan.lowerExisting, plan.replicationFactor);
+    if (lowReplication) logger.warn(lowReplication.fields, lowReplication.message);
+    const partitionsOf = (topic: string) => expected.find((t) => t.topic === topic)!.partitions;
     const createdTopics = await ensureTopics(preflightAdmin, topics, partitionsOf, { replication: plan });
     if (createdTopics.length > 0) {
       logger.info(

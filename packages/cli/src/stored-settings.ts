@@ -1,10 +1,16 @@
 import type { SqlExecutor } from '@notify/outbox';
 import type { Logger } from '@notify/runtime';
+import type { Config } from './config.js';
 import { notifySettingsRead } from './sql/notify-settings-read.js';
 import type { NotifySettingsWriteParams } from './sql/notify-settings-write.js';
 
 /** The settings of `notify_settings`, as `notify start` writes them. */
 type StoredSettings = NotifySettingsWriteParams;
+
+/** The settings `notify start` with `config` writes to `notify_settings`. */
+export function storedSettingsOf(config: Config): StoredSettings {
+  return { maxAttempts: config.retry.maxAttempts, defaultTtlMs: config.retry.defaultTtlMs, events: config.events };
+}
 
 const VARIABLES: Readonly<Record<keyof StoredSettings, string>> = {
   maxAttempts: 'NOTIFY_MAX_ATTEMPTS',

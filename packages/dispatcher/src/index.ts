@@ -14,6 +14,7 @@ export {
   normalizeRecipient,
   templateInsert,
   TemplateRejectedError,
+  TemplateChannelConflictError,
   type TemplateInsertParams,
   suppressionInsert,
   type SuppressionInsertParams,

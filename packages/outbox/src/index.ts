@@ -41,6 +41,7 @@ export {
   fromKysely,
   fromPgClient,
   toExecutor,
+  inTransaction,
   prepared,
   preparedName,
 } from './db/executor.js';

@@ -24,7 +24,12 @@ export {
   type RenderResult,
 } from './content/template.js';
 export { normalizeRecipient } from './content/recipient.js';
-export { templateInsert, TemplateRejectedError, type TemplateInsertParams } from './content/sql/template-insert.js';
+export {
+  templateInsert,
+  TemplateRejectedError,
+  TemplateChannelConflictError,
+  type TemplateInsertParams,
+} from './content/sql/template-insert.js';
 export { suppressionInsert, type SuppressionInsertParams } from './content/sql/suppression-insert.js';
 export { suppressionDelete, type SuppressionDeleteParams } from './content/sql/suppression-delete.js';
 export { parseSecretsKey, sealSecret, openSecret, SecretsKeyError } from './secret-box.js';

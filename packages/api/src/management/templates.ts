@@ -1,9 +1,8 @@
 import { type SqlExecutor } from '@notify/outbox';
-import { TemplateRejectedError, renderTemplate, templateInsert } from '@notify/runtime';
+import { TemplateChannelConflictError, TemplateRejectedError, renderTemplate, templateInsert } from '@notify/runtime';
 import { ProblemError } from '../problem.js';
 import type { TemplateCreate, TemplatePreview, TemplateVersion } from '../management-schemas.js';
 import { templateActivate } from '../sql/template-activate.js';
-import { templateChannelLock } from '../sql/template-channel-lock.js';
 import { templateVersionList, type TemplateVersionRow } from '../sql/template-version-list.js';
 
 // Template management shared by the /v1/templates routes and the console's forms: one
@@ -26,21 +25,13 @@ export function templateVersionView(r: TemplateVersionRow): TemplateVersion {
 
 /**
  * Stores a new version (and activates it when asked). `db` must be a READ COMMITTED transaction:
- * the template's lock (`templateChannelLock`) lasts until it ends. A version whose channel is not
+ * the template's lock, which `templateInsert` takes, lasts until it ends. A version whose channel is not
  * the channel of the template's newest version is a 409 `template_channel_conflict`: a
  * notification renders whichever version is active, so a template's versions share one channel.
  * A template that does not parse, or uses a variable `sample_data` lacks, is a 422
  * `template_invalid` whose `errors` name the field and the position (offset, line, column).
  */
 export async function createTemplateVersion(db: SqlExecutor, tenantId: string, input: TemplateCreate, now: Date): Promise<TemplateVersion> {
-  const channel = await templateChannelLock(db, { tenantId, name: input.name });
-  if (channel !== undefined && channel !== input.channel) {
-    throw new ProblemError(
-      'template_channel_conflict',
-      `template "${input.name}" has channel ${channel}: a new version cannot change it to ${input.channel}; store the ${input.channel} text under another name`,
-      { extensions: { errors: [{ path: 'channel', message: `must be ${channel}, the channel of the template's versions` }] } },
-    );
-  }
   let version: number;
   try {
     ({ version } = await templateInsert(db, {
@@ -54,6 +45,11 @@ export async function createTemplateVersion(db: SqlExecutor, tenantId: string, i
       now,
     }));
   } catch (err) {
+    if (err instanceof TemplateChannelConflictError) {
+      throw new ProblemError('template_channel_conflict', err.message, {
+        extensions: { errors: [{ path: 'channel', message: `must be ${err.channel}, the channel of the template's versions` }] },
+      });
+    }
     if (err instanceof TemplateRejectedError) {
       const p = err.position;
       throw new ProblemError('template_invalid', err.message, {

@@ -6,7 +6,7 @@ import type { PipelineProbe } from '@notify/api';
 import type { Database } from '@notify/migrations';
 import { fromKysely } from '@notify/outbox';
 import { outboxLag } from '@notify/relay';
-import { type Clock, withTimeout } from '@notify/runtime';
+import { type Clock, type Logger, withTimeout } from '@notify/runtime';
 
 /** What the console's pipeline probe reads. */
 export interface PipelineProbeDeps {
@@ -22,6 +22,48 @@ export interface PipelineProbeDeps {
    * its own group's: read with another group's offsets, a topic counts every message ever written.
    */
   readonly groups: readonly { readonly groupId: string; readonly topics: readonly string[] }[];
+  /** Where `consumerLag` says that Kafka stopped answering and that it answers again (`lagReachabilityLog`); omit for silence. */
+  readonly logger?: Logger;
+  /** The least time between two "unreachable" warnings (default 300000): a flapping broker logs one pair, not one per flap. */
+  readonly reachabilityLogEveryMs?: number;
+}
+
+/** What `consumerLag` reports of each reading (`lagReachabilityLog`). */
+interface ReachabilityLog {
+  failed(err: unknown): void;
+  succeeded(): void;
+}
+
+/**
+ * One warning when the lag readings start failing, one info when they work again, instead of a
+ * line per reading (the metrics read on every scrape, the console on every page view). Warnings
+ * are at least `everyMs` apart: a failure within `everyMs` of the last warning is not logged, and
+ * neither is the recovery that follows it (an info comes only after a logged warning).
+ */
+/** @internal Exported for its tests. */
+export function lagReachabilityLog(logger: Logger, clock: Clock, everyMs: number): ReachabilityLog {
+  let down = false;
+  let warned = false;
+  let lastWarnAt = Number.NEGATIVE_INFINITY;
+  return {
+    failed(err) {
+      if (down) return;
+      down = true;
+      const now = clock.now().getTime();
+      warned = now - lastWarnAt >= everyMs;
+      if (!warned) return;
+      lastWarnAt = now;
+      logger.warn(
+        { err: (err as Error)?.message ?? String(err) },
+        'consumer lag: Kafka does not answer; notify_kafka_consumer_lag_messages and the console show no lag until it does',
+      );
+    },
+    succeeded() {
+      if (!down) return;
+      down = false;
+      if (warned) logger.info({}, 'consumer lag: Kafka answers again');
+    },
+  };
 }
 
 /**
@@ -34,6 +76,7 @@ export interface PipelineProbeDeps {
 export function createPipelineProbe(deps: PipelineProbeDeps): PipelineProbe {
   const exec = fromKysely(deps.db);
   const timeoutMs = deps.timeoutMs ?? 2_000;
+  const reachability = deps.logger && lagReachabilityLog(deps.logger, deps.clock, deps.reachabilityLogEveryMs ?? 300_000);
   const consumerLag = async () => {
     const admin = await deps.admin();
     const committed = (
@@ -54,7 +97,16 @@ export function createPipelineProbe(deps: PipelineProbeDeps): PipelineProbe {
   };
   return {
     outboxLag: () => outboxLag(exec, { now: deps.clock.now() }),
-    consumerLag: () => withTimeout(consumerLag(), timeoutMs, () => new Error(`Kafka did not answer within ${timeoutMs} ms`)),
+    consumerLag: async () => {
+      try {
+        const lag = await withTimeout(consumerLag(), timeoutMs, () => new Error(`Kafka did not answer within ${timeoutMs} ms`));
+        reachability?.succeeded();
+        return lag;
+      } catch (err) {
+        reachability?.failed(err);
+        throw err;
+      }
+    },
   };
 }
 

@@ -28,6 +28,8 @@ export interface PgQueryable {
 }
 
 const EXECUTOR = Symbol('notify.sqlExecutor');
+// What an adapter adapts, so `inTransaction` can open a transaction on it when it is not in one.
+const SOURCE = Symbol('notify.sqlExecutor.source');
 const PREPARED = /^\/\* prepared:([A-Za-z0-9_.-]{1,60}) \*\//;
 
 /** The statement name of a hot statement (see `SqlExecutor`), or undefined. */
@@ -48,6 +50,7 @@ let compiledQuery: Promise<typeof CompiledQueryClass> | undefined;
 export function fromKysely(db: KyselyLike): SqlExecutor {
   return {
     [EXECUTOR]: true,
+    [SOURCE]: db,
     async query<R>(text: string, values: readonly unknown[]) {
       const CompiledQuery = await (compiledQuery ??= import('kysely').then((k) => k.CompiledQuery));
       const result = await db.executeQuery(CompiledQuery.raw(text, [...values]));
@@ -61,6 +64,7 @@ export function fromPgClient(client: PgQueryable): SqlExecutor {
   const q = client.query.bind(client) as (config: unknown, values?: unknown[]) => Promise<{ rows: unknown[] }>;
   return {
     [EXECUTOR]: true,
+    [SOURCE]: client,
     async query<R>(text: string, values: readonly unknown[]) {
       const name = preparedName(text);
       const result = name ? await q({ name, text, values: [...values] }) : await q(text, [...values]);
@@ -77,4 +81,81 @@ export function toExecutor(tx: TransactionLike): SqlExecutor {
   if ((tx as { [EXECUTOR]?: boolean })[EXECUTOR]) return tx as SqlExecutor;
   if (typeof (tx as KyselyLike).executeQuery === 'function') return fromKysely(tx as KyselyLike);
   return fromPgClient(tx as PgQueryable);
+}
+
+/** A Kysely instance or transaction, as `inTransaction` tells them apart (`isTransaction`) and opens one. */
+interface KyselyTransactional extends KyselyLike {
+  readonly isTransaction: boolean;
+  transaction(): { execute<T>(fn: (trx: KyselyLike) => Promise<T>): Promise<T> };
+}
+
+/** A `pg` Pool: it hands out clients; each query of the pool itself may run on another one. */
+interface PgPoolLike extends PgQueryable {
+  readonly totalCount: number;
+  connect(): Promise<PgQueryable & { release(err?: Error | boolean): void }>;
+}
+
+function isKysely(db: unknown): db is KyselyTransactional {
+  const k = db as Partial<KyselyTransactional>;
+  return typeof k.executeQuery === 'function' && typeof k.transaction === 'function' && typeof k.isTransaction === 'boolean';
+}
+
+function isPgPool(db: unknown): db is PgPoolLike {
+  const p = db as Partial<PgPoolLike>;
+  return typeof p.connect === 'function' && typeof p.totalCount === 'number';
+}
+
+/**
+ * Runs `fn` inside a transaction: the caller's when `db` is (or adapts) one, else one it opens
+ * and commits (rolled back when `fn` throws). For operations that need their statements in one
+ * transaction, such as a transaction-level advisory lock and the reads that follow it.
+ * - A Kysely transaction: `fn` runs in it; a Kysely instance: in `db.transaction()`.
+ * - A `pg` Pool: on one of its clients, between BEGIN and COMMIT.
+ * - Anything else (a `pg` client, our adapter of one, a `SqlExecutor` of your own) is taken as one
+ *   connection: `fn` runs in its open transaction block, or between a BEGIN and COMMIT sent to it.
+ *   (Whether a block is open is asked with a SAVEPOINT, which fails outside one.)
+ */
+export async function inTransaction<T>(db: TransactionLike, fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
+  const source = (db as { [SOURCE]?: unknown })[SOURCE] ?? db;
+  if (isKysely(source)) {
+    return source.isTransaction ? fn(toExecutor(db)) : source.transaction().execute((trx) => fn(fromKysely(trx)));
+  }
+  if (isPgPool(source)) {
+    const client = await source.connect();
+    try {
+      const result = await ownTransaction(fromPgClient(client), fn);
+      client.release();
+      return result;
+    } catch (err) {
+      // A client whose ROLLBACK failed may be in any state: the pool drops it instead of reusing it.
+      client.release(err instanceof Error ? err : true);
+      throw err;
+    }
+  }
+  const exec = toExecutor(db);
+  return (await inTransactionBlock(exec)) ? fn(exec) : ownTransaction(exec, fn);
+}
+
+async function ownTransaction<T>(exec: SqlExecutor, fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
+  await exec.query('BEGIN', []);
+  try {
+    const result = await fn(exec);
+    await exec.query('COMMIT', []);
+    return result;
+  } catch (err) {
+    await exec.query('ROLLBACK', []).catch(() => {});
+    throw err;
+  }
+}
+
+/** Whether the connection has a transaction block open: a SAVEPOINT succeeds only inside one (SQLSTATE 25P01 outside). */
+async function inTransactionBlock(exec: SqlExecutor): Promise<boolean> {
+  try {
+    await exec.query('SAVEPOINT notify_in_transaction', []);
+  } catch (err) {
+    if ((err as { code?: string }).code === '25P01') return false;
+    throw err;
+  }
+  await exec.query('RELEASE SAVEPOINT notify_in_transaction', []);
+  return true;
 }

@@ -1,5 +1,6 @@
-import type { Channel, SqlExecutor } from '@notify/outbox';
+import { type Channel, type TransactionLike, inTransaction } from '@notify/outbox';
 import { type TemplateProblem, checkTemplate } from '../template.js';
+import { templateChannelLock } from './template-channel-lock.js';
 
 /** Parameters of `templateInsert`. */
 export interface TemplateInsertParams {
@@ -35,45 +36,80 @@ export class TemplateRejectedError extends Error {
 }
 
 /**
+ * A new version in another channel than the template's versions (an API 409
+ * `template_channel_conflict`): a notification renders whichever version is active, so a
+ * template's versions share one channel. `code` is stable.
+ */
+export class TemplateChannelConflictError extends Error {
+  readonly code = 'template_channel_conflict';
+  /** The template's name. */
+  readonly template: string;
+  /** The channel of the template's newest version. */
+  readonly channel: Channel;
+  /** The channel the refused version asked for. */
+  readonly requested: Channel;
+  constructor(template: string, channel: Channel, requested: Channel) {
+    super(
+      `template "${template}" has channel ${channel}: a new version cannot change it to ${requested}; store the ${requested} text under another name`,
+    );
+    this.name = 'TemplateChannelConflictError';
+    this.template = template;
+    this.channel = channel;
+    this.requested = requested;
+  }
+}
+
+/**
  * Stores a new version of a tenant's template (version = previous newest + 1, or 1) and returns
  * the version number. Versions are never changed afterwards; a notification pinned to one keeps
- * rendering the same text. Checks the syntax first (throws `TemplateRejectedError`, an API 422).
- * Two concurrent inserts of the same name: one fails on the primary key; retry it.
+ * rendering the same text. Checks the syntax (throws `TemplateRejectedError`, an API 422).
+ *
+ * Takes the template's advisory lock first (`templateChannelLock`), so writers of one template run
+ * one after the other: concurrent calls get consecutive versions, and a version in another channel
+ * than the template's newest one throws `TemplateChannelConflictError`. The lock lasts until the
+ * transaction ends: `db` is the caller's transaction (a Kysely transaction, or a `pg` client
+ * after BEGIN; READ COMMITTED), or, when it is not in one (a Kysely instance, a pool, a client
+ * outside BEGIN), a transaction of its own (`inTransaction`).
  */
-export async function templateInsert(db: SqlExecutor, params: TemplateInsertParams): Promise<{ version: number }> {
-  if (params.name.trim() === '' || params.name.length > 200) throw new TemplateRejectedError('name', 'must be 1 to 200 characters');
-  if (params.channel !== 'email' && (params.subject != null || params.htmlBody != null)) {
-    throw new TemplateRejectedError(
-      params.subject != null ? 'subject' : 'html_body',
-      `only email templates have one (this one is ${params.channel})`,
-    );
-  }
-  const fields: [string, string | null | undefined][] = [
-    ['subject', params.subject],
-    ['body', params.body],
-    ['html_body', params.htmlBody],
-  ];
-  for (const [field, source] of fields) {
-    if (source == null) continue;
-    const problem = checkTemplate(source, params.sampleData === undefined ? undefined : params.sampleData);
-    if (problem) throw new TemplateRejectedError(field, problem.message, { position: problem });
-  }
-  const { rows } = await db.query<{ version: number }>(
-    `INSERT INTO templates (tenant_id, name, version, channel, subject, body, html_body, created_at, sample_data)
+export async function templateInsert(db: TransactionLike, params: TemplateInsertParams): Promise<{ version: number }> {
+  // The conflict is answered before the checks of the text, as the API always has (409 before 422).
+  return inTransaction(db, async (tx) => {
+    const channel = await templateChannelLock(tx, { tenantId: params.tenantId, name: params.name });
+    if (channel !== undefined && channel !== params.channel) throw new TemplateChannelConflictError(params.name, channel, params.channel);
+    if (params.name.trim() === '' || params.name.length > 200) throw new TemplateRejectedError('name', 'must be 1 to 200 characters');
+    if (params.channel !== 'email' && (params.subject != null || params.htmlBody != null)) {
+      throw new TemplateRejectedError(
+        params.subject != null ? 'subject' : 'html_body',
+        `only email templates have one (this one is ${params.channel})`,
+      );
+    }
+    const fields: [string, string | null | undefined][] = [
+      ['subject', params.subject],
+      ['body', params.body],
+      ['html_body', params.htmlBody],
+    ];
+    for (const [field, source] of fields) {
+      if (source == null) continue;
+      const problem = checkTemplate(source, params.sampleData === undefined ? undefined : params.sampleData);
+      if (problem) throw new TemplateRejectedError(field, problem.message, { position: problem });
+    }
+    const { rows } = await tx.query<{ version: number }>(
+      `INSERT INTO templates (tenant_id, name, version, channel, subject, body, html_body, created_at, sample_data)
      SELECT $1, $2, coalesce(max(version), 0) + 1, $3, $4, $5, $6, $7, $8::jsonb
        FROM templates
       WHERE tenant_id = $1 AND name = $2
      RETURNING version`,
-    [
-      params.tenantId,
-      params.name,
-      params.channel,
-      params.subject ?? null,
-      params.body,
-      params.htmlBody ?? null,
-      params.now,
-      params.sampleData == null ? null : JSON.stringify(params.sampleData),
-    ],
-  );
-  return { version: rows[0]!.version };
+      [
+        params.tenantId,
+        params.name,
+        params.channel,
+        params.subject ?? null,
+        params.body,
+        params.htmlBody ?? null,
+        params.now,
+        params.sampleData == null ? null : JSON.stringify(params.sampleData),
+      ],
+    );
+    return { version: rows[0]!.version };
+  });
 }
