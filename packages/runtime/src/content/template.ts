@@ -105,7 +105,7 @@ export type RenderMode = 'text' | 'html';
  * can make the process build (a template repeating `{{a}}` 13,000 times with a 60 KB `a` renders
  * to 780 MB otherwise).
  */
-export const MAX_RENDERED_LENGTH = 1_048_576;
+const MAX_RENDERED_LENGTH = 1_048_576;
 
 /** The outcome of rendering: the text, or every problem found. */
 export type RenderResult = { readonly ok: true; readonly text: string } | { readonly ok: false; readonly error: string };
