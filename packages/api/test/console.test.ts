@@ -232,10 +232,14 @@ describe('console, accessibility in the markup', () => {
       await app.request('/console/opt-outs', {
         method: 'POST',
         headers: s.headers,
-        body: new URLSearchParams({ _csrf: s.csrf, channel: 'email', to: ' ' }),
+        body: new URLSearchParams({ _csrf: s.csrf, channel: 'sms', to: ' ', category: 'promo', reason: 'asked <twice>' }),
       })
     ).text();
     expect([...optOut.matchAll(/id="([^"]+)"[^>]*aria-invalid="true"/g)].map((m) => m[1])).toEqual(['o-to']);
+    // What was typed is still there to correct (WCAG 3.3.7), escaped.
+    expect(optOut).toMatch(/<option selected>sms<\/option>/);
+    expect(optOut).toMatch(/id="o-category"[^>]*value="promo"/);
+    expect(optOut).toMatch(/id="o-reason"[^>]*value="asked &lt;twice&gt;"/);
   });
 
   it('describes each chart in words and figures, and names the table that holds them', async () => {

@@ -24,8 +24,11 @@ const optOutFields = (channel: string, recipient: string, category: string, crea
 export function optOutPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
   const app = new Hono<ConsoleEnv>();
 
-  /** The list; `error` and the field of the add form it is about (its name), when a form was refused. */
-  const listPage = async (c: Parameters<typeof page>[0], error?: string, field?: string) => {
+  /**
+   * The list; when the add form was refused, `error`, the field it is about (its name) and what was
+   * typed, so it is there to correct rather than to type again.
+   */
+  const listPage = async (c: Parameters<typeof page>[0], error?: string, field?: string, typed: Record<string, string> = {}) => {
     const s = c.get('session');
     const q = c.req.query();
     const search = q.to?.trim() || undefined;
@@ -64,12 +67,15 @@ export function optOutPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
             <legend>Add an opt-out</legend>
             <label for="o-channel">Channel</label
             ><select id="o-channel" name="channel" ${invalidIf(field === 'channel')}>
-              ${CHANNELS.map((ch) => html`<option>${ch}</option>`)}
+              ${CHANNELS.map((ch) => html`<option ${typed.channel === ch ? 'selected' : ''}>${ch}</option>`)}
             </select>
-            <label for="o-to">Recipient</label><input id="o-to" name="to" required size="30" ${invalidIf(field === 'to')} />
+            <label for="o-to">Recipient</label
+            ><input id="o-to" name="to" required size="30" value="${typed.to ?? ''}" ${invalidIf(field === 'to')} />
             <label for="o-category">Category (empty: all)</label
-            ><input id="o-category" name="category" size="14" ${invalidIf(field === 'category')} /> <label for="o-reason">Reason</label
-            ><input id="o-reason" name="reason" size="20" ${invalidIf(field === 'reason')} /> <button type="submit">Add</button>
+            ><input id="o-category" name="category" size="14" value="${typed.category ?? ''}" ${invalidIf(field === 'category')} />
+            <label for="o-reason">Reason</label
+            ><input id="o-reason" name="reason" size="20" value="${typed.reason ?? ''}" ${invalidIf(field === 'reason')} />
+            <button type="submit">Add</button>
           </fieldset>
         </form>
         <form method="get" action="/console/opt-outs" role="search">
@@ -140,7 +146,12 @@ export function optOutPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
             ? 'reason'
             : undefined;
     if (wrong !== undefined) {
-      return listPage(c, 'Give a channel and a recipient (category up to 100 characters, reason up to 500).', wrong);
+      return listPage(c, 'Give a channel and a recipient (category up to 100 characters, reason up to 500).', wrong, {
+        channel,
+        to,
+        category,
+        reason,
+      });
     }
     await addSuppression(
       deps.exec,
