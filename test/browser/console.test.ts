@@ -1,4 +1,5 @@
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
@@ -23,6 +24,8 @@ const SHOTS = fileURLToPath(
   new URL(process.env.NOTIFY_UPDATE_SCREENSHOTS === '1' ? '../../docs/console/' : '../../.cache/console-screenshots/', import.meta.url),
 );
 mkdirSync(SHOTS, { recursive: true });
+// axe-core, the rules engine run in every page the test visits (WCAG 2.x A/AA, 2.2 AA, best practice).
+const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
 const KEYS = { acme: 'console-acme-key-0123456789', globex: 'console-globex-key-0123456789' };
 
 let t: TestDatabase;
@@ -65,10 +68,15 @@ beforeAll(async () => {
   });
   browser = await puppeteer.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--headless=new'] });
   page = await browser.newPage();
+  // The console's CSP allows no script: axe-core is injected past it (the pages themselves run none).
+  await page.setBypassCSP(true);
   await page.setViewport({ width: 1280, height: 900 });
 }, 120_000);
 
 afterAll(async () => {
+  // Every violation axe found, of any impact, per page (the moderate and minor ones are not failures).
+  mkdirSync(fileURLToPath(new URL('../../.cache/', import.meta.url)), { recursive: true });
+  writeFileSync(fileURLToPath(new URL('../../.cache/console-axe.json', import.meta.url)), JSON.stringify(audited, null, 2));
   await browser?.close();
   await notify?.stop();
   const topics = (await kafka?.admin.listTopics())?.filter((name) => name.startsWith(`${kafka.prefix}.`)) ?? [];
@@ -122,6 +130,122 @@ async function submit(selector: string) {
   await Promise.all([page.waitForNavigation(), page.click(selector)]);
 }
 
+interface AxeViolation {
+  readonly id: string;
+  readonly impact: string | null;
+  readonly help: string;
+  readonly nodes: readonly string[];
+}
+const audited: { page: string; violations: AxeViolation[] }[] = [];
+
+/**
+ * Checks the page in the browser: axe-core finds no violation of impact serious or critical; its
+ * title names the page (its h1, "Error: " first when it shows one); every table has a caption and
+ * every header cell a scope. Soft assertions: one run lists every page that fails.
+ */
+async function checkPage(name: string) {
+  await page.addScriptTag({ path: AXE });
+  const violations = (await page.evaluate(
+    `axe.run(document, { resultTypes: ['violations'] }).then((r) => r.violations.map((v) => ({
+      id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.slice(0, 3).map((n) => n.target.join(' ')) })))`,
+  )) as AxeViolation[];
+  audited.push({ page: name, violations });
+  expect
+    .soft(
+      violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id}: ${v.help} (${v.nodes.join(', ')})`),
+      `axe, ${name}`,
+    )
+    .toEqual([]);
+  const title = (await page.evaluate(
+    `(document.querySelector('.error') ? 'Error: ' : '') + document.querySelector('h1').innerText + ' · notify console'`,
+  )) as string;
+  expect.soft(await page.title(), `title, ${name}`).toBe(title);
+  expect
+    .soft(
+      await page.evaluate(
+        `[...document.querySelectorAll('table')].filter((t) => !t.caption || !t.caption.textContent.trim()).length +
+         [...document.querySelectorAll('th')].filter((th) => !th.getAttribute('scope')).length`,
+      ),
+      `tables without a caption, header cells without a scope, ${name}`,
+    )
+    .toBe(0);
+}
+
+/** The field the page's error is about: invalid, described by the error, and focused (so a screen reader reads both). */
+async function expectFieldError(selector: string, says: RegExp) {
+  const field = await page.$eval(selector, (el) => ({
+    invalid: el.getAttribute('aria-invalid'),
+    describedBy: el.getAttribute('aria-describedby'),
+  }));
+  expect(field.invalid, selector).toBe('true');
+  expect(field.describedBy, selector).toBeTruthy();
+  expect(await text(`#${field.describedBy}`)).toMatch(says);
+  expect(await page.$eval(`#${field.describedBy}`, (el) => el.getAttribute('role'))).toBe('alert');
+  expect(await page.evaluate(`document.activeElement === document.querySelector(${JSON.stringify(selector)})`), `${selector} focused`).toBe(
+    true,
+  );
+}
+
+/** The focused element: where it is, whether it shows a focus ring, and its place among the page's tabbable elements. */
+const focused = () =>
+  page.evaluate(`(() => {
+    const el = document.activeElement;
+    const tabbable = [...document.querySelectorAll('a[href], button, input:not([type=hidden]), select, textarea, summary, [tabindex]')]
+      .filter((e) => !e.disabled && e.checkVisibility({ contentVisibilityAuto: true }) && e.tabIndex >= 0);
+    const r = el.getBoundingClientRect();
+    const st = getComputedStyle(el);
+    return {
+      id: el.id, tag: el.tagName, cls: el.className, index: tabbable.indexOf(el), count: tabbable.length,
+      order: tabbable.map((e) => e.tagName + (e.id ? '#' + e.id : '') + (e.textContent.trim() ? ' ' + e.textContent.trim().slice(0, 20) : '')),
+      ring: st.outlineStyle !== 'none' && parseFloat(st.outlineWidth) >= 2,
+      // Not hidden (WCAG 2.2 focus not obscured): some of it on screen, and on top there.
+      inView: r.width > 0 && r.height > 0 && r.right > 0 && r.bottom > 0 && r.left < innerWidth && r.top < innerHeight &&
+        el.contains(document.elementFromPoint(Math.min(Math.max(r.left + 2, 0), innerWidth - 1), Math.min(Math.max(r.top + 2, 0), innerHeight - 1))),
+      rect: [Math.round(r.left), Math.round(r.top), Math.round(r.width), Math.round(r.height)].join(' '),
+    };
+  })()`) as Promise<{
+    id: string;
+    tag: string;
+    cls: string;
+    index: number;
+    count: number;
+    order: string[];
+    ring: boolean;
+    inView: boolean;
+    rect: string;
+  }>;
+
+/**
+ * Keyboard only, from the top of the page: the first Tab shows the skip link, Enter on it moves
+ * focus to main; then Tab visits every control in document order, each in view with a focus ring.
+ */
+async function checkKeyboard(name: string) {
+  await page.keyboard.press('Tab');
+  const skip = await focused();
+  expect(skip.cls, `${name}: first Tab`).toBe('skip');
+  expect(skip.inView, `${name}: skip link shown when focused`).toBe(true);
+  await page.keyboard.press('Enter');
+  await page.waitForFunction(`location.hash === '#main'`);
+  expect(await activeId(), `${name}: focus after the skip link`).toBe('main');
+  await page.keyboard.press('Tab');
+  let stop = await focused();
+  expect(await page.evaluate(`document.querySelector('main').contains(document.activeElement)`), `${name}: first Tab in main`).toBe(true);
+  for (let last = stop.index - 1; ;) {
+    const where = `${name}: Tab stop ${stop.tag}#${stop.id} (${stop.index} of ${stop.count})`;
+    // The next control in document order; a date field takes one Tab for each of its parts.
+    expect(
+      stop.index === last + 1 || (stop.index === last && stop.tag === 'INPUT'),
+      `${where} after ${last}, expected ${stop.order[last + 1]}`,
+    ).toBe(true);
+    expect(stop.ring, `${where} shows focus`).toBe(true);
+    expect(stop.inView, `${where} in view (${stop.rect})`).toBe(true);
+    if (stop.index === stop.count - 1) break;
+    last = stop.index;
+    await page.keyboard.press('Tab');
+    stop = await focused();
+  }
+}
+
 describe('the console in Chromium', () => {
   let deadId: string;
   const recipient = () => `${hookBase}/gone/customer-x`;
@@ -131,22 +255,32 @@ describe('the console in Chromium', () => {
     await waitForState(deadId, 'dead');
     await page.goto(`${notify.url}/console/login`);
     await shot('01-sign-in');
+    await checkPage('sign-in');
+    await checkKeyboard('sign-in');
     // Keyboard only: Tab reaches the key field, Enter submits the form.
     for (let i = 0; i < 10 && (await activeId()) !== 'api_key'; i++) await page.keyboard.press('Tab');
     expect(await activeId()).toBe('api_key');
+    // A wrong key: the field says so, and keeps the focus.
+    await page.keyboard.type('not-a-key');
+    await Promise.all([page.waitForNavigation(), page.keyboard.press('Enter')]);
+    await checkPage('sign-in, wrong key');
+    await expectFieldError('#api_key', /not valid/);
     await page.keyboard.type(KEYS.acme);
     await Promise.all([page.waitForNavigation(), page.keyboard.press('Enter')]);
     expect(page.url()).toBe(`${notify.url}/console/notifications`);
+    await checkPage('notifications');
 
     await page.type('#f-to', recipient());
     await submit('form[role=search] button[type=submit]');
     expect(await text('tbody')).toContain(deadId);
     await shot('02-search-by-recipient');
+    await checkPage('notifications, by recipient');
     await submit(`a[href="/console/notifications/${deadId}"]`);
     const attempts = await text('main');
     expect(attempts).toContain('permanent');
     expect(attempts).toContain('410');
     await shot('03-notification-attempts');
+    await checkPage('notification with attempts');
   });
 
   it('2. retries a dead notification after a confirmation page, then sees it sent', async () => {
@@ -156,6 +290,7 @@ describe('the console in Chromium', () => {
     expect(await text('h1')).toBe('Retry this notification?');
     expect(await text('#confirm-summary')).toContain(`This re-queues notification ${deadId} (webhook → ${recipient()}), dead (permanent)`);
     await shot('04a-confirm-retry');
+    await checkPage('confirm retry');
     await submit('#back');
     expect(page.url()).toBe(`${notify.url}/console/notifications/${deadId}`);
     expect(await text('.badge')).toBe('dead');
@@ -166,6 +301,7 @@ describe('the console in Chromium', () => {
     await page.reload();
     expect(await text('.badge')).toBe('sent');
     await shot('04-retried-and-sent');
+    await checkPage('notification, sent');
   });
 
   it('3. bulk-retries a dead group', async () => {
@@ -175,19 +311,30 @@ describe('the console in Chromium', () => {
     await page.goto(`${notify.url}/console/dead`);
     expect(await text('tbody')).toContain('3');
     await shot('05-dead-groups');
+    await checkPage('dead groups');
     goneAnswers410 = false;
     await submit('button[id^=bulk-retry-]');
     expect(await text('#confirm-count')).toBe('3');
     await shot('05a-confirm-bulk-retry');
+    await checkPage('confirm bulk retry');
     await submit('#confirm');
     expect(await text('[role=status]')).toContain('(3)');
     for (const id of group) await waitForState(id, 'sent');
     await page.goto(`${notify.url}/console/dead`);
     expect(await text('main')).toContain('No dead notifications');
     await shot('06-dead-after-bulk-retry');
+    await checkPage('dead, none');
   });
 
   it('4. creates and previews a template', async () => {
+    await page.goto(`${notify.url}/console/templates`);
+    await checkPage('templates, none');
+    // A body that does not parse: the field says where, and keeps the focus.
+    await page.type('#t-name', 'broken');
+    await page.type('#t-body', 'Hello {{name');
+    await submit('form[action="/console/templates"] button[type=submit]');
+    await checkPage('templates, error');
+    await expectFieldError('#t-body', /line 1, column/);
     await page.goto(`${notify.url}/console/templates`);
     await page.type('#t-name', 'welcome');
     await page.select('#t-channel', 'email');
@@ -197,6 +344,8 @@ describe('the console in Chromium', () => {
     await page.type('#t-sample', '{"name":"Ada","code":"1234"}');
     await submit('form[action="/console/templates"] button[type=submit]');
     expect(page.url()).toBe(`${notify.url}/console/templates/welcome?done=created`);
+    await checkPage('template');
+    await checkPage('templates');
     const data = '{"name":"<Grace & co>","code":"9876"}';
     await page.type('#p-data', data);
     await submit('form[action="/console/templates/welcome/preview"] button[type=submit]');
@@ -208,6 +357,23 @@ describe('the console in Chromium', () => {
     expect(await page.$eval('#p-data', (el) => (el as unknown as { value: string }).value)).toBe(data);
     expect(await page.$eval('#p-version', (el) => (el as unknown as { value: string }).value)).toBe('1');
     await shot('07-template-preview');
+    await checkPage('template preview');
+    await page.$eval('#p-data', (el) => {
+      (el as unknown as { value: string }).value = '{"name":';
+    });
+    await submit('form[action="/console/templates/welcome/preview"] button[type=submit]');
+    await checkPage('template preview, error');
+    await expectFieldError('#p-data', /not JSON/);
+    // A second version, so the first has an Activate button and its confirmation.
+    await page.goto(`${notify.url}/console/templates`);
+    await page.type('#t-name', 'welcome');
+    await page.select('#t-channel', 'email');
+    await page.type('#t-body', 'Hi {{name}}');
+    await page.type('#t-sample', '{"name":"Ada"}');
+    await submit('form[action="/console/templates"] button[type=submit]');
+    await submit('form[action="/console/templates/welcome/activate"] button');
+    expect(await text('h1')).toBe('Activate version 1?');
+    await checkPage('confirm activate');
   });
 
   it('5. adds an opt-out', async () => {
@@ -220,30 +386,57 @@ describe('the console in Chromium', () => {
     const stored = await (await api('acme', '/v1/suppressions?channel=email')).json();
     expect(stored).toMatchObject({ data: [expect.objectContaining({ to: 'unsubscribed@example.com', reason: 'asked by phone' })] });
     await shot('08-opt-outs');
+    await checkPage('opt-outs');
     // Found by the start of the address, in any case; removed only after a confirmation.
     await page.type('#s-to', 'UNSUB');
     await submit('form[action="/console/opt-outs"][role=search] button[type=submit]');
     expect(await text('tbody')).toContain('unsubscribed@example.com');
     await submit('form[action="/console/opt-outs/remove"] button');
     expect(await text('#confirm-summary')).toContain('This removes the opt-out of unsubscribed@example.com on email, every category');
+    await checkPage('confirm remove opt-out');
     await submit('#confirm');
     expect(await text('[role=status]')).toBe('Opt-out removed.');
     expect(await (await api('acme', '/v1/suppressions?channel=email')).json()).toMatchObject({ data: [] });
     await page.goto(`${notify.url}/console/health`);
     expect(await text('#dead-rate')).toMatch(/%$/);
     await shot('09-pipeline-health');
+    await checkPage('pipeline health');
+    // Each chart has a name and a description saying what it shows, in words and figures.
+    const charts = (await page.evaluate(`[...document.querySelectorAll('svg')].map((svg) => {
+      const ref = (attr) => (svg.getAttribute(attr) || '').split(' ').map((id) => document.getElementById(id)?.textContent ?? '').join(' ').trim();
+      return { role: svg.getAttribute('role'), name: ref('aria-labelledby'), description: ref('aria-describedby') };
+    })`)) as { role: string | null; name: string; description: string }[];
+    expect(charts.length).toBeGreaterThanOrEqual(2);
+    for (const chart of charts) {
+      expect(chart.role).toBe('img');
+      expect(chart.name).not.toBe('');
+      expect(chart.description).toMatch(/\d/);
+    }
   });
 
-  it('5b. fits a 375-px screen: wide tables scroll inside the page, the page itself does not', async () => {
-    await page.setViewport({ width: 375, height: 800 });
+  it('5b. fits a 375-px screen, 200 % zoom (640 px) and 400 % (320 px): wide tables scroll inside the page, the page itself does not', async () => {
+    const paths = [
+      '/console/notifications',
+      `/console/notifications/${deadId}`,
+      '/console/dead',
+      '/console/opt-outs',
+      '/console/templates',
+      '/console/templates/welcome',
+      '/console/health',
+    ];
     try {
-      for (const path of [
-        '/console/notifications',
-        '/console/dead',
-        '/console/opt-outs',
-        '/console/templates',
-        '/console/templates/welcome',
-      ]) {
+      // 200 % and 400 % zoom of a 1280-px window: the same CSS pixels as a 640- and a 320-px one.
+      for (const width of [640, 320]) {
+        await page.setViewport({ width, height: 800 });
+        for (const path of paths) {
+          await page.goto(`${notify.url}${path}`);
+          expect(await page.evaluate('document.documentElement.scrollWidth'), `${path} at ${width} px`).toBeLessThanOrEqual(width);
+          // Every scrolling table region can be reached with the keyboard (and axe says nothing else is wrong).
+          await checkPage(`${path} at ${width} px`);
+        }
+      }
+      await page.setViewport({ width: 375, height: 800 });
+      for (const path of paths) {
         await page.goto(`${notify.url}${path}`);
         expect(await page.evaluate('document.documentElement.scrollWidth'), path).toBeLessThanOrEqual(375);
       }
@@ -253,10 +446,24 @@ describe('the console in Chromium', () => {
       await submit(`form[action="/console/notifications/${queued}/cancel"] button`);
       expect(await text('h1')).toBe('Cancel this notification?');
       expect(await page.evaluate('document.documentElement.scrollWidth'), 'confirmation').toBeLessThanOrEqual(375);
+      await checkPage('confirm cancel at 375 px');
       await submit('#confirm');
       expect(await text('.badge')).toBe('cancelled');
     } finally {
       await page.setViewport({ width: 1280, height: 900 });
+    }
+  });
+
+  it('5c. works with the keyboard alone: a skip link first, then every control in order with a visible focus', async () => {
+    for (const path of [
+      '/console/notifications',
+      `/console/notifications/${deadId}`,
+      '/console/templates/welcome',
+      '/console/opt-outs',
+      '/console/health',
+    ]) {
+      await page.goto(`${notify.url}${path}`);
+      await checkKeyboard(path);
     }
   });
 
@@ -267,6 +474,7 @@ describe('the console in Chromium', () => {
     expect(await text('h1')).toBe('Not found');
     expect(await text('main')).not.toContain('globex-only');
     await shot('10-other-tenant-404');
+    await checkPage('404');
   });
 
   it('7. signs out', async () => {
@@ -276,5 +484,6 @@ describe('the console in Chromium', () => {
     await page.goto(`${notify.url}/console/notifications`);
     expect(page.url()).toBe(`${notify.url}/console/login`);
     await shot('11-signed-out');
+    await checkPage('signed out');
   });
 });

@@ -164,6 +164,98 @@ describe('console', () => {
   });
 });
 
+describe('console, accessibility in the markup', () => {
+  /** The page's <title>, its h1, its tables without a caption or with a header cell without a scope. */
+  const outline = (page: string) => ({
+    title: /<title>([^<]*)<\/title>/.exec(page)?.[1],
+    h1: /<h1>([^<]*)<\/h1>/.exec(page)?.[1],
+    uncaptioned: [...page.matchAll(/<table\b[^>]*>\s*(<caption\b)?/g)].filter((m) => !m[1]).length,
+    unscoped: [...page.matchAll(/<th\b(?![^>]*\bscope=)[^>]*>/g)].length,
+  });
+
+  it('names every page in its title (its h1), captions every table, scopes every header, and skips to a focusable main', async () => {
+    const s = await signIn('umbrella');
+    const id = await enqueue('umbrella', { channel: 'webhook', to: 'https://hooks.example/a11y', body: '{}' });
+    await app.request('/console/templates', {
+      method: 'POST',
+      headers: s.headers,
+      body: new URLSearchParams({ _csrf: s.csrf, name: 'hello', channel: 'sms', body: 'Hi' }),
+    });
+    const pages: [string, string][] = [
+      ['/console/notifications', 'Notifications'],
+      [`/console/notifications/${id}`, `Notification ${id}`],
+      ['/console/dead', 'Dead notifications'],
+      ['/console/templates', 'Templates'],
+      ['/console/templates/hello', 'Template hello'],
+      ['/console/opt-outs', 'Opt-outs'],
+      ['/console/health', 'Pipeline health'],
+      ['/console/nowhere', 'Not found'],
+    ];
+    const titles = new Set<string>();
+    for (const [path, h1] of pages) {
+      const page = await (await app.request(path, { headers: s.headers })).text();
+      expect(outline(page), path).toEqual({ title: `${h1} · notify console`, h1, uncaptioned: 0, unscoped: 0 });
+      expect(page, path).toContain('<a class="skip" href="#main">Skip to content</a>');
+      expect(page, path).toContain('<main id="main" tabindex="-1">');
+      titles.add(outline(page).title!);
+    }
+    expect(titles.size).toBe(pages.length);
+    expect(outline(await (await app.request('/console/login')).text()).title).toBe('Sign in · notify console');
+  });
+
+  it('ties a refused form’s error to its field: invalid, described by the error, focused; the title says Error', async () => {
+    const s = await signIn('umbrella');
+    const bad = await (await app.request('/console/login', { method: 'POST', body: new URLSearchParams({ api_key: 'nk_wrong' }) })).text();
+    expect(bad).toMatch(/<input\s+id="api_key"[^>]*aria-invalid="true" aria-describedby="error" autofocus/);
+    expect(bad).toContain('<title>Error: Sign in · notify console</title>');
+    // A template body that does not parse: the body field, not the others.
+    const template = await (
+      await app.request('/console/templates', {
+        method: 'POST',
+        headers: s.headers,
+        body: new URLSearchParams({ _csrf: s.csrf, name: 'broken', channel: 'sms', body: 'Hi {{name' }),
+      })
+    ).text();
+    expect([...template.matchAll(/id="([^"]+)"[^>]*aria-invalid="true"/g)].map((m) => m[1])).toEqual(['t-body']);
+    expect(template).toMatch(/<p class="error" role="alert" id="error">body, line 1, column \d+: /);
+    // Sample data that is not JSON names its own field.
+    const sample = await (
+      await app.request('/console/templates', {
+        method: 'POST',
+        headers: s.headers,
+        body: new URLSearchParams({ _csrf: s.csrf, name: 'broken', channel: 'sms', body: 'Hi', sample_data: '{' }),
+      })
+    ).text();
+    expect([...sample.matchAll(/id="([^"]+)"[^>]*aria-invalid="true"/g)].map((m) => m[1])).toEqual(['t-sample']);
+    // An opt-out without a recipient.
+    const optOut = await (
+      await app.request('/console/opt-outs', {
+        method: 'POST',
+        headers: s.headers,
+        body: new URLSearchParams({ _csrf: s.csrf, channel: 'sms', to: ' ', category: 'promo', reason: 'asked <twice>' }),
+      })
+    ).text();
+    expect([...optOut.matchAll(/id="([^"]+)"[^>]*aria-invalid="true"/g)].map((m) => m[1])).toEqual(['o-to']);
+    // What was typed is still there to correct (WCAG 3.3.7), escaped.
+    expect(optOut).toMatch(/<option selected>sms<\/option>/);
+    expect(optOut).toMatch(/id="o-category"[^>]*value="promo"/);
+    expect(optOut).toMatch(/id="o-reason"[^>]*value="asked &lt;twice&gt;"/);
+  });
+
+  it('describes each chart in words and figures, and names the table that holds them', async () => {
+    const s = await signIn('umbrella');
+    const page = await (await app.request('/console/health', { headers: s.headers })).text();
+    const charts = [...page.matchAll(/<svg\s+role="img"\s+aria-labelledby="([^"]+)"\s+aria-describedby="([^"]+)"/g)];
+    expect(charts.length).toBeGreaterThanOrEqual(2);
+    for (const [, title, desc] of charts) {
+      expect(page).toMatch(new RegExp(`<title id="${title}">[^<]+</title>`));
+      expect(page).toMatch(
+        new RegExp(`<desc id="${desc}">60 bars, \\d\\d:\\d\\d to \\d\\d:\\d\\d [^<]*In all: [^<]*The figures are in the table`),
+      );
+    }
+  });
+});
+
 /** The hidden fields of the first form posting to `action` in `page`, as the browser holds them (entities decoded). */
 function hiddenFields(page: string, action: string): Record<string, string> {
   const form = new RegExp(`<form method="post" action="${action}">([\\s\\S]*?)</form>`).exec(page)?.[1] ?? '';
@@ -632,7 +724,7 @@ describe('console, template form and preview', () => {
     expect(page).toContain('<option value="1" selected>1</option>');
     expect(page).not.toMatch(/<option value="2" selected/);
     expect(page).toContain(
-      `<textarea id="p-data" name="data">{&quot;name&quot;:&quot;&lt;i&gt;Grace&lt;/i&gt; &amp; \\&quot;co\\&quot;&quot;}</textarea>`,
+      `<textarea id="p-data" name="data" >{&quot;name&quot;:&quot;&lt;i&gt;Grace&lt;/i&gt; &amp; \\&quot;co\\&quot;&quot;}</textarea>`,
     );
     expect(page).toContain('<pre id="preview-body">Hello &lt;i&gt;Grace&lt;/i&gt; &amp; &quot;co&quot;</pre>');
     // The HTML body renders values HTML-escaped, and the page shows that source escaped once more.
@@ -647,7 +739,12 @@ describe('console, template form and preview', () => {
         body: new URLSearchParams({ _csrf: s.csrf, version: '1', data: '{"x":' }),
       })
     ).text();
-    expect(bad).toContain('<textarea id="p-data" name="data">{&quot;x&quot;:</textarea>');
+    // The field is marked invalid, described by the error, and takes the focus.
+    expect(bad).toContain(
+      '<textarea id="p-data" name="data" aria-invalid="true" aria-describedby="error" autofocus>{&quot;x&quot;:</textarea>',
+    );
+    expect(bad).toMatch(/<p class="error" role="alert" id="error">data is not JSON<\/p>/);
+    expect(bad).toContain('<title>Error: Template html · notify console</title>');
     const form = await (await app.request('/console/templates', { headers: s.headers })).text();
     expect(form).toMatch(/<label for="t-html">HTML body/);
   });

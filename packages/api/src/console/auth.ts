@@ -5,7 +5,7 @@ import { html } from 'hono/html';
 import { hashApiKey, hashesEqual } from '../api-key.js';
 import { apiKeyFindByHash } from '../sql/api-key-find-by-hash.js';
 import type { ConsoleDeps, ConsoleEnv } from './context.js';
-import { layout } from './layout.js';
+import { invalidIf, layout } from './layout.js';
 import { consoleSessionDelete, consoleSessionGet, consoleSessionInsert } from './session-store.js';
 
 /** The session cookie. */
@@ -29,6 +29,7 @@ function loginPage(error?: string) {
           autocomplete="off"
           required
           size="50"
+          ${invalidIf(error !== undefined)}
         />
       </p>
       <p><button type="submit">Sign in</button></p>

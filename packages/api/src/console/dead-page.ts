@@ -7,7 +7,7 @@ import { ProblemError } from '../problem.js';
 import { deadGroupList } from '../sql/dead-group-list.js';
 import { type ConsoleDeps, type ConsoleEnv, exactField, exactFormText, formText, page } from './context.js';
 import { confirmPage, hiddenInputs, isConfirmed } from './confirm.js';
-import { counted, csrfField } from './layout.js';
+import { counted, csrfField, table } from './layout.js';
 import { deadGroupCount } from './sql/dead-group-count.js';
 
 /** The fields that name a dead group: its row's Retry form and the confirmation. */
@@ -31,40 +31,43 @@ export function deadPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
           Grouped by reason and the start of the last error, largest group first. A bulk retry re-queues up to
           ${BULK_RETRY_MAX.toLocaleString('en')} of a group (expired ones stay dead).
         </p>
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Reason</th>
-              <th scope="col">Last error</th>
-              <th scope="col">Count</th>
-              <th scope="col">Newest</th>
-              <th scope="col">Action</th>
-            </tr>
-          </thead>
-          <tbody>
-            ${groups.map((g, i) => {
-              const list = `/console/notifications?state=dead`;
-              return html`<tr>
-                <td>${g.dead_reason}</td>
-                <td>${g.error ?? html`<span class="muted">none</span>`}</td>
-                <td><a href="${list}">${g.count}</a></td>
-                <td><a href="/console/notifications/${g.newest_id}">${g.newest_id}</a></td>
-                <td>
-                  ${
-                    g.dead_reason === 'expired'
-                      ? html`<span class="muted">expired: stays dead</span>`
-                      : html`<form method="post" action="/console/dead/retry">
-                          ${csrfField(s.csrfToken)} ${hiddenInputs(groupFields(g.dead_reason, g.error))}
-                          <button type="submit" id="bulk-retry-${i}" aria-label="Retry ${g.count}: the dead notifications of this group">
-                            Retry ${g.count}
-                          </button>
-                        </form>`
-                  }
-                </td>
-              </tr>`;
-            })}
-          </tbody>
-        </table>
+        ${table(
+          'dead-groups',
+          'Dead notifications by reason and last error',
+          html`<thead>
+              <tr>
+                <th scope="col">Reason</th>
+                <th scope="col">Last error</th>
+                <th scope="col">Count</th>
+                <th scope="col">Newest</th>
+                <th scope="col">Action</th>
+              </tr>
+            </thead>
+            <tbody>
+              ${groups.map((g, i) => {
+                const list = `/console/notifications?state=dead`;
+                return html`<tr>
+                  <td>${g.dead_reason}</td>
+                  <td>${g.error ?? html`<span class="muted">none</span>`}</td>
+                  <td><a href="${list}">${g.count}</a></td>
+                  <td><a href="/console/notifications/${g.newest_id}">${g.newest_id}</a></td>
+                  <td>
+                    ${
+                      g.dead_reason === 'expired'
+                        ? html`<span class="muted">expired: stays dead</span>`
+                        : html`<form method="post" action="/console/dead/retry">
+                            ${csrfField(s.csrfToken)} ${hiddenInputs(groupFields(g.dead_reason, g.error))}
+                            <button type="submit" id="bulk-retry-${i}" aria-label="Retry ${g.count}: the dead notifications of this group">
+                              Retry ${g.count}
+                            </button>
+                          </form>`
+                    }
+                  </td>
+                </tr>`;
+              })}
+            </tbody>`,
+          { hidden: true },
+        )}
         ${groups.length === 0 ? html`<p>No dead notifications.</p>` : ''}`,
     );
   });

@@ -3,8 +3,12 @@ import { html } from 'hono/html';
 import { deliveryRate } from '../sql/delivery-rate.js';
 import { type ConsoleDeps, type ConsoleEnv, page } from './context.js';
 import { type Bar, barChart } from './pipeline.js';
+import { table } from './layout.js';
 
 const OUTCOMES = ['sent', 'transient', 'permanent', 'expired', 'suppressed'] as const;
+
+/** The caption of the table with the delivery charts' figures, which their descriptions name. */
+const FIGURES = 'Delivery attempts and notifications ending dead per minute, last hour (minutes with none left out)';
 
 /** Pipeline health: outbox lag, consumer lag, deliveries per minute by outcome and the dead rate over the last hour. */
 export function healthPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
@@ -50,7 +54,7 @@ export function healthPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
                   <strong>${outbox.unpublished}</strong>. (Metrics: <code>notify_outbox_lag_seconds</code>,
                   <code>notify_outbox_unpublished</code>; the whole service, all tenants.)
                 </p>
-                ${barChart({ title: 'Outbox lag', bars: [{ label: 'oldest unpublished', segments: [{ key: 'lag', value: Math.round((outbox.oldestAgeMs ?? 0) / 1000) }] }], keys: ['lag'], unit: 'seconds' })}`
+                ${barChart({ id: 'outbox-chart', title: 'Outbox lag', bars: [{ label: 'oldest unpublished', segments: [{ key: 'lag', value: Math.round((outbox.oldestAgeMs ?? 0) / 1000) }] }], keys: ['lag'], unit: 'seconds' })}`
             : html`<p class="muted">Not available from this process.</p>`
         }
         <h2>Kafka consumer lag</h2>
@@ -59,6 +63,8 @@ export function healthPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
             ? html`${
                   lagging.length > 0
                     ? barChart({
+                        id: 'consumer-chart',
+                        table: 'Consumer lag per topic',
                         title: 'Consumer lag per topic (topics with lag)',
                         bars: lagging.map((t) => ({ label: t.topic, segments: [{ key: 'lag', value: t.lag }] })),
                         keys: ['lag'],
@@ -69,23 +75,25 @@ export function healthPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
                 <p class="muted">
                   A delay topic (<code>retry.*</code>) holds retries until they are due: messages waiting there count as lag by design.
                 </p>
-                <table>
-                  <thead>
-                    <tr>
-                      <th scope="col">Topic</th>
-                      <th scope="col">Lag (messages)</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    ${consumer.map(
-                      (t) =>
-                        html`<tr>
-                          <td>${t.topic}</td>
-                          <td>${t.lag}</td>
-                        </tr>`,
-                    )}
-                  </tbody>
-                </table>`
+                ${table(
+                  'consumer-lag',
+                  'Consumer lag per topic',
+                  html`<thead>
+                      <tr>
+                        <th scope="col">Topic</th>
+                        <th scope="col">Lag (messages)</th>
+                      </tr>
+                    </thead>
+                    <tbody>
+                      ${consumer.map(
+                        (t) =>
+                          html`<tr>
+                            <th scope="row">${t.topic}</th>
+                            <td>${t.lag}</td>
+                          </tr>`,
+                      )}
+                    </tbody>`,
+                )}`
             : html`<p class="muted">Not available from this process.</p>`
         }
         <h2>Deliveries, last hour</h2>
@@ -94,31 +102,33 @@ export function healthPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
           ${totals.sent + totals.dead} notifications that ended in the hour). (Metrics: <code>notify_attempts_total{outcome}</code>,
           <code>notify_dead_total</code>.)
         </p>
-        ${barChart({ title: 'Delivery attempts per minute by outcome', bars: deliveryBars, keys: OUTCOMES, unit: 'attempts per minute, UTC' })}
-        ${barChart({ title: 'Notifications ending dead per minute', bars: deadBars, keys: ['dead'], unit: 'per minute, UTC' })}
+        ${barChart({ id: 'deliveries-chart', table: FIGURES, title: 'Delivery attempts per minute by outcome', bars: deliveryBars, keys: OUTCOMES, unit: 'attempts per minute, UTC' })}
+        ${barChart({ id: 'dead-chart', table: FIGURES, title: 'Notifications ending dead per minute', bars: deadBars, keys: ['dead'], unit: 'per minute, UTC' })}
         <details>
           <summary>The figures as a table</summary>
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Minute (UTC)</th>
-                ${OUTCOMES.map((o) => html`<th scope="col">${o}</th>`)}
-                <th scope="col">ended dead</th>
-              </tr>
-            </thead>
-            <tbody>
-              ${deliveryBars
-                .filter((b, i) => b.segments.some((x) => x.value > 0) || deadBars[i]!.segments[0]!.value > 0)
-                .map(
-                  (b) =>
-                    html`<tr>
-                      <td>${b.label}</td>
-                      ${b.segments.map((x) => html`<td>${x.value}</td>`)}
-                      <td>${deadBars[deliveryBars.indexOf(b)]!.segments[0]!.value}</td>
-                    </tr>`,
-                )}
-            </tbody>
-          </table>
+          ${table(
+            'deliveries',
+            FIGURES,
+            html`<thead>
+                <tr>
+                  <th scope="col">Minute (UTC)</th>
+                  ${OUTCOMES.map((o) => html`<th scope="col">${o}</th>`)}
+                  <th scope="col">ended dead</th>
+                </tr>
+              </thead>
+              <tbody>
+                ${deliveryBars
+                  .filter((b, i) => b.segments.some((x) => x.value > 0) || deadBars[i]!.segments[0]!.value > 0)
+                  .map(
+                    (b) =>
+                      html`<tr>
+                        <th scope="row">${b.label}</th>
+                        ${b.segments.map((x) => html`<td>${x.value}</td>`)}
+                        <td>${deadBars[deliveryBars.indexOf(b)]!.segments[0]!.value}</td>
+                      </tr>`,
+                  )}
+              </tbody>`,
+          )}
         </details>`,
     );
   });

@@ -34,10 +34,14 @@ header{background:#1f2a44;color:#fff;padding:.5rem 1rem;display:flex;gap:1rem;al
 header a{color:#fff}header nav ul{list-style:none;display:flex;gap:1rem;margin:0;padding:0;flex-wrap:wrap}
 header a[aria-current=page]{font-weight:700;text-decoration-thickness:3px}
 header form{margin-left:auto}
-main{max-width:72rem;margin:1rem auto;padding:0 1rem;overflow-x:auto}
-table{border-collapse:collapse;width:100%;margin:.5rem 0}
+main{max-width:72rem;margin:1rem auto;padding:0 1rem;overflow-wrap:anywhere}
+main:focus{outline:none}
+.vh{position:absolute;width:1px;height:1px;overflow:hidden;clip-path:inset(50%);white-space:nowrap}
+.table{overflow-x:auto;margin:.5rem 0}
+table{border-collapse:collapse;width:100%;overflow-wrap:normal}
+caption{text-align:left;font-weight:600;padding:.25rem 0}
 th,td{text-align:left;padding:.35rem .5rem;border-bottom:1px solid #c4c4c4;vertical-align:top}
-th{background:#f2f2f2}
+th{background:#f2f2f2}tbody th{background:#fff;font-weight:400}
 .muted{color:#4d4d4d}
 .badge{display:inline-block;padding:0 .4rem;border-radius:.3rem;font-weight:600}
 .s-sent{color:#0d5c2e;background:#e6f4ea}.s-dead{color:#8c1d18;background:#fce8e6}
@@ -45,14 +49,14 @@ th{background:#f2f2f2}
 form.inline{display:inline}
 #confirm-summary{overflow-wrap:anywhere}
 .pager{display:flex;gap:1.5rem;flex-wrap:wrap;margin:.75rem 0}
-fieldset{border:1px solid #c4c4c4;margin:.5rem 0;padding:.5rem 1rem}
+fieldset{min-width:0;border:1px solid #c4c4c4;margin:.5rem 0;padding:.5rem 1rem}
 label{display:inline-block;margin:.25rem .75rem .25rem 0}
 input,select,textarea,button{font:inherit;color:#1b1b1b}
-input,select,textarea{border:1px solid #6b6b6b;border-radius:.2rem;padding:.2rem .35rem;background:#fff}
+input,select,textarea{max-width:100%;border:1px solid #6b6b6b;border-radius:.2rem;padding:.2rem .35rem;background:#fff}
 textarea{width:100%;min-height:5rem}
 button{background:#0b57d0;color:#fff;border:0;border-radius:.25rem;padding:.35rem .8rem;cursor:pointer}
 button.secondary{background:#fff;color:#0b57d0;border:1px solid #0b57d0}
-:focus-visible{outline:3px solid #0b57d0;outline-offset:2px}
+:focus-visible,input:focus-within,select:focus,textarea:focus{outline:3px solid #0b57d0;outline-offset:2px}
 header :focus-visible{outline-color:#fff}
 .notice{border-left:4px solid #0b57d0;background:#eef3fc;padding:.5rem 1rem}
 .error{border-left:4px solid #8c1d18;background:#fce8e6;padding:.5rem 1rem}
@@ -68,7 +72,14 @@ const NAV: readonly (readonly [string, string])[] = [
   ['/console/health', 'Pipeline health'],
 ];
 
-/** The page shell: skip link, navigation (when signed in), sign-out form with its CSRF token. */
+/** The id of a page's error message, which the fields it is about name in aria-describedby. */
+const ERROR_ID = 'error';
+
+/**
+ * The page shell: skip link (to main, which takes the focus), navigation (when signed in),
+ * sign-out form with its CSRF token. The title names the page (its h1), with "Error: " first when
+ * it shows one.
+ */
 export function layout(
   opts: { title: string; active?: string; csrf?: string; tenantId?: string; notice?: string | undefined; error?: string | undefined },
   body: Html,
@@ -91,17 +102,17 @@ export function layout(
       <head>
         <meta charset="utf-8" />
         <meta name="viewport" content="width=device-width,initial-scale=1" />
-        <title>${opts.title} · notify console</title>
+        <title>${opts.error ? 'Error: ' : ''}${opts.title} · notify console</title>
         <style>
           ${raw(STYLE)}
         </style>
       </head>
       <body>
         <a class="skip" href="#main">Skip to content</a>${nav}
-        <main id="main">
+        <main id="main" tabindex="-1">
           <h1>${opts.title}</h1>
           ${opts.notice ? html`<p class="notice" role="status">${opts.notice}</p>` : ''}
-          ${opts.error ? html`<p class="error" role="alert">${opts.error}</p>` : ''} ${body}
+          ${opts.error ? html`<p class="error" role="alert" id="${ERROR_ID}">${opts.error}</p>` : ''} ${body}
         </main>
       </body>
     </html>`;
@@ -127,4 +138,29 @@ export function counted(n: number, word: string): string {
 /** The hidden CSRF field every state-changing form carries. */
 export function csrfField(token: string): Html {
   return html`<input type="hidden" name="_csrf" value="${token}" />`;
+}
+
+/**
+ * The attributes of a form field the page's error is about (none when it is not): invalid,
+ * described by the error, and focused on load, so a screen reader reads the field and the error
+ * together (the page has no script to move the focus).
+ */
+export function invalidIf(invalid: boolean): Html | string {
+  return invalid ? raw(`aria-invalid="true" aria-describedby="${ERROR_ID}" autofocus`) : '';
+}
+
+/**
+ * A table with its caption (`hidden`: for screen readers only, where a heading just above says
+ * it), in a region that scrolls sideways on a narrow screen: focusable, so a keyboard can scroll
+ * it, and named by the caption.
+ */
+export function table(id: string, caption: string | Html, rows: Html, opts: { hidden?: boolean } = {}): Html {
+  return html`<div class="table" role="region" tabindex="0" aria-labelledby="${id}-caption">
+    <table id="${id}">
+      <caption id="${id}-caption" ${raw(opts.hidden ? 'class="vh"' : '')}>
+        ${caption}
+      </caption>
+      ${rows}
+    </table>
+  </div>`;
 }

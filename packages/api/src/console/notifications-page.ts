@@ -9,7 +9,7 @@ import { notificationGet } from '../sql/notification-get.js';
 import { decodeCursor, encodeCursor } from '../views.js';
 import { confirmPage, isConfirmed } from './confirm.js';
 import { type ConsoleDeps, type ConsoleEnv, formText, page } from './context.js';
-import { counted, csrfField, stateBadge, time } from './layout.js';
+import { counted, csrfField, stateBadge, table, time } from './layout.js';
 import { cursorParam, listUrl, pagerLinks } from './paging.js';
 import { notificationPage } from './sql/notification-page.js';
 
@@ -116,36 +116,35 @@ export function notificationPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
             <button type="submit">Search</button>
           </fieldset>
         </form>
-        <table>
-          <caption class="muted">
-            Newest first
-          </caption>
-          <thead>
-            <tr>
-              <th scope="col">Id</th>
-              <th scope="col">Channel</th>
-              <th scope="col">Recipient</th>
-              <th scope="col">State</th>
-              <th scope="col">Attempts</th>
-              <th scope="col">Created</th>
-              <th scope="col">Last error</th>
-            </tr>
-          </thead>
-          <tbody>
-            ${shown.map(
-              (n) =>
-                html`<tr>
-                  <td><a href="/console/notifications/${n.id}">${n.id}</a></td>
-                  <td>${n.channel}</td>
-                  <td>${n.recipient}</td>
-                  <td>${stateBadge(n.state)}</td>
-                  <td>${n.attempts}/${n.max_attempts}</td>
-                  <td>${time(n.created_at)}</td>
-                  <td>${short(n.last_error)}</td>
-                </tr>`,
-            )}
-          </tbody>
-        </table>
+        ${table(
+          'notifications',
+          'Notifications, newest first',
+          html`<thead>
+              <tr>
+                <th scope="col">Id</th>
+                <th scope="col">Channel</th>
+                <th scope="col">Recipient</th>
+                <th scope="col">State</th>
+                <th scope="col">Attempts</th>
+                <th scope="col">Created</th>
+                <th scope="col">Last error</th>
+              </tr>
+            </thead>
+            <tbody>
+              ${shown.map(
+                (n) =>
+                  html`<tr>
+                    <td><a href="/console/notifications/${n.id}">${n.id}</a></td>
+                    <td>${n.channel}</td>
+                    <td>${n.recipient}</td>
+                    <td>${stateBadge(n.state)}</td>
+                    <td>${n.attempts}/${n.max_attempts}</td>
+                    <td>${time(n.created_at)}</td>
+                    <td>${short(n.last_error)}</td>
+                  </tr>`,
+              )}
+            </tbody>`,
+        )}
         ${shown.length === 0 ? html`<p>No notifications match.</p>` : ''} ${pager}`,
     );
   });
@@ -227,31 +226,34 @@ export function notificationPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
         }
         ${n.state === 'queued' ? html`<form method="post" action="/console/notifications/${n.id}/cancel" class="inline">${csrfField(csrf)}<button type="submit">Cancel</button></form>` : ''}
         <h2>Attempts</h2>
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">#</th>
-              <th scope="col">Started</th>
-              <th scope="col">Finished</th>
-              <th scope="col">Outcome</th>
-              <th scope="col">Provider answer</th>
-              <th scope="col">Error</th>
-            </tr>
-          </thead>
-          <tbody>
-            ${attempts.map(
-              (a) =>
-                html`<tr>
-                  <td>${a.attempt}</td>
-                  <td>${time(a.started_at)}</td>
-                  <td>${time(a.finished_at)}</td>
-                  <td>${a.outcome}</td>
-                  <td>${a.provider_status ?? ''}</td>
-                  <td>${a.error ?? ''}</td>
-                </tr>`,
-            )}
-          </tbody>
-        </table>
+        ${table(
+          'attempts',
+          'Attempts',
+          html`<thead>
+              <tr>
+                <th scope="col">#</th>
+                <th scope="col">Started</th>
+                <th scope="col">Finished</th>
+                <th scope="col">Outcome</th>
+                <th scope="col">Provider answer</th>
+                <th scope="col">Error</th>
+              </tr>
+            </thead>
+            <tbody>
+              ${attempts.map(
+                (a) =>
+                  html`<tr>
+                    <td>${a.attempt}</td>
+                    <td>${time(a.started_at)}</td>
+                    <td>${time(a.finished_at)}</td>
+                    <td>${a.outcome}</td>
+                    <td>${a.provider_status ?? ''}</td>
+                    <td>${a.error ?? ''}</td>
+                  </tr>`,
+              )}
+            </tbody>`,
+          { hidden: true },
+        )}
         ${attempts.length === 0 ? html`<p>No attempts yet.</p>` : ''}
         <h2>Status events</h2>
         <ol>

@@ -5,7 +5,7 @@ import { addSuppression, decodeSuppressionCursor, encodeSuppressionCursor } from
 import { suppressionList } from '../sql/suppression-list.js';
 import { confirmPage, hiddenInputs, isConfirmed } from './confirm.js';
 import { type ConsoleDeps, type ConsoleEnv, exactField, exactFormText, formText, page } from './context.js';
-import { csrfField, time } from './layout.js';
+import { csrfField, invalidIf, table, time } from './layout.js';
 import { cursorParam, listUrl, pagerLinks } from './paging.js';
 import { optOutDeleteSeen } from './sql/opt-out-delete-seen.js';
 import { optOutPage } from './sql/opt-out-page.js';
@@ -24,7 +24,11 @@ const optOutFields = (channel: string, recipient: string, category: string, crea
 export function optOutPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
   const app = new Hono<ConsoleEnv>();
 
-  const listPage = async (c: Parameters<typeof page>[0], error?: string) => {
+  /**
+   * The list; when the add form was refused, `error`, the field it is about (its name) and what was
+   * typed, so it is there to correct rather than to type again.
+   */
+  const listPage = async (c: Parameters<typeof page>[0], error?: string, field?: string, typed: Record<string, string> = {}) => {
     const s = c.get('session');
     const q = c.req.query();
     const search = q.to?.trim() || undefined;
@@ -62,12 +66,16 @@ export function optOutPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
           <fieldset>
             <legend>Add an opt-out</legend>
             <label for="o-channel">Channel</label
-            ><select id="o-channel" name="channel">
-              ${CHANNELS.map((ch) => html`<option>${ch}</option>`)}
+            ><select id="o-channel" name="channel" ${invalidIf(field === 'channel')}>
+              ${CHANNELS.map((ch) => html`<option ${typed.channel === ch ? 'selected' : ''}>${ch}</option>`)}
             </select>
-            <label for="o-to">Recipient</label><input id="o-to" name="to" required size="30" />
-            <label for="o-category">Category (empty: all)</label><input id="o-category" name="category" size="14" />
-            <label for="o-reason">Reason</label><input id="o-reason" name="reason" size="20" /> <button type="submit">Add</button>
+            <label for="o-to">Recipient</label
+            ><input id="o-to" name="to" required size="30" value="${typed.to ?? ''}" ${invalidIf(field === 'to')} />
+            <label for="o-category">Category (empty: all)</label
+            ><input id="o-category" name="category" size="14" value="${typed.category ?? ''}" ${invalidIf(field === 'category')} />
+            <label for="o-reason">Reason</label
+            ><input id="o-reason" name="reason" size="20" value="${typed.reason ?? ''}" ${invalidIf(field === 'reason')} />
+            <button type="submit">Add</button>
           </fieldset>
         </form>
         <form method="get" action="/console/opt-outs" role="search">
@@ -77,42 +85,44 @@ export function optOutPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
             <button type="submit">Search</button>
           </fieldset>
         </form>
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Channel</th>
-              <th scope="col">Recipient</th>
-              <th scope="col">Category</th>
-              <th scope="col">Reason</th>
-              <th scope="col">Since</th>
-              <th scope="col">Action</th>
-            </tr>
-          </thead>
-          <tbody>
-            ${shown.map(
-              (r) =>
-                html`<tr>
-                  <td>${r.channel}</td>
-                  <td>${r.recipient}</td>
-                  <td>${r.category === '*' ? 'all' : r.category}</td>
-                  <td>${r.reason ?? ''}</td>
-                  <td>${time(r.created_at)}</td>
-                  <td>
-                    <form method="post" action="/console/opt-outs/remove">
-                      ${csrfField(s.csrfToken)}${hiddenInputs(optOutFields(r.channel, r.recipient, r.category, new Date(r.created_at)))}
-                      <button
-                        type="submit"
-                        class="secondary"
-                        aria-label="Remove the opt-out of ${r.recipient} (${r.category === '*' ? 'all' : r.category})"
-                      >
-                        Remove
-                      </button>
-                    </form>
-                  </td>
-                </tr>`,
-            )}
-          </tbody>
-        </table>
+        ${table(
+          'opt-outs',
+          search ? html`Opt-outs of recipients starting with <q>${search}</q>` : 'Opt-outs',
+          html`<thead>
+              <tr>
+                <th scope="col">Channel</th>
+                <th scope="col">Recipient</th>
+                <th scope="col">Category</th>
+                <th scope="col">Reason</th>
+                <th scope="col">Since</th>
+                <th scope="col">Action</th>
+              </tr>
+            </thead>
+            <tbody>
+              ${shown.map(
+                (r) =>
+                  html`<tr>
+                    <td>${r.channel}</td>
+                    <td>${r.recipient}</td>
+                    <td>${r.category === '*' ? 'all' : r.category}</td>
+                    <td>${r.reason ?? ''}</td>
+                    <td>${time(r.created_at)}</td>
+                    <td>
+                      <form method="post" action="/console/opt-outs/remove">
+                        ${csrfField(s.csrfToken)}${hiddenInputs(optOutFields(r.channel, r.recipient, r.category, new Date(r.created_at)))}
+                        <button
+                          type="submit"
+                          class="secondary"
+                          aria-label="Remove the opt-out of ${r.recipient} (${r.category === '*' ? 'all' : r.category})"
+                        >
+                          Remove
+                        </button>
+                      </form>
+                    </td>
+                  </tr>`,
+              )}
+            </tbody>`,
+        )}
         ${shown.length === 0 ? html`<p>${search ? 'No opt-out matches.' : 'No opt-outs.'}</p>` : ''} ${pager}`,
     );
   };
@@ -126,14 +136,22 @@ export function optOutPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
     const to = formText(form, 'to').trim();
     const category = formText(form, 'category').trim();
     const reason = formText(form, 'reason').trim();
-    if (
-      !(CHANNELS as readonly string[]).includes(channel) ||
-      to === '' ||
-      to.length > 2048 ||
-      category.length > 100 ||
-      reason.length > 500
-    ) {
-      return listPage(c, 'Give a channel and a recipient (category up to 100 characters, reason up to 500).');
+    const wrong = !(CHANNELS as readonly string[]).includes(channel)
+      ? 'channel'
+      : to === '' || to.length > 2048
+        ? 'to'
+        : category.length > 100
+          ? 'category'
+          : reason.length > 500
+            ? 'reason'
+            : undefined;
+    if (wrong !== undefined) {
+      return listPage(c, 'Give a channel and a recipient (category up to 100 characters, reason up to 500).', wrong, {
+        channel,
+        to,
+        category,
+        reason,
+      });
     }
     await addSuppression(
       deps.exec,

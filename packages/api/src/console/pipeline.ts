@@ -33,10 +33,40 @@ export const OUTCOME_COLOURS: Readonly<Record<string, string>> = {
 };
 
 /**
- * A stacked bar chart as inline SVG (no client script): one bar per entry, a legend, a <title>
- * per segment for pointer users, and `role="img"` with a label; the same figures follow in a table.
+ * What a chart shows, in words: each bar's figure when there are few, else the totals by key and
+ * the highest bar; and where the figures are as a table (`table`, its caption).
  */
-export function barChart(opts: { title: string; bars: readonly Bar[]; keys: readonly string[]; unit: string }): Html {
+function chartSummary(opts: { bars: readonly Bar[]; keys: readonly string[]; unit: string; table?: string }): string {
+  const total = (b: Bar) => b.segments.reduce((s, x) => s + x.value, 0);
+  const parts: string[] = [];
+  if (opts.bars.length <= 12) {
+    parts.push(opts.bars.map((b) => `${b.label}: ${total(b)}`).join('; ') + ` (${opts.unit}).`);
+  } else {
+    const byKey = opts.keys.map((k) => `${k} ${opts.bars.reduce((s, b) => s + (b.segments.find((x) => x.key === k)?.value ?? 0), 0)}`);
+    const peak = opts.bars.reduce((best, b) => (total(b) > total(best) ? b : best), opts.bars[0]!);
+    parts.push(
+      `${opts.bars.length} bars, ${opts.bars[0]!.label} to ${opts.bars[opts.bars.length - 1]!.label} (${opts.unit}).`,
+      `In all: ${byKey.join(', ')}.`,
+      total(peak) > 0 ? `Highest: ${total(peak)} at ${peak.label}.` : 'Every bar is 0.',
+    );
+  }
+  if (opts.table) parts.push(`The figures are in the table “${opts.table}”.`);
+  return parts.join(' ');
+}
+
+/**
+ * A stacked bar chart as inline SVG (no client script): one bar per entry, a legend, a <title>
+ * per segment for pointer users, and `role="img"` named by its title and described by a summary
+ * in words (`chartSummary`); `table` names the table that holds the same figures.
+ */
+export function barChart(opts: {
+  id: string;
+  title: string;
+  bars: readonly Bar[];
+  keys: readonly string[];
+  unit: string;
+  table?: string;
+}): Html {
   const width = 720;
   const height = 180;
   const left = 40;
@@ -72,7 +102,16 @@ export function barChart(opts: { title: string; bars: readonly Bar[]; keys: read
         ><text x="${left + i * 110 + 14}" y="10">${k}</text>`,
   );
   return html`<figure>
-    <svg role="img" aria-label="${opts.title}" viewBox="0 0 ${width} ${height}" width="100%" style="max-width:${width}px">
+    <svg
+      role="img"
+      aria-labelledby="${opts.id}-title"
+      aria-describedby="${opts.id}-desc"
+      viewBox="0 0 ${width} ${height}"
+      width="100%"
+      style="max-width:${width}px"
+    >
+      <title id="${opts.id}-title">${opts.title}</title>
+      <desc id="${opts.id}-desc">${chartSummary(opts)}</desc>
       <text x="0" y="${height - bottom}">0</text>
       <text x="0" y="20">${max}</text>
       <line x1="${left}" y1="${height - bottom}" x2="${width}" y2="${height - bottom}" stroke="#6b6b6b"></line>

@@ -11,30 +11,41 @@ import { templateVersionList } from '../sql/template-version-list.js';
 import { templateActivationGet } from './sql/template-activation-get.js';
 import { confirmPage, isConfirmed } from './confirm.js';
 import { type ConsoleDeps, type ConsoleEnv, formText, page } from './context.js';
-import { type Html, csrfField, time } from './layout.js';
+import { type Html, csrfField, invalidIf, table, time } from './layout.js';
 import { notFoundPage } from './notifications-page.js';
 
-function jsonField(raw: unknown, field: string): Record<string, unknown> | undefined {
+/** A form field holding a JSON object; `name` is the field's name, `label` how the error calls it. */
+function jsonField(raw: unknown, name: string, label: string): Record<string, unknown> | undefined {
   const text = typeof raw === 'string' ? raw.trim() : '';
   if (text === '') return undefined;
   let v: unknown;
   try {
     v = JSON.parse(text);
   } catch {
-    throw new ProblemError('validation_failed', `${field} is not JSON`);
+    throw new ProblemError('validation_failed', `${label} is not JSON`, { extensions: { field: name } });
   }
   if (typeof v !== 'object' || v === null || Array.isArray(v))
-    throw new ProblemError('validation_failed', `${field} must be a JSON object`);
+    throw new ProblemError('validation_failed', `${label} must be a JSON object`, { extensions: { field: name } });
   return v as Record<string, unknown>;
 }
 
 interface Refusal {
   readonly status: 409 | 422;
   readonly text: string;
+  /** The form field it is about (its name), when one is. */
+  readonly field: string | undefined;
 }
 
-/** A refusal as the page shows it: its status (409 for a version of another channel, else 422 mostly) and one line of text. */
-const refusal = (err: ProblemError): Refusal => ({ status: PROBLEM_CATALOG[err.code].status === 409 ? 409 : 422, text: problemText(err) });
+/** A refusal as the page shows it: its status (409 for a version of another channel, else 422 mostly), one line of text, and the field it is about. */
+const refusal = (err: ProblemError): Refusal => {
+  const errors = err.extensions.errors as { path: string }[] | undefined;
+  const field = errors?.[0]?.path ?? err.extensions.field;
+  return {
+    status: PROBLEM_CATALOG[err.code].status === 409 ? 409 : 422,
+    text: problemText(err),
+    field: typeof field === 'string' ? field : undefined,
+  };
+};
 
 /** A refusal as one line: a template error's position, else every field issue, else the message. */
 const problemText = (err: ProblemError) => {
@@ -51,59 +62,67 @@ export function templatePages(deps: ConsoleDeps): Hono<ConsoleEnv> {
   const listPage = async (c: Parameters<typeof page>[0], error?: Refusal, form: Record<string, string> = {}) => {
     const s = c.get('session');
     const rows = await templateList(deps.exec, { tenantId: s.tenantId });
+    // The field the error is about; the body when the error names none of the form's.
+    const fields = ['name', 'channel', 'subject', 'body', 'html_body', 'sample_data'];
+    const wrong = error ? (fields.includes(error.field ?? '') ? error.field : 'body') : undefined;
+    const invalid = (name: string) => invalidIf(wrong === name);
     return page(
       c,
       { title: 'Templates', active: '/console/templates', error: error?.text, status: error?.status ?? 200 },
-      html`<table>
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Channel</th>
-              <th scope="col">Newest</th>
-              <th scope="col">Active</th>
-              <th scope="col">Versions</th>
-              <th scope="col">Updated</th>
-            </tr>
-          </thead>
-          <tbody>
-            ${rows.map(
-              (r) =>
-                html`<tr>
-                  <td><a href="/console/templates/${encodeURIComponent(r.name)}">${r.name}</a></td>
-                  <td>${r.channel}</td>
-                  <td>${r.latest_version}</td>
-                  <td>${r.active_version ?? html`<span class="muted">newest</span>`}</td>
-                  <td>${r.versions}</td>
-                  <td>${time(r.updated_at)}</td>
-                </tr>`,
-            )}
-          </tbody>
-        </table>
+      html`${table(
+          'templates',
+          'Templates',
+          html`<thead>
+              <tr>
+                <th scope="col">Name</th>
+                <th scope="col">Channel</th>
+                <th scope="col">Newest</th>
+                <th scope="col">Active</th>
+                <th scope="col">Versions</th>
+                <th scope="col">Updated</th>
+              </tr>
+            </thead>
+            <tbody>
+              ${rows.map(
+                (r) =>
+                  html`<tr>
+                    <td><a href="/console/templates/${encodeURIComponent(r.name)}">${r.name}</a></td>
+                    <td>${r.channel}</td>
+                    <td>${r.latest_version}</td>
+                    <td>${r.active_version ?? html`<span class="muted">newest</span>`}</td>
+                    <td>${r.versions}</td>
+                    <td>${time(r.updated_at)}</td>
+                  </tr>`,
+              )}
+            </tbody>`,
+          { hidden: true },
+        )}
         ${rows.length === 0 ? html`<p>No templates yet.</p>` : ''}
         <h2>New template version</h2>
         <form method="post" action="/console/templates">
           ${csrfField(s.csrfToken)}
           <p>
-            <label for="t-name">Name</label><input id="t-name" name="name" required value="${form.name ?? ''}" />
+            <label for="t-name">Name</label><input id="t-name" name="name" required value="${form.name ?? ''}" ${invalid('name')} />
             <label for="t-channel">Channel</label
-            ><select id="t-channel" name="channel">
+            ><select id="t-channel" name="channel" ${invalid('channel')}>
               ${CHANNELS.map((ch) => html`<option ${form.channel === ch ? 'selected' : ''}>${ch}</option>`)}
             </select>
           </p>
           <p>
             <label for="t-subject">Subject (email only)</label
-            ><input id="t-subject" name="subject" size="60" value="${form.subject ?? ''}" />
+            ><input id="t-subject" name="subject" size="60" value="${form.subject ?? ''}" ${invalid('subject')} />
           </p>
           <p>
-            <label for="t-body">Body, with {{variables}}</label><textarea id="t-body" name="body" required>${form.body ?? ''}</textarea>
+            <label for="t-body">Body, with {{variables}}</label
+            ><textarea id="t-body" name="body" required ${invalid('body')}>${form.body ?? ''}</textarea>
           </p>
           <p>
             <label for="t-html">HTML body (email only, optional; values are HTML-escaped)</label
-            ><textarea id="t-html" name="html_body">${form.html_body ?? ''}</textarea>
+            ><textarea id="t-html" name="html_body" ${invalid('html_body')}>${form.html_body ?? ''}</textarea>
           </p>
           <p>
             <label for="t-sample">Sample data (JSON; every variable must resolve in it)</label
-            ><textarea id="t-sample" name="sample_data">${form.sample_data ?? ''}</textarea>
+            ><textarea id="t-sample" name="sample_data" ${invalid('sample_data')}>${form.sample_data ?? ''}</textarea>
           </p>
           <p>
             <label><input type="checkbox" name="activate" value="1" /> Activate this version</label>
@@ -120,7 +139,7 @@ export function templatePages(deps: ConsoleDeps): Hono<ConsoleEnv> {
     const form = await c.req.parseBody();
     const str = (k: string) => formText(form, k);
     try {
-      const sampleData = jsonField(form.sample_data, 'sample data');
+      const sampleData = jsonField(form.sample_data, 'sample_data', 'sample data');
       // The API's own schema (channel, name, lengths), so a version made here is one POST /v1/templates takes.
       const version = parseBody(
         TemplateCreate,
@@ -163,41 +182,44 @@ export function templatePages(deps: ConsoleDeps): Hono<ConsoleEnv> {
     return page(
       c,
       { title: `Template ${name}`, active: '/console/templates', error: error?.text, status: error?.status ?? 200 },
-      html`<table>
-          <thead>
-            <tr>
-              <th scope="col">Version</th>
-              <th scope="col">Channel</th>
-              <th scope="col">Subject</th>
-              <th scope="col">Body</th>
-              <th scope="col">Created</th>
-              <th scope="col">Active</th>
-            </tr>
-          </thead>
-          <tbody>
-            ${versions.map(
-              (v) =>
-                html`<tr>
-                  <td>${v.version}</td>
-                  <td>${v.channel}</td>
-                  <td>${v.subject ?? ''}</td>
-                  <td>
-                    <pre>${v.body}</pre>
-                    ${
-                      v.html_body !== null
-                        ? html`<p class="muted">HTML body:</p>
-                            <pre>${v.html_body}</pre>`
-                        : ''
-                    }
-                  </td>
-                  <td>${time(v.created_at)}</td>
-                  <td>
-                    ${v.active ? html`<strong>active</strong>` : html`<form method="post" action="/console/templates/${encodeURIComponent(name)}/activate">${csrfField(s.csrfToken)}<input type="hidden" name="version" value="${v.version}" /><button type="submit" class="secondary" aria-label="Activate version ${v.version}">Activate</button></form>`}
-                  </td>
-                </tr>`,
-            )}
-          </tbody>
-        </table>
+      html`${table(
+          'versions',
+          `Versions of ${name}`,
+          html`<thead>
+              <tr>
+                <th scope="col">Version</th>
+                <th scope="col">Channel</th>
+                <th scope="col">Subject</th>
+                <th scope="col">Body</th>
+                <th scope="col">Created</th>
+                <th scope="col">Active</th>
+              </tr>
+            </thead>
+            <tbody>
+              ${versions.map(
+                (v) =>
+                  html`<tr>
+                    <td>${v.version}</td>
+                    <td>${v.channel}</td>
+                    <td>${v.subject ?? ''}</td>
+                    <td>
+                      <pre>${v.body}</pre>
+                      ${
+                        v.html_body !== null
+                          ? html`<p class="muted">HTML body:</p>
+                              <pre>${v.html_body}</pre>`
+                          : ''
+                      }
+                    </td>
+                    <td>${time(v.created_at)}</td>
+                    <td>
+                      ${v.active ? html`<strong>active</strong>` : html`<form method="post" action="/console/templates/${encodeURIComponent(name)}/activate">${csrfField(s.csrfToken)}<input type="hidden" name="version" value="${v.version}" /><button type="submit" class="secondary" aria-label="Activate version ${v.version}">Activate</button></form>`}
+                    </td>
+                  </tr>`,
+              )}
+            </tbody>`,
+          { hidden: true },
+        )}
         <h2>Preview</h2>
         <form method="post" action="/console/templates/${encodeURIComponent(name)}/preview">
           ${csrfField(s.csrfToken)}
@@ -216,7 +238,7 @@ export function templatePages(deps: ConsoleDeps): Hono<ConsoleEnv> {
           </p>
           <p>
             <label for="p-data">Data (JSON; empty: the version's sample data)</label
-            ><textarea id="p-data" name="data">${typed?.data ?? ''}</textarea>
+            ><textarea id="p-data" name="data" ${invalidIf(error !== undefined)}>${typed?.data ?? ''}</textarea>
           </p>
           <p><button type="submit">Preview</button></p>
         </form>
@@ -277,7 +299,7 @@ export function templatePages(deps: ConsoleDeps): Hono<ConsoleEnv> {
       const version = Number(form.version);
       const r = await previewTemplate(deps.exec, s.tenantId, name, {
         version: Number.isInteger(version) ? version : undefined,
-        data: jsonField(form.data, 'data'),
+        data: jsonField(form.data, 'data', 'data'),
       });
       return detailPage(c, name, {
         typed,
