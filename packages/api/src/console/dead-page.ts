@@ -30,6 +30,7 @@ export function deadPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
       html`<p>
           Grouped by reason and the start of the last error, largest group first. A bulk retry re-queues up to
           ${BULK_RETRY_MAX.toLocaleString('en')} of a group (expired ones stay dead).
+          <a href="/console/notifications?state=dead">Every dead notification</a>, newest first.
         </p>
         ${table(
           'dead-groups',
@@ -45,11 +46,10 @@ export function deadPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
             </thead>
             <tbody>
               ${groups.map((g, i) => {
-                const list = `/console/notifications?state=dead`;
                 return html`<tr>
                   <td>${g.dead_reason}</td>
                   <td>${g.error ?? html`<span class="muted">none</span>`}</td>
-                  <td><a href="${list}">${g.count}</a></td>
+                  <td>${g.count}</td>
                   <td><a href="/console/notifications/${g.newest_id}">${g.newest_id}</a></td>
                   <td>
                     ${
