@@ -35,37 +35,28 @@ export function deadPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
         ${table(
           'dead-groups',
           'Dead notifications by reason and last error',
-          html`<thead>
-              <tr>
-                <th scope="col">Reason</th>
-                <th scope="col">Last error</th>
-                <th scope="col">Count</th>
-                <th scope="col">Newest</th>
-                <th scope="col">Action</th>
-              </tr>
-            </thead>
-            <tbody>
-              ${groups.map((g, i) => {
-                return html`<tr>
-                  <td>${g.dead_reason}</td>
-                  <td>${g.error ?? html`<span class="muted">none</span>`}</td>
-                  <td>${g.count}</td>
-                  <td><a href="/console/notifications/${g.newest_id}">${g.newest_id}</a></td>
-                  <td>
-                    ${
-                      g.dead_reason === 'expired'
-                        ? html`<span class="muted">expired: stays dead</span>`
-                        : html`<form method="post" action="/console/dead/retry">
-                            ${csrfField(s.csrfToken)} ${hiddenInputs(groupFields(g.dead_reason, g.error))}
-                            <button type="submit" id="bulk-retry-${i}" aria-label="Retry ${g.count}: the dead notifications of this group">
-                              Retry ${g.count}
-                            </button>
-                          </form>`
-                    }
-                  </td>
-                </tr>`;
-              })}
-            </tbody>`,
+          ['Reason', 'Last error', 'Count', 'Newest', 'Action'],
+          groups.map(
+            (g, i) =>
+              html`<tr>
+                <td>${g.dead_reason}</td>
+                <td>${g.error ?? html`<span class="muted">none</span>`}</td>
+                <td>${g.count}</td>
+                <td><a href="/console/notifications/${g.newest_id}">${g.newest_id}</a></td>
+                <td>
+                  ${
+                    g.dead_reason === 'expired'
+                      ? html`<span class="muted">expired: stays dead</span>`
+                      : html`<form method="post" action="/console/dead/retry">
+                          ${csrfField(s.csrfToken)} ${hiddenInputs(groupFields(g.dead_reason, g.error))}
+                          <button type="submit" id="bulk-retry-${i}" aria-label="Retry ${g.count}: the dead notifications of this group">
+                            Retry ${g.count}
+                          </button>
+                        </form>`
+                  }
+                </td>
+              </tr>`,
+          ),
           { hidden: true },
         )}
         ${groups.length === 0 ? html`<p>No dead notifications.</p>` : ''}`,

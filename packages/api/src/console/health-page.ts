@@ -78,21 +78,14 @@ export function healthPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
                 ${table(
                   'consumer-lag',
                   'Consumer lag per topic',
-                  html`<thead>
-                      <tr>
-                        <th scope="col">Topic</th>
-                        <th scope="col">Lag (messages)</th>
-                      </tr>
-                    </thead>
-                    <tbody>
-                      ${consumer.map(
-                        (t) =>
-                          html`<tr>
-                            <th scope="row">${t.topic}</th>
-                            <td>${t.lag}</td>
-                          </tr>`,
-                      )}
-                    </tbody>`,
+                  ['Topic', 'Lag (messages)'],
+                  consumer.map(
+                    (t) =>
+                      html`<tr>
+                        <th scope="row">${t.topic}</th>
+                        <td>${t.lag}</td>
+                      </tr>`,
+                  ),
                 )}`
             : html`<p class="muted">Not available from this process.</p>`
         }
@@ -109,25 +102,17 @@ export function healthPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
           ${table(
             'deliveries',
             FIGURES,
-            html`<thead>
-                <tr>
-                  <th scope="col">Minute (UTC)</th>
-                  ${OUTCOMES.map((o) => html`<th scope="col">${o}</th>`)}
-                  <th scope="col">ended dead</th>
-                </tr>
-              </thead>
-              <tbody>
-                ${deliveryBars
-                  .filter((b, i) => b.segments.some((x) => x.value > 0) || deadBars[i]!.segments[0]!.value > 0)
-                  .map(
-                    (b) =>
-                      html`<tr>
-                        <th scope="row">${b.label}</th>
-                        ${b.segments.map((x) => html`<td>${x.value}</td>`)}
-                        <td>${deadBars[deliveryBars.indexOf(b)]!.segments[0]!.value}</td>
-                      </tr>`,
-                  )}
-              </tbody>`,
+            ['Minute (UTC)', ...OUTCOMES, 'ended dead'],
+            deliveryBars
+              .filter((b, i) => b.segments.some((x) => x.value > 0) || deadBars[i]!.segments[0]!.value > 0)
+              .map(
+                (b) =>
+                  html`<tr>
+                    <th scope="row">${b.label}</th>
+                    ${b.segments.map((x) => html`<td>${x.value}</td>`)}
+                    <td>${deadBars[deliveryBars.indexOf(b)]!.segments[0]!.value}</td>
+                  </tr>`,
+              ),
           )}
         </details>`,
     );

@@ -151,16 +151,30 @@ export function invalidIf(invalid: boolean): Html | string {
 
 /**
  * A table with its caption (`hidden`: for screen readers only, where a heading just above says
- * it), in a region that scrolls sideways on a narrow screen: focusable, so a keyboard can scroll
- * it, and named by the caption.
+ * it) and a header row of `columns` (each a `<th scope="col">`), in a region that scrolls sideways
+ * on a narrow screen: focusable, so a keyboard can scroll it, and named by the caption. `rows` are
+ * the body's `<tr>`s.
  */
-export function table(id: string, caption: string | Html, rows: Html, opts: { hidden?: boolean } = {}): Html {
+export function table(
+  id: string,
+  caption: string | Html,
+  columns: readonly string[],
+  rows: Html | readonly Html[],
+  opts: { hidden?: boolean } = {},
+): Html {
   return html`<div class="table" role="region" tabindex="0" aria-labelledby="${id}-caption">
     <table id="${id}">
       <caption id="${id}-caption" ${raw(opts.hidden ? 'class="vh"' : '')}>
         ${caption}
       </caption>
-      ${rows}
+      <thead>
+        <tr>
+          ${columns.map((c) => html`<th scope="col">${c}</th>`)}
+        </tr>
+      </thead>
+      <tbody>
+        ${rows}
+      </tbody>
     </table>
   </div>`;
 }

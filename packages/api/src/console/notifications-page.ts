@@ -119,31 +119,19 @@ export function notificationPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
         ${table(
           'notifications',
           'Notifications, newest first',
-          html`<thead>
-              <tr>
-                <th scope="col">Id</th>
-                <th scope="col">Channel</th>
-                <th scope="col">Recipient</th>
-                <th scope="col">State</th>
-                <th scope="col">Attempts</th>
-                <th scope="col">Created</th>
-                <th scope="col">Last error</th>
-              </tr>
-            </thead>
-            <tbody>
-              ${shown.map(
-                (n) =>
-                  html`<tr>
-                    <td><a href="/console/notifications/${n.id}">${n.id}</a></td>
-                    <td>${n.channel}</td>
-                    <td>${n.recipient}</td>
-                    <td>${stateBadge(n.state)}</td>
-                    <td>${n.attempts}/${n.max_attempts}</td>
-                    <td>${time(n.created_at)}</td>
-                    <td>${short(n.last_error)}</td>
-                  </tr>`,
-              )}
-            </tbody>`,
+          ['Id', 'Channel', 'Recipient', 'State', 'Attempts', 'Created', 'Last error'],
+          shown.map(
+            (n) =>
+              html`<tr>
+                <td><a href="/console/notifications/${n.id}">${n.id}</a></td>
+                <td>${n.channel}</td>
+                <td>${n.recipient}</td>
+                <td>${stateBadge(n.state)}</td>
+                <td>${n.attempts}/${n.max_attempts}</td>
+                <td>${time(n.created_at)}</td>
+                <td>${short(n.last_error)}</td>
+              </tr>`,
+          ),
         )}
         ${shown.length === 0 ? html`<p>No notifications match.</p>` : ''} ${pager}`,
     );
@@ -229,29 +217,18 @@ export function notificationPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
         ${table(
           'attempts',
           'Attempts',
-          html`<thead>
-              <tr>
-                <th scope="col">#</th>
-                <th scope="col">Started</th>
-                <th scope="col">Finished</th>
-                <th scope="col">Outcome</th>
-                <th scope="col">Provider answer</th>
-                <th scope="col">Error</th>
-              </tr>
-            </thead>
-            <tbody>
-              ${attempts.map(
-                (a) =>
-                  html`<tr>
-                    <td>${a.attempt}</td>
-                    <td>${time(a.started_at)}</td>
-                    <td>${time(a.finished_at)}</td>
-                    <td>${a.outcome}</td>
-                    <td>${a.provider_status ?? ''}</td>
-                    <td>${a.error ?? ''}</td>
-                  </tr>`,
-              )}
-            </tbody>`,
+          ['#', 'Started', 'Finished', 'Outcome', 'Provider answer', 'Error'],
+          attempts.map(
+            (a) =>
+              html`<tr>
+                <td>${a.attempt}</td>
+                <td>${time(a.started_at)}</td>
+                <td>${time(a.finished_at)}</td>
+                <td>${a.outcome}</td>
+                <td>${a.provider_status ?? ''}</td>
+                <td>${a.error ?? ''}</td>
+              </tr>`,
+          ),
           { hidden: true },
         )}
         ${attempts.length === 0 ? html`<p>No attempts yet.</p>` : ''}

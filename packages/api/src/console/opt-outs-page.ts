@@ -88,40 +88,29 @@ export function optOutPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
         ${table(
           'opt-outs',
           search ? html`Opt-outs of recipients starting with <q>${search}</q>` : 'Opt-outs',
-          html`<thead>
-              <tr>
-                <th scope="col">Channel</th>
-                <th scope="col">Recipient</th>
-                <th scope="col">Category</th>
-                <th scope="col">Reason</th>
-                <th scope="col">Since</th>
-                <th scope="col">Action</th>
-              </tr>
-            </thead>
-            <tbody>
-              ${shown.map(
-                (r) =>
-                  html`<tr>
-                    <td>${r.channel}</td>
-                    <td>${r.recipient}</td>
-                    <td>${r.category === '*' ? 'all' : r.category}</td>
-                    <td>${r.reason ?? ''}</td>
-                    <td>${time(r.created_at)}</td>
-                    <td>
-                      <form method="post" action="/console/opt-outs/remove">
-                        ${csrfField(s.csrfToken)}${hiddenInputs(optOutFields(r.channel, r.recipient, r.category, new Date(r.created_at)))}
-                        <button
-                          type="submit"
-                          class="secondary"
-                          aria-label="Remove the opt-out of ${r.recipient} (${r.category === '*' ? 'all' : r.category})"
-                        >
-                          Remove
-                        </button>
-                      </form>
-                    </td>
-                  </tr>`,
-              )}
-            </tbody>`,
+          ['Channel', 'Recipient', 'Category', 'Reason', 'Since', 'Action'],
+          shown.map(
+            (r) =>
+              html`<tr>
+                <td>${r.channel}</td>
+                <td>${r.recipient}</td>
+                <td>${r.category === '*' ? 'all' : r.category}</td>
+                <td>${r.reason ?? ''}</td>
+                <td>${time(r.created_at)}</td>
+                <td>
+                  <form method="post" action="/console/opt-outs/remove">
+                    ${csrfField(s.csrfToken)}${hiddenInputs(optOutFields(r.channel, r.recipient, r.category, new Date(r.created_at)))}
+                    <button
+                      type="submit"
+                      class="secondary"
+                      aria-label="Remove the opt-out of ${r.recipient} (${r.category === '*' ? 'all' : r.category})"
+                    >
+                      Remove
+                    </button>
+                  </form>
+                </td>
+              </tr>`,
+          ),
         )}
         ${shown.length === 0 ? html`<p>${search ? 'No opt-out matches.' : 'No opt-outs.'}</p>` : ''} ${pager}`,
     );

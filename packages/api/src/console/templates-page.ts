@@ -72,29 +72,18 @@ export function templatePages(deps: ConsoleDeps): Hono<ConsoleEnv> {
       html`${table(
           'templates',
           'Templates',
-          html`<thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Channel</th>
-                <th scope="col">Newest</th>
-                <th scope="col">Active</th>
-                <th scope="col">Versions</th>
-                <th scope="col">Updated</th>
-              </tr>
-            </thead>
-            <tbody>
-              ${rows.map(
-                (r) =>
-                  html`<tr>
-                    <td><a href="/console/templates/${encodeURIComponent(r.name)}">${r.name}</a></td>
-                    <td>${r.channel}</td>
-                    <td>${r.latest_version}</td>
-                    <td>${r.active_version ?? html`<span class="muted">newest</span>`}</td>
-                    <td>${r.versions}</td>
-                    <td>${time(r.updated_at)}</td>
-                  </tr>`,
-              )}
-            </tbody>`,
+          ['Name', 'Channel', 'Newest', 'Active', 'Versions', 'Updated'],
+          rows.map(
+            (r) =>
+              html`<tr>
+                <td><a href="/console/templates/${encodeURIComponent(r.name)}">${r.name}</a></td>
+                <td>${r.channel}</td>
+                <td>${r.latest_version}</td>
+                <td>${r.active_version ?? html`<span class="muted">newest</span>`}</td>
+                <td>${r.versions}</td>
+                <td>${time(r.updated_at)}</td>
+              </tr>`,
+          ),
           { hidden: true },
         )}
         ${rows.length === 0 ? html`<p>No templates yet.</p>` : ''}
@@ -185,39 +174,28 @@ export function templatePages(deps: ConsoleDeps): Hono<ConsoleEnv> {
       html`${table(
           'versions',
           `Versions of ${name}`,
-          html`<thead>
-              <tr>
-                <th scope="col">Version</th>
-                <th scope="col">Channel</th>
-                <th scope="col">Subject</th>
-                <th scope="col">Body</th>
-                <th scope="col">Created</th>
-                <th scope="col">Active</th>
-              </tr>
-            </thead>
-            <tbody>
-              ${versions.map(
-                (v) =>
-                  html`<tr>
-                    <td>${v.version}</td>
-                    <td>${v.channel}</td>
-                    <td>${v.subject ?? ''}</td>
-                    <td>
-                      <pre>${v.body}</pre>
-                      ${
-                        v.html_body !== null
-                          ? html`<p class="muted">HTML body:</p>
-                              <pre>${v.html_body}</pre>`
-                          : ''
-                      }
-                    </td>
-                    <td>${time(v.created_at)}</td>
-                    <td>
-                      ${v.active ? html`<strong>active</strong>` : html`<form method="post" action="/console/templates/${encodeURIComponent(name)}/activate">${csrfField(s.csrfToken)}<input type="hidden" name="version" value="${v.version}" /><button type="submit" class="secondary" aria-label="Activate version ${v.version}">Activate</button></form>`}
-                    </td>
-                  </tr>`,
-              )}
-            </tbody>`,
+          ['Version', 'Channel', 'Subject', 'Body', 'Created', 'Active'],
+          versions.map(
+            (v) =>
+              html`<tr>
+                <td>${v.version}</td>
+                <td>${v.channel}</td>
+                <td>${v.subject ?? ''}</td>
+                <td>
+                  <pre>${v.body}</pre>
+                  ${
+                    v.html_body !== null
+                      ? html`<p class="muted">HTML body:</p>
+                          <pre>${v.html_body}</pre>`
+                      : ''
+                  }
+                </td>
+                <td>${time(v.created_at)}</td>
+                <td>
+                  ${v.active ? html`<strong>active</strong>` : html`<form method="post" action="/console/templates/${encodeURIComponent(name)}/activate">${csrfField(s.csrfToken)}<input type="hidden" name="version" value="${v.version}" /><button type="submit" class="secondary" aria-label="Activate version ${v.version}">Activate</button></form>`}
+                </td>
+              </tr>`,
+          ),
           { hidden: true },
         )}
         <h2>Preview</h2>
