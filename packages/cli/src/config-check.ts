@@ -15,7 +15,7 @@ import {
   planTopicReplication,
   unknownMigrations,
 } from './preflight.js';
-import type { Role } from './roles.js';
+import { type Role, needsKafka } from './roles.js';
 import { notifySettingsRead } from './sql/notify-settings-read.js';
 import {
   type StartWarning,
@@ -249,7 +249,7 @@ async function checkKafka(
   timeoutMs: number,
   warn: (w: StartWarning | undefined) => void,
 ): Promise<CheckResult[]> {
-  if (!roles.includes('relay') && !roles.includes('dispatcher')) {
+  if (!needsKafka(roles)) {
     const why = `not needed by the roles ${roles.join(', ')}`;
     return [
       { name: 'kafka', status: 'skipped', detail: why },

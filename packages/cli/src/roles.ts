@@ -21,3 +21,8 @@ export function parseRoles(value: string | undefined): readonly Role[] {
   }
   return ROLES.filter((r) => roles.includes(r));
 }
+
+/** Whether `roles` need Kafka: the relay publishes to it and the dispatcher consumes from it; the API alone does not. */
+export function needsKafka(roles: readonly Role[]): boolean {
+  return roles.includes('relay') || roles.includes('dispatcher');
+}

@@ -21,7 +21,7 @@ import { watchDispatcher, watchRelay } from './observability/lifecycle-metrics.j
 import { createMetrics } from './observability/metrics.js';
 import { createPipelineProbe, dispatcherLagGroups } from './observability/pipeline-probe.js';
 import { CliError } from './cli-error.js';
-import type { Role } from './roles.js';
+import { type Role, needsKafka } from './roles.js';
 import {
   autovacuumWarning,
   lowReplicationWarning,
@@ -82,7 +82,7 @@ export interface RunningNotify {
  */
 export async function startNotify(config: Config, roles: readonly Role[], deps: StartDeps): Promise<RunningNotify> {
   const { logger, clock } = deps;
-  const usesKafka = roles.includes('relay') || roles.includes('dispatcher');
+  const usesKafka = needsKafka(roles);
   for (const w of roleConfigWarnings(config, roles)) logger.warn(w.fields, w.message);
   await checkDatabase(config.databaseUrl);
   // A bounded wait for a connection: when the database falls behind, an API request is answered 503
