@@ -150,6 +150,21 @@ const WebhookSecretView = z
 /** `GET /v1/webhook-secret`: the secrets that sign now. */
 export const WebhookSecretList = z.object({ data: z.array(WebhookSecretView) }).strict();
 
+/** Longest grace a rotation may give the previous secret: 30 days, as NOTIFY_SECRET_ROTATION_GRACE_MS. */
+const MAX_ROTATION_GRACE_SECONDS = 30 * 24 * 3600;
+
+/** Body of `POST /v1/webhook-secret/rotate` (optional: without one, the configured grace applies). */
+export const WebhookSecretRotate = z
+  .object({
+    previous_expires_in_seconds: z
+      .int()
+      .min(0)
+      .max(MAX_ROTATION_GRACE_SECONDS)
+      .optional()
+      .describe('How long the previous secrets keep signing; 0 ends them now (a leaked secret). Default NOTIFY_SECRET_ROTATION_GRACE_MS'),
+  })
+  .strict();
+
 /** `POST /v1/webhook-secret/rotate`: the new secret, shown this once. */
 export const WebhookSecretRotated = z
   .object({

@@ -30,7 +30,8 @@ describe('the OpenAPI document', () => {
     expect(statuses('/v1/templates/{name}/versions/{version}', 'delete')).toEqual(['204', '400', '401', '404', '409', '429', '503']);
     expect(statuses('/v1/templates/{name}/preview', 'post')).toEqual(['200', '400', '401', '404', '413', '415', '422', '429', '503']);
     expect(statuses('/v1/suppressions', 'get')).toEqual(['200', '400', '401', '429', '503']);
-    expect(statuses('/v1/webhook-secret/rotate', 'post')).toEqual(['201', '400', '401', '429', '503']);
+    expect(statuses('/v1/webhook-secret/rotate', 'post')).toEqual(['201', '400', '401', '413', '415', '422', '429', '503']);
+    expect(statuses('/v1/webhook-secret/{id}', 'delete')).toEqual(['204', '400', '401', '404', '409', '429', '503']);
     expect(statuses('/v1/callbacks', 'put')).toEqual(['200', '201', '400', '401', '413', '415', '422', '429', '503']);
     expect(statuses('/v1/callbacks', 'get')).toEqual(['200', '400', '401', '404', '429', '503']);
     expect(statuses('/v1/callbacks', 'delete')).toEqual(['204', '400', '401', '404', '429', '503']);

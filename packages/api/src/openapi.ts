@@ -20,6 +20,7 @@ import {
   TemplateVersion,
   TemplateVersionList,
   WebhookSecretList,
+  WebhookSecretRotate,
   WebhookSecretRotated,
 } from './management-schemas.js';
 import {
@@ -71,6 +72,7 @@ function componentSchemas(): Record<string, JsonSchema> {
     SuppressionView,
     SuppressionList,
     WebhookSecretList,
+    WebhookSecretRotate,
     WebhookSecretRotated,
     BulkRetryRequest,
     BulkRetryView,
@@ -478,9 +480,29 @@ function managementPaths(): Record<string, JsonSchema> {
         summary: 'Rotate the webhook signing secret',
         description:
           'Returns the new secret once (never again: it is stored sealed with AES-256-GCM under NOTIFY_SECRETS_KEY). For ' +
-          'NOTIFY_SECRET_ROTATION_GRACE_MS (default 24 h) the previous secret signs too: webhooks carry both signatures in ' +
-          'one webhook-signature header. Without NOTIFY_SECRETS_KEY the service refuses (503 `secrets_key_missing`).',
-        responses: { '201': json('WebhookSecretRotated', 'Rotated'), ...auth, ...problems('secrets_key_missing') },
+          '`previous_expires_in_seconds` (default NOTIFY_SECRET_ROTATION_GRACE_MS, 24 h; 0 ends them now) the previous ' +
+          'secrets sign too: webhooks carry every signature in one webhook-signature header. The body is optional. Without ' +
+          'NOTIFY_SECRETS_KEY the service refuses (503 `secrets_key_missing`).',
+        requestBody: { ...body('WebhookSecretRotate'), required: false },
+        responses: {
+          '201': json('WebhookSecretRotated', 'Rotated'),
+          ...auth,
+          ...badBody,
+          ...problems('validation_failed', 'secrets_key_missing'),
+        },
+      },
+    },
+    '/v1/webhook-secret/{id}': {
+      delete: {
+        operationId: 'retireWebhookSecret',
+        summary: "End a previous secret's grace period now",
+        description:
+          "For a secret that leaked after a rotation: it stops signing (within the dispatchers' 30 s cache of secrets). " +
+          'The current secret is refused (409 `webhook_secret_current`): rotate it, with previous_expires_in_seconds 0.',
+        parameters: [
+          { name: 'id', in: 'path', required: true, description: 'Secret id (GET /v1/webhook-secret)', schema: { type: 'string' } },
+        ],
+        responses: { '204': { description: 'Retired' }, ...auth, ...problems('not_found', 'webhook_secret_current') },
       },
     },
   };

@@ -26,6 +26,7 @@ export const HTTP_PROBLEM_CODES = [
   'headers_too_large',
   'method_not_allowed',
   'template_channel_conflict',
+  'webhook_secret_current',
 ] as const;
 
 /** Every code that can appear in a problem `type`. Stable: clients may switch on them. */
@@ -62,6 +63,7 @@ export const PROBLEM_CATALOG: { readonly [C in ProblemCode]: { readonly status: 
   headers_too_large: { status: 431, title: 'Request header fields too large' },
   method_not_allowed: { status: 405, title: 'Method not allowed on this path' },
   template_channel_conflict: { status: 409, title: "A new version cannot change the template's channel" },
+  webhook_secret_current: { status: 409, title: 'The current signing secret cannot be retired: rotate it' },
 };
 
 /** An RFC 9457 problem details object, as this API renders it. */

@@ -75,9 +75,9 @@ describe('a wrong method on a known path: 405 with Allow', () => {
   });
 
   it('HEAD on a path without GET is a 405 too, without a body', async () => {
-    const res = await call('HEAD', '/v1/webhook-secret/rotate');
+    const res = await call('HEAD', '/v1/webhook-secret/rotate'); // also DELETE /v1/webhook-secret/{id}'s shape
     expect(res.status).toBe(405);
-    expect(res.headers.get('allow')).toBe('POST, OPTIONS');
+    expect(res.headers.get('allow')).toBe('POST, DELETE, OPTIONS');
     expect(await res.text()).toBe('');
   });
 

@@ -18,6 +18,7 @@ import {
   WebhookSecretList,
   WebhookSecretRotated,
 } from '../src/management-schemas.js';
+import { tenantSigningSecretsGet } from '@notify/providers';
 
 let t: TestDatabase;
 let app: ReturnType<typeof createApp>;
@@ -293,6 +294,78 @@ describe('webhook signing secret', () => {
     const after = WebhookSecretList.parse(await (await call('GET', '/v1/webhook-secret', { tenant: 'globex' })).json());
     expect(after.data).toEqual([expect.objectContaining({ id: rotated.id, expires_at: null })]);
     expect(WebhookSecretList.parse(await (await call('GET', '/v1/webhook-secret')).json()).data).toEqual([]); // acme has none
+  });
+
+  /** What a dispatcher would sign `tenant`'s webhooks with now: the opened secrets, newest first. */
+  async function signingSecrets(tenant: string): Promise<string[]> {
+    const stored = await tenantSigningSecretsGet(fromKysely(t.db), { tenantId: tenant, now: clock.now() });
+    return stored.map((s) => s.plain ?? openSecret(secretsKey, s.sealed!, tenant));
+  }
+
+  it('a rotation chooses the grace of the previous secrets; 0 ends them at once', async () => {
+    const first = WebhookSecretRotated.parse(
+      await (await call('POST', '/v1/webhook-secret/rotate', { tenant: 'globex', body: { previous_expires_in_seconds: 0 } })).json(),
+    );
+    expect(await signingSecrets('globex')).toEqual([first.secret]);
+    const hour = await call('POST', '/v1/webhook-secret/rotate', { tenant: 'globex', body: { previous_expires_in_seconds: 3600 } });
+    expect(hour.status).toBe(201);
+    const second = WebhookSecretRotated.parse(await hour.json());
+    expect(second.previous_expires_at).toBe(new Date(clock.now().getTime() + 3_600_000).toISOString());
+    expect(await signingSecrets('globex')).toEqual([second.secret, first.secret]);
+
+    // A leaked current secret: rotate with 0, and only the new one signs (the one in grace stops too).
+    const now = await call('POST', '/v1/webhook-secret/rotate', { tenant: 'globex', body: { previous_expires_in_seconds: 0 } });
+    const third = WebhookSecretRotated.parse(await now.json());
+    expect(third.previous_expires_at).toBe(clock.now().toISOString());
+    expect(await signingSecrets('globex')).toEqual([third.secret]);
+    const list = WebhookSecretList.parse(await (await call('GET', '/v1/webhook-secret', { tenant: 'globex' })).json());
+    expect(list.data).toEqual([expect.objectContaining({ id: third.id, expires_at: null })]);
+  });
+
+  it('refuses a rotation body it cannot honour, and stores nothing', async () => {
+    const before = await t.pool.query('SELECT count(*)::int AS n FROM tenant_webhook_secrets');
+    for (const bad of [
+      { previous_expires_in_seconds: -1 },
+      { previous_expires_in_seconds: 2_592_001 },
+      { previous_expires_in_seconds: 1.5 },
+      { grace: 0 },
+    ]) {
+      const p = await expectProblem(await call('POST', '/v1/webhook-secret/rotate', { body: bad }), 'validation_failed');
+      expect(p.errors?.length).toBeGreaterThan(0);
+    }
+    const text = await app.request('/v1/webhook-secret/rotate', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${keys.acme}`, 'content-type': 'text/plain' },
+      body: 'previous_expires_in_seconds=0',
+    });
+    await expectProblem(text, 'unsupported_media_type');
+    const after = await t.pool.query('SELECT count(*)::int AS n FROM tenant_webhook_secrets');
+    expect(after.rows[0].n).toBe(before.rows[0].n);
+  });
+
+  it('DELETE ends a previous secret in its grace period; the current one and unknown ids are refused', async () => {
+    const old = WebhookSecretRotated.parse(await (await call('POST', '/v1/webhook-secret/rotate')).json());
+    const current = WebhookSecretRotated.parse(await (await call('POST', '/v1/webhook-secret/rotate')).json());
+    expect(await signingSecrets('acme')).toEqual([current.secret, old.secret]);
+
+    // Another tenant's secret is not found, exactly like an id that does not exist.
+    await expectProblem(await call('DELETE', `/v1/webhook-secret/${old.id}`, { tenant: 'globex' }), 'not_found');
+    await expectProblem(await call('DELETE', '/v1/webhook-secret/999999999'), 'not_found');
+    const refused = await expectProblem(await call('DELETE', `/v1/webhook-secret/${current.id}`), 'webhook_secret_current');
+    expect(refused.detail).toMatch(/previous_expires_in_seconds/);
+    expect(await signingSecrets('acme')).toEqual([current.secret, old.secret]);
+
+    logged.length = 0;
+    const retired = await call('DELETE', `/v1/webhook-secret/${old.id}`);
+    expect(retired.status).toBe(204);
+    expect(await signingSecrets('acme')).toEqual([current.secret]);
+    const list = WebhookSecretList.parse(await (await call('GET', '/v1/webhook-secret')).json());
+    expect(list.data.map((s) => s.id)).toEqual([current.id]);
+    expect(logged.join('\n')).toContain(old.id);
+    expect(logged.join('\n')).not.toContain(old.secret.slice(6));
+    await expectProblem(await call('DELETE', `/v1/webhook-secret/${old.id}`), 'not_found'); // ended already
+
+    await expectProblem(await call('DELETE', '/v1/webhook-secret/rotate'), 'not_found'); // not an id
   });
 });
 

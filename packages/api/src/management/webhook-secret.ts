@@ -22,7 +22,8 @@ function generateWebhookSecret(): string {
 
 /**
  * Rotates the tenant's signing secret: a new one, sealed under NOTIFY_SECRETS_KEY, signs from now
- * (within the dispatcher's 30 s cache); the previous one keeps signing for the grace period. The
+ * (within the dispatcher's 30 s cache); the previous ones keep signing for `graceMs` (default
+ * NOTIFY_SECRET_ROTATION_GRACE_MS; 0 ends them now, within the same cache). The
  * raw secret is returned here only, never logged and never shown again. Without the key: 503
  * `secrets_key_missing`, saying why, and nothing is stored.
  */
@@ -31,6 +32,7 @@ export async function rotateWebhookSecret(
   settings: SecretsSettings,
   tenantId: string,
   now: Date,
+  graceMs: number = settings.rotationGraceMs,
 ): Promise<WebhookSecretRotated> {
   const key = settings.key;
   if (!key) {
@@ -40,7 +42,7 @@ export async function rotateWebhookSecret(
     );
   }
   const secret = generateWebhookSecret();
-  const graceUntil = new Date(now.getTime() + settings.rotationGraceMs);
+  const graceUntil = new Date(now.getTime() + graceMs);
   const result = await db.transaction().execute((trx) =>
     webhookSecretRotate(fromKysely(trx), {
       tenantId,

@@ -9,6 +9,7 @@ function app() {
   const a = new Hono<AppEnv>();
   a.onError((err) => problemResponse(problemFromError(err).body, problemFromError(err).headers));
   a.post('/', jsonBody(), (c) => c.json({ got: c.get('json') }));
+  a.post('/optional', jsonBody(MAX_BODY_BYTES, { optional: true }), (c) => c.json({ got: c.get('json') ?? 'nothing' }));
   return a;
 }
 
@@ -63,6 +64,30 @@ describe('jsonBody', () => {
     const body = await res.json();
     expect(body).toMatchObject({ type: 'https://notify.dev/problems/malformed_json', status: 400, title: 'Malformed JSON' });
     expect(JSON.stringify(body)).not.toContain('secret');
+  });
+
+  describe('optional: a request without a body passes with nothing parsed', () => {
+    const postOptional = (body: RequestInit['body'], headers: Record<string, string>) =>
+      app().request('/optional', { method: 'POST', body, headers, duplex: 'half' });
+    it('no body, with or without a content type', async () => {
+      expect(await (await postOptional(undefined, {})).json()).toEqual({ got: 'nothing' });
+      expect(await (await postOptional(undefined, { 'content-type': 'application/json' })).json()).toEqual({ got: 'nothing' });
+    });
+    it('a body is still checked: parsed when JSON, 415 for another type, 400 when malformed', async () => {
+      expect(await (await postOptional('{"a":1}', { 'content-type': 'application/json' })).json()).toEqual({ got: { a: 1 } });
+      expect((await postOptional('a=1', { 'content-type': 'application/x-www-form-urlencoded' })).status).toBe(415);
+      expect((await postOptional('{', { 'content-type': 'application/json' })).status).toBe(400);
+    });
+    it('on @hono/node-server, by the headers that announce a body (RFC 9112)', async () => {
+      const node = (chunks: string[], headers: Record<string, string>) =>
+        app().request('/optional', { method: 'POST', headers }, { incoming: Readable.from(chunks.map((x) => Buffer.from(x))) });
+      expect(await (await node([], {})).json()).toEqual({ got: 'nothing' });
+      expect(await (await node([], { 'content-length': '0' })).json()).toEqual({ got: 'nothing' });
+      expect(await (await node([], { 'content-length': '0', 'content-type': 'application/json' })).json()).toEqual({ got: 'nothing' });
+      const chunked = await node(['{"a":', '2}'], { 'transfer-encoding': 'chunked', 'content-type': 'application/json' });
+      expect(await chunked.json()).toEqual({ got: { a: 2 } });
+      expect((await node(['{}'], { 'content-length': '2' })).status).toBe(415); // a body without a type
+    });
   });
 
   describe('on @hono/node-server, read from the Node request (c.env.incoming)', () => {

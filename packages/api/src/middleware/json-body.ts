@@ -11,18 +11,24 @@ export const MAX_BATCH_BODY_BYTES = 4 * 1024 * 1024;
 
 const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i;
 
+/** An HTTP/1.1 request without a body: no Content-Length (or 0) and no Transfer-Encoding (RFC 9112 §6.3). */
+function announcesNoBody(contentLength: string | undefined, transferEncoding: string | undefined): boolean {
+  return transferEncoding === undefined && (contentLength === undefined || contentLength.trim() === '0');
+}
+
 /**
  * Accepts only a JSON body of at most `maxBytes`: 415 for another content type, 413 when the
  * Content-Length says more or the streamed body grows past the limit (a chunked body is counted
  * while it is read, never buffered beyond the limit), 400 when the bytes are not JSON.
- * Sets `json` to the parsed value.
+ * Sets `json` to the parsed value. With `optional`, a request without a body (whatever its
+ * Content-Type says) passes with `json` unset.
  *
  * On @hono/node-server (`c.env.incoming`, the Node request) the bytes are read from the Node
  * stream itself: `c.req.text()` there first builds a WHATWG Request (an AbortController, a web
  * stream over the socket, undici's body extraction), 5–6 % of the API process's busy time under
  * POST /v1/notifications load (BENCHMARKS.md, session 8 profile).
  */
-export function jsonBody(maxBytes: number = MAX_BODY_BYTES): MiddlewareHandler<AppEnv> {
+export function jsonBody(maxBytes: number = MAX_BODY_BYTES, options: { readonly optional?: boolean } = {}): MiddlewareHandler<AppEnv> {
   const limit = bodyLimit({
     maxSize: maxBytes,
     onError: () => {
@@ -31,6 +37,14 @@ export function jsonBody(maxBytes: number = MAX_BODY_BYTES): MiddlewareHandler<A
   });
   return async (c, next) => {
     const type = c.req.header('content-type');
+    const incoming = (c.env as { incoming?: unknown } | undefined)?.incoming;
+    if (
+      options.optional &&
+      (isReadable(incoming) ? announcesNoBody(c.req.header('content-length'), c.req.header('transfer-encoding')) : c.req.raw.body === null)
+    ) {
+      // No body at all (a POST whose options all have defaults): `json` stays unset.
+      return next();
+    }
     if (!type || !JSON_TYPE.test(type)) {
       throw new ProblemError('unsupported_media_type', `send the body as application/json${type ? `, not ${type.split(';')[0]}` : ''}`, {
         headers: { 'accept-post': 'application/json' },
@@ -44,7 +58,6 @@ export function jsonBody(maxBytes: number = MAX_BODY_BYTES): MiddlewareHandler<A
         throw new ProblemError('malformed_json', 'the request body is not valid JSON');
       }
     };
-    const incoming = (c.env as { incoming?: unknown } | undefined)?.incoming;
     if (isReadable(incoming)) {
       const length = Number(c.req.header('content-length'));
       if (length > maxBytes) throw tooLarge(maxBytes);

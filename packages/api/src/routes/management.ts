@@ -4,7 +4,7 @@ import type { Database } from '@notify/migrations';
 import { fromKysely } from '@notify/outbox';
 import { type Clock, type Logger, normalizeRecipient } from '@notify/runtime';
 import type { AppEnv } from '../env.js';
-import { jsonBody } from '../middleware/json-body.js';
+import { MAX_BODY_BYTES, jsonBody } from '../middleware/json-body.js';
 import { ProblemError } from '../problem.js';
 import {
   SuppressionCreate,
@@ -13,6 +13,7 @@ import {
   TemplateActivate,
   TemplateCreate,
   TemplatePreviewRequest,
+  WebhookSecretRotate,
 } from '../management-schemas.js';
 import { createTemplateVersion, previewTemplate, templateVersionView } from '../management/templates.js';
 import {
@@ -28,6 +29,7 @@ import { templateDelete } from '../sql/template-delete.js';
 import { templateList } from '../sql/template-list.js';
 import { templateVersionList } from '../sql/template-version-list.js';
 import { suppressionList } from '../sql/suppression-list.js';
+import { webhookSecretExpire } from '../sql/webhook-secret-expire.js';
 import { webhookSecretList } from '../sql/webhook-secret-list.js';
 import { parseBody, parseQuery } from '../validate.js';
 import { pageOf } from '../views.js';
@@ -164,13 +166,32 @@ export function webhookSecretRoutes(deps: ManagementRoutesDeps): Hono<AppEnv> {
       })),
     });
   });
-  app.post('/rotate', async (c) => {
+  app.post('/rotate', jsonBody(MAX_BODY_BYTES, { optional: true }), async (c) => {
+    const raw = c.get('json');
+    const input = raw === undefined ? {} : parseBody(WebhookSecretRotate, raw, 'rotation');
     const tenantId = c.get('auth').tenantId;
-    const rotated = await rotateWebhookSecret(deps.db, deps.secrets, tenantId, deps.clock.now());
+    const graceMs = input.previous_expires_in_seconds === undefined ? undefined : input.previous_expires_in_seconds * 1000;
+    const rotated = await rotateWebhookSecret(deps.db, deps.secrets, tenantId, deps.clock.now(), graceMs);
     // The id only: the secret itself never reaches a log.
     deps.logger.info({ tenantId, secretId: rotated.id, previousExpiresAt: rotated.previous_expires_at }, 'webhook signing secret rotated');
     c.header('cache-control', 'no-store');
     return c.json(rotated, 201);
+  });
+  // Ends one previous secret's grace now (a leaked secret); the current one is retired by rotating.
+  app.delete('/:id', async (c) => {
+    const id = c.req.param('id');
+    const tenantId = c.get('auth').tenantId;
+    // Ids are digits (a bigint): anything else names no secret.
+    const outcome = /^[1-9]\d{0,17}$/.test(id) ? await webhookSecretExpire(db, { tenantId, id, now: deps.clock.now() }) : 'missing';
+    if (outcome === 'missing') throw new ProblemError('not_found', `no webhook signing secret ${id} that still signs`);
+    if (outcome === 'current') {
+      throw new ProblemError(
+        'webhook_secret_current',
+        `secret ${id} is the current one: POST /v1/webhook-secret/rotate replaces it (with previous_expires_in_seconds: 0 it stops signing now)`,
+      );
+    }
+    deps.logger.info({ tenantId, secretId: id }, 'webhook signing secret retired before the end of its grace period');
+    return c.body(null, 204);
   });
 
   return app;
