@@ -240,6 +240,19 @@ describe('console, accessibility in the markup', () => {
     expect(optOut).toMatch(/<option selected>sms<\/option>/);
     expect(optOut).toMatch(/id="o-category"[^>]*value="promo"/);
     expect(optOut).toMatch(/id="o-reason"[^>]*value="asked &lt;twice&gt;"/);
+    // A recipient the channel cannot have (a phone number in the email channel): the rule enqueue applies.
+    const before = await t.pool.query('SELECT count(*)::int AS n FROM suppressions');
+    const wrongKind = await (
+      await app.request('/console/opt-outs', {
+        method: 'POST',
+        headers: s.headers,
+        body: new URLSearchParams({ _csrf: s.csrf, channel: 'email', to: '+14155550100', category: '', reason: '' }),
+      })
+    ).text();
+    expect([...wrongKind.matchAll(/id="([^"]+)"[^>]*aria-invalid="true"/g)].map((m) => m[1])).toEqual(['o-to']);
+    expect(wrongKind).toContain('The recipient must be an email address.');
+    expect(wrongKind).toMatch(/id="o-to"[^>]*value="\+14155550100"/);
+    expect((await t.pool.query('SELECT count(*)::int AS n FROM suppressions')).rows[0].n).toBe(before.rows[0].n);
   });
 
   it('describes each chart in words and figures, and names the table that holds them', async () => {
@@ -525,12 +538,12 @@ describe('console, confirmations before acting', () => {
       app.request('/console/opt-outs', {
         method: 'POST',
         headers: s.headers,
-        body: new URLSearchParams({ _csrf: s.csrf, channel: 'email', to: 'Gone<x>@Example.com', reason: 'asked' }),
+        body: new URLSearchParams({ _csrf: s.csrf, channel: 'email', to: 'Gone&x@Example.com', reason: 'asked' }),
       });
     await add();
     const list = await (await app.request('/console/opt-outs', { headers: s.headers })).text();
     const page = await interstitial(s, '/console/opt-outs/remove', hiddenFields(list, '/console/opt-outs/remove'));
-    expect(page).toContain('This removes the opt-out of <strong>gone&lt;x&gt;@example.com</strong> on email, every category');
+    expect(page).toContain('This removes the opt-out of <strong>gone&amp;x@example.com</strong> on email, every category');
     const count = async () =>
       (await t.pool.query(`SELECT count(*)::int AS n FROM suppressions WHERE tenant_id = 'initech'`)).rows[0].n as number;
     expect(await count()).toBe(1);

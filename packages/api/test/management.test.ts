@@ -258,6 +258,23 @@ describe('suppressions', () => {
     await expectProblem(await call('GET', '/v1/suppressions?cursor=nonsense'), 'invalid_query');
     await expectProblem(await call('DELETE', '/v1/suppressions?channel=email'), 'invalid_query');
   });
+
+  it('refuses a recipient its channel cannot have, by the rules enqueue applies, and stores nothing', async () => {
+    const before = await t.pool.query('SELECT count(*)::int AS n FROM suppressions');
+    for (const [channel, to, message] of [
+      ['email', '+14155550100', /email address/],
+      ['sms', 'ada@example.com', /E\.164/],
+      ['sms', '4155550100', /E\.164/],
+      ['webhook', 'ftp://hooks.example.com/in', /http/],
+    ] as const) {
+      const p = await expectProblem(await call('POST', '/v1/suppressions', { body: { channel, to } }), 'validation_failed');
+      expect(p.errors, `${channel} ${to}`).toEqual([{ path: 'to', message: expect.stringMatching(message) }]);
+    }
+    expect((await t.pool.query('SELECT count(*)::int AS n FROM suppressions')).rows[0].n).toBe(before.rows[0].n);
+    // Surrounding spaces are trimmed before the check, as the opt-out is stored and compared.
+    expect((await call('POST', '/v1/suppressions', { body: { channel: 'sms', to: ' +14155550100 ' } })).status).toBe(201);
+    expect((await call('POST', '/v1/suppressions', { body: { channel: 'webhook', to: 'https://hooks.example.com/in' } })).status).toBe(201);
+  });
 });
 
 describe('webhook signing secret', () => {

@@ -1,7 +1,7 @@
 import { Hono } from 'hono';
 import { html } from 'hono/html';
 import { CHANNELS, type Channel } from '@notify/outbox';
-import { addSuppression, decodeSuppressionCursor, encodeSuppressionCursor } from '../management/suppressions.js';
+import { addSuppression, decodeSuppressionCursor, encodeSuppressionCursor, optOutRecipientProblem } from '../management/suppressions.js';
 import { suppressionList } from '../sql/suppression-list.js';
 import { confirmPage, hiddenInputs, isConfirmed } from './confirm.js';
 import { type ConsoleDeps, type ConsoleEnv, exactField, exactFormText, formText, page } from './context.js';
@@ -142,6 +142,8 @@ export function optOutPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
         reason,
       });
     }
+    const problem = await optOutRecipientProblem(deps.exec, channel as Channel, to);
+    if (problem !== null) return listPage(c, `The recipient ${problem}.`, 'to', { channel, to, category, reason });
     await addSuppression(
       deps.exec,
       s.tenantId,

@@ -13,13 +13,36 @@ export function suppressionView(r: SuppressionRow): SuppressionView {
   return { channel: r.channel, to: r.recipient, category: r.category, reason: r.reason, created_at: new Date(r.created_at).toISOString() };
 }
 
-/** Records an opt-out (idempotent: a repeat updates the reason) and returns it as stored. */
+/**
+ * Why `to` cannot be a recipient of `channel`, or null: the rules enqueue applies
+ * (notify_recipient_problem: an email address, an E.164 number, an http(s) URL), to the recipient
+ * as an opt-out stores it (trimmed; email lower-cased). An opt-out no notification could match
+ * would only mislead whoever reads the list.
+ */
+export async function optOutRecipientProblem(db: SqlExecutor, channel: Channel, to: string): Promise<string | null> {
+  const { rows } = await db.query<{ problem: string | null }>('SELECT notify_recipient_problem($1::text, $2::text) AS problem', [
+    channel,
+    normalizeRecipient(channel, to),
+  ]);
+  return rows[0]?.problem ?? null;
+}
+
+/**
+ * Records an opt-out (idempotent: a repeat updates the reason) and returns it as stored; a
+ * recipient the channel cannot have is a 422 `validation_failed` on `to`, and nothing is stored.
+ */
 export async function addSuppression(
   db: SqlExecutor,
   tenantId: string,
   input: { channel: Channel; to: string; category?: string | undefined; reason?: string | undefined },
   now: Date,
 ): Promise<SuppressionView> {
+  const problem = await optOutRecipientProblem(db, input.channel, input.to);
+  if (problem !== null) {
+    throw new ProblemError('validation_failed', 'the request body is not a valid opt-out', {
+      extensions: { errors: [{ path: 'to', message: problem }] },
+    });
+  }
   const category = input.category ?? '*';
   await suppressionInsert(db, { tenantId, channel: input.channel, recipient: input.to, category, reason: input.reason ?? null, now });
   const recipient = normalizeRecipient(input.channel, input.to);
