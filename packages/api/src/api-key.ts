@@ -23,7 +23,12 @@ export function generateApiKey(random: (n: number) => Buffer = randomBytes): { r
   };
 }
 
-/** The id under which a seeded (NOTIFY_API_KEYS) key is stored: derived from its hash, so re-seeding is idempotent. */
-export function seededKeyId(keyHash: string): string {
-  return `key_seed_${keyHash.slice(0, 16)}`;
+/**
+ * A new id for a seeded (NOTIFY_API_KEYS) key: random, like a generated key's, so the id in a log
+ * says nothing of the key (one derived from the key's hash let a reader of the logs test guesses
+ * of a weak development key offline). Re-seeding stays idempotent: the key's hash is unique and
+ * the insert does nothing on it, so a key seeded before keeps its first id.
+ */
+export function seededKeyId(random: (n: number) => Buffer = randomBytes): string {
+  return `key_seed_${random(9).toString('base64url')}`;
 }

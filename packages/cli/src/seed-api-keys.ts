@@ -3,8 +3,8 @@ import { type SqlExecutor } from '@notify/outbox';
 import { apiKeyFindByHash, apiKeyInsert, hashApiKey, seededKeyId, tenantEnsure } from '@notify/api';
 
 /**
- * Stores the NOTIFY_API_KEYS keys (hashed) for their tenants. Idempotent: a key stored before is
- * left alone (revoked stays revoked). A key already stored for another tenant is not moved; it is
+ * Stores the NOTIFY_API_KEYS keys (hashed) for their tenants, each under a random id. Idempotent:
+ * a key stored before (by its hash) is left alone, its id and revocation included. A key already stored for another tenant is not moved; it is
  * reported. Returns how many keys were new.
  */
 export async function seedApiKeys(
@@ -17,7 +17,7 @@ export async function seedApiKeys(
   for (const { tenantId, key } of keys) {
     const keyHash = hashApiKey(key);
     await tenantEnsure(db, { tenantId, now });
-    if (await apiKeyInsert(db, { id: seededKeyId(keyHash), tenantId, keyHash, name: 'NOTIFY_API_KEYS', now })) {
+    if (await apiKeyInsert(db, { id: seededKeyId(), tenantId, keyHash, name: 'NOTIFY_API_KEYS', now })) {
       created++;
       continue;
     }
