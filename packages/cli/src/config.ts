@@ -92,6 +92,13 @@ export interface Config extends ProvidersConfig {
   readonly shutdownTimeoutMs: number;
   /** NOTIFY_RETENTION_DAYS: terminal notifications (with their attempts and actions) are deleted this many days after their last change; 0 keeps them. */
   readonly retentionDays: number;
+  /** `notify migrate` (docs/operations.md, "Upgrading"). */
+  readonly migrate: {
+    /** NOTIFY_MIGRATE_LOCK_TIMEOUT_MS: how long a migration waits for a lock (`lock_timeout`) before it is rolled back and tried again. */
+    readonly lockTimeoutMs: number;
+    /** NOTIFY_MIGRATE_LOCK_ATTEMPTS: tries per migration whose lock wait timed out; then `notify migrate` fails, saying why. */
+    readonly lockAttempts: number;
+  };
 }
 
 /** The environment as a plain record (process.env fits). */
@@ -343,6 +350,11 @@ export function loadConfig(env: Env): Config {
     consoleShowContent: flag(env, 'NOTIFY_CONSOLE_SHOW_CONTENT'),
     shutdownTimeoutMs: int(env, 'NOTIFY_SHUTDOWN_TIMEOUT_MS', 15_000, 100, 600_000),
     retentionDays: int(env, 'NOTIFY_RETENTION_DAYS', 30, 0, 36_500),
+    migrate: {
+      // Not 0: lock_timeout = 0 waits for ever, the queue-behind-a-long-transaction this bound exists to prevent.
+      lockTimeoutMs: int(env, 'NOTIFY_MIGRATE_LOCK_TIMEOUT_MS', 5_000, 1, 600_000),
+      lockAttempts: int(env, 'NOTIFY_MIGRATE_LOCK_ATTEMPTS', 5, 1, 100),
+    },
   };
 }
 
