@@ -148,7 +148,8 @@ export interface ConfigCheckOptions {
  * (and none unknown to it: a warning, as at start), what a start would change in
  * `notify_settings` (a warning; nothing is written), and, with the relay or the dispatcher,
  * that Kafka answers and its topics have the partition counts this configuration creates them
- * with. Resolves with the exit code: 0 fine, 1 a check failed, 2 an invalid configuration.
+ * with. Resolves with the exit code: 0 fine, 1 a check failed. An invalid configuration is thrown
+ * (a `ConfigError`, exit 2 as with every command), after the `--json` object that describes it.
  */
 export async function runConfigCheck(env: Env, roles: readonly Role[], options: ConfigCheckOptions): Promise<number> {
   const { io, json } = options;
@@ -156,11 +157,10 @@ export async function runConfigCheck(env: Env, roles: readonly Role[], options: 
   try {
     config = loadConfig(env);
   } catch (err) {
-    if (!(err instanceof ConfigError)) throw err;
-    // Exit 2, apart from 1 (a check failed): a script tells "fix the environment" from "fix a server".
-    if (json) io.out(JSON.stringify({ ok: false, exitCode: 2, configError: { variable: err.variable, message: err.message } }));
-    io.err(`notify: invalid configuration: ${err.message}`);
-    return 2;
+    // runNotify prints the line every command prints for it and exits 2, as for any command.
+    if (json && err instanceof ConfigError)
+      io.out(JSON.stringify({ ok: false, exitCode: 2, configError: { variable: err.variable, message: err.message } }));
+    throw err;
   }
   const warnings: StartWarning[] = [];
   const warn = (w: StartWarning | undefined) => void (w && warnings.push(w));

@@ -33,6 +33,11 @@ describe('loadConfig', () => {
     ['NOTIFY_MIGRATE_LOCK_TIMEOUT_MS', '0', /NOTIFY_MIGRATE_LOCK_TIMEOUT_MS: expected a number from 1 to 600000, got 0/],
     ['NOTIFY_MIGRATE_LOCK_TIMEOUT_MS', '5s', /NOTIFY_MIGRATE_LOCK_TIMEOUT_MS: expected a whole number, got "5s"/],
     ['NOTIFY_MIGRATE_LOCK_ATTEMPTS', '0', /NOTIFY_MIGRATE_LOCK_ATTEMPTS: expected a number from 1 to 100, got 0/],
+    [
+      'NOTIFY_WEBHOOK_SECRET',
+      'whsec_not base64!',
+      /NOTIFY_WEBHOOK_SECRET: the webhook signing secret starts with whsec_ but the rest is not base64/,
+    ],
   ])('%s=%s is rejected with a message naming it', (name, value, message) => {
     expect(() => loadConfig({ [name]: value })).toThrow(message);
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);

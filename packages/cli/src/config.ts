@@ -7,6 +7,7 @@ import {
   type EndpointHealthConfig,
   type ProvidersConfig,
   type RateLimit,
+  webhookSecretKey,
 } from '@notify/providers';
 import { ConfigError, parseSecretsKey } from '@notify/runtime';
 
@@ -151,6 +152,18 @@ function cidrs(env: Env, name: string): string[] {
     throw new ConfigError(name, (err as Error).message);
   }
   return entries;
+}
+
+/** NOTIFY_WEBHOOK_SECRET, checked here as the providers will read it, so config-check and every command refuse a bad one up front. */
+function webhookSecret(env: Env, name: string): string | undefined {
+  const raw = str(env, name);
+  if (raw === undefined) return undefined;
+  try {
+    webhookSecretKey(raw);
+  } catch (err) {
+    throw new ConfigError(name, (err as Error).message);
+  }
+  return raw;
 }
 
 function url(env: Env, name: string, protocols: readonly string[]): string | undefined {
@@ -313,7 +326,7 @@ export function loadConfig(env: Env): Config {
     },
     webhook: {
       allowCidrs: cidrs(env, 'NOTIFY_WEBHOOK_ALLOW_CIDRS'),
-      signingSecret: str(env, 'NOTIFY_WEBHOOK_SECRET'),
+      signingSecret: webhookSecret(env, 'NOTIFY_WEBHOOK_SECRET'),
       secretsKey: secretsKey(env),
     },
     http: {

@@ -108,13 +108,22 @@ describe.concurrent('clear one-line failures', () => {
     expect(res.stderr).not.toContain('secret');
   });
 
-  it('an out-of-range setting names the variable, exit 1', async () => {
-    const res = await runNotifyCli(['start'], { DATABASE_URL: t.url, NOTIFY_MAX_ATTEMPTS: '0' });
-    expect(res.code).toBe(1);
+  it('start with an out-of-range setting names the variable, exit 2 (fix the configuration), before reaching anything', async () => {
+    const res = await runNotifyCli(['start'], { DATABASE_URL: UNREACHABLE_PG, NOTIFY_MAX_ATTEMPTS: '0' });
+    expect(res.code).toBe(2);
     expect(lines(res.stderr)).toEqual(['notify: invalid configuration: NOTIFY_MAX_ATTEMPTS: expected a number from 1 to 100, got 0']);
+    expect(res.stdout).toBe('');
   });
 
-  it('start refuses when PostgreSQL is unreachable', async () => {
+  it('migrate with an invalid setting: exit 2 too', async () => {
+    const res = await runNotifyCli(['migrate'], { DATABASE_URL: UNREACHABLE_PG, NOTIFY_MIGRATE_LOCK_TIMEOUT_MS: '0' });
+    expect(res.code).toBe(2);
+    expect(lines(res.stderr)).toEqual([
+      'notify: invalid configuration: NOTIFY_MIGRATE_LOCK_TIMEOUT_MS: expected a number from 1 to 600000, got 0',
+    ]);
+  });
+
+  it('start refuses when PostgreSQL is unreachable: a failure at run time, exit 1', async () => {
     const res = await runNotifyCli(['start'], { DATABASE_URL: UNREACHABLE_PG, PORT: '0' });
     expect(res.code).toBe(1);
     expect(lines(res.stderr)).toEqual([expect.stringMatching(/^notify: cannot reach PostgreSQL at .*; start it or set DATABASE_URL$/)]);
@@ -154,12 +163,12 @@ describe.concurrent('clear one-line failures', () => {
 
   it('start refuses PORT equal to NOTIFY_ADMIN_PORT and a malformed NOTIFY_WEBHOOK_ALLOW_CIDRS before anything starts', async () => {
     const ports = await runNotifyCli(['start'], { DATABASE_URL: t.url, PORT: '3449', NOTIFY_ADMIN_PORT: '3449' });
-    expect(ports.code).toBe(1);
+    expect(ports.code).toBe(2);
     expect(lines(ports.stderr)).toEqual([
       'notify: invalid configuration: NOTIFY_ADMIN_PORT: must differ from PORT (both are 3449): the admin endpoints need a port of their own',
     ]);
     const cidrs = await runNotifyCli(['start'], { DATABASE_URL: t.url, PORT: '0', NOTIFY_WEBHOOK_ALLOW_CIDRS: 'banana/99' });
-    expect(cidrs.code).toBe(1);
+    expect(cidrs.code).toBe(2);
     expect(lines(cidrs.stderr)).toEqual([
       'notify: invalid configuration: NOTIFY_WEBHOOK_ALLOW_CIDRS: "banana/99" is not a CIDR (e.g. 127.0.0.1/32 or fd00::/8)',
     ]);
