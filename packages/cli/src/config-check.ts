@@ -11,8 +11,9 @@ import {
   checkDatabase,
   checkMigrations,
   connectKafkaAdmin,
+  type TopicPlan,
   notifyTopics,
-  planTopicReplication,
+  planTopics,
   unknownMigrations,
 } from './preflight.js';
 import { type Role, needsKafka } from './roles.js';
@@ -20,10 +21,10 @@ import { notifySettingsRead } from './sql/notify-settings-read.js';
 import {
   type StartWarning,
   autovacuumWarning,
-  lowReplicationWarning,
   newerSchemaWarning,
   roleConfigWarnings,
   settingsChangeWarning,
+  topicPlanWarnings,
   unknownVariablesWarning,
 } from './start-warnings.js';
 import { settingsChanges, storedSettingsOf } from './stored-settings.js';
@@ -147,8 +148,10 @@ export interface ConfigCheckOptions {
  * without changing anything: PostgreSQL answers, the schema has every migration of this build
  * (and none unknown to it: a warning, as at start), what a start would change in
  * `notify_settings` (a warning; nothing is written), and, with the relay or the dispatcher,
- * that Kafka answers and its topics have the partition counts this configuration creates them
- * with. Resolves with the exit code: 0 fine, 1 a check failed, 2 an invalid configuration.
+ * that Kafka answers and what `planTopics` finds about its topics (missing ones, and existing
+ * ones with fewer replicas or another partition count: warnings, as at start). Resolves with the
+ * exit code: 0 fine, 1 a check failed. An invalid configuration is thrown (a `ConfigError`, exit 2
+ * as with every command), after the `--json` object that describes it.
  */
 export async function runConfigCheck(env: Env, roles: readonly Role[], options: ConfigCheckOptions): Promise<number> {
   const { io, json } = options;
@@ -156,11 +159,10 @@ export async function runConfigCheck(env: Env, roles: readonly Role[], options: 
   try {
     config = loadConfig(env);
   } catch (err) {
-    if (!(err instanceof ConfigError)) throw err;
-    // Exit 2, apart from 1 (a check failed): a script tells "fix the environment" from "fix a server".
-    if (json) io.out(JSON.stringify({ ok: false, exitCode: 2, configError: { variable: err.variable, message: err.message } }));
-    io.err(`notify: invalid configuration: ${err.message}`);
-    return 2;
+    // runNotify prints the line every command prints for it and exits 2, as for any command.
+    if (json && err instanceof ConfigError)
+      io.out(JSON.stringify({ ok: false, exitCode: 2, configError: { variable: err.variable, message: err.message } }));
+    throw err;
   }
   const warnings: StartWarning[] = [];
   const warn = (w: StartWarning | undefined) => void (w && warnings.push(w));
@@ -276,57 +278,43 @@ async function checkKafka(
     ];
   }
   try {
-    const expected = notifyTopics(config);
-    const topics = expected.map((t) => t.topic);
+    const total = notifyTopics(config).length;
+    let plan: TopicPlan;
     try {
-      const { plan, present } = await bounded(
-        (async () => {
-          const plan = await planTopicReplication(admin, topics, config.topicReplication, brokers);
-          const existing = new Set(await admin.listTopics());
-          const names = topics.filter((t) => existing.has(t));
-          const present = names.length === 0 ? [] : (await admin.fetchTopicMetadata({ topics: names })).topics;
-          return { plan, present };
-        })(),
-        timeoutMs,
-        `Kafka at ${brokers}`,
-      );
-      const results: CheckResult[] = [
-        { name: 'kafka', status: 'ok', detail: `reachable at ${brokers} (${plan.brokers} broker${plan.brokers === 1 ? '' : 's'})` },
-      ];
-      warn(lowReplicationWarning(plan.lowerExisting, plan.replicationFactor));
-      const partitionsOf = new Map(present.map((t) => [t.name, t.partitions.length]));
-      const missing = expected.filter((t) => !partitionsOf.has(t.topic));
-      if (missing.length > 0) {
-        warn({
-          fields: { topics: missing.map((t) => t.topic) },
-          message:
-            `Kafka topics missing: ${missing.map((t) => t.topic).join(', ')}: notify start with the relay or the dispatcher creates them ` +
-            `(${config.topicPartitions} partitions each, NOTIFY_TOPIC_PARTITIONS; delay topics ${config.retryTopicPartitions}, NOTIFY_RETRY_TOPIC_PARTITIONS)`,
-        });
-      }
-      const wrong = expected.filter((t) => partitionsOf.has(t.topic) && partitionsOf.get(t.topic) !== t.partitions);
-      results.push(
-        wrong.length > 0
-          ? {
-              name: 'topics',
-              status: 'failed',
-              detail:
-                `partition counts differ from the configuration (NOTIFY_TOPIC_PARTITIONS, NOTIFY_RETRY_TOPIC_PARTITIONS): ` +
-                wrong.map((t) => `${t.topic} has ${partitionsOf.get(t.topic)}, expected ${t.partitions}`).join('; '),
-            }
-          : {
-              name: 'topics',
-              status: 'ok',
-              detail: `${expected.length - missing.length} of ${expected.length} present with the expected partitions${missing.length > 0 ? ' (the rest: see the warning)' : ''}`,
-            },
-      );
-      return results;
+      plan = await bounded(planTopics(admin, config), timeoutMs, `Kafka at ${brokers}`);
     } catch (err) {
       return [
         { name: 'kafka', status: 'ok', detail: `reachable at ${brokers}` },
         { name: 'topics', status: 'failed', detail: reason(err) },
       ];
     }
+    // The warnings notify start logs about existing topics (topicPlanWarnings), and one about the
+    // topics it would create: none of them fails the check, as none stops a start.
+    for (const w of topicPlanWarnings(plan)) warn(w);
+    const { missing, otherPartitions } = plan;
+    if (missing.length > 0) {
+      warn({
+        fields: { topics: missing.map((t) => t.topic) },
+        message:
+          `Kafka topics missing: ${missing.map((t) => t.topic).join(', ')}: notify start with the relay or the dispatcher creates them ` +
+          `(${config.topicPartitions} partitions each, NOTIFY_TOPIC_PARTITIONS; delay topics ${config.retryTopicPartitions}, NOTIFY_RETRY_TOPIC_PARTITIONS)`,
+      });
+    }
+    const notes = [
+      ...(otherPartitions.length > 0 ? [`${otherPartitions.length} with another partition count`] : []),
+      ...(missing.length > 0 ? [`${missing.length} missing`] : []),
+    ];
+    return [
+      { name: 'kafka', status: 'ok', detail: `reachable at ${brokers} (${plan.brokers} broker${plan.brokers === 1 ? '' : 's'})` },
+      {
+        name: 'topics',
+        status: 'ok',
+        detail:
+          notes.length === 0
+            ? `${total} of ${total} present with the expected partitions`
+            : `${total - missing.length} of ${total} present; ${notes.join(', ')} (see the warnings)`,
+      },
+    ];
   } finally {
     await bounded(admin.disconnect(), timeoutMs, 'Kafka').catch(() => {});
   }

@@ -30,9 +30,24 @@ describe('loadConfig', () => {
     ['NOTIFY_API_MAX_EVENT_LOOP_UTILIZATION', '101', /NOTIFY_API_MAX_EVENT_LOOP_UTILIZATION: expected a number from 0/],
     ['NOTIFY_DB_POOL_WAIT_MS', '-1', /NOTIFY_DB_POOL_WAIT_MS: expected a number from 0/],
     ['NOTIFY_MAX_UNFINISHED', '31', /NOTIFY_MAX_UNFINISHED: must be at least NOTIFY_MAX_IN_FLIGHT \(32\)/],
+    ['NOTIFY_MIGRATE_LOCK_TIMEOUT_MS', '0', /NOTIFY_MIGRATE_LOCK_TIMEOUT_MS: expected a number from 1 to 600000, got 0/],
+    ['NOTIFY_MIGRATE_LOCK_TIMEOUT_MS', '5s', /NOTIFY_MIGRATE_LOCK_TIMEOUT_MS: expected a whole number, got "5s"/],
+    ['NOTIFY_MIGRATE_LOCK_ATTEMPTS', '0', /NOTIFY_MIGRATE_LOCK_ATTEMPTS: expected a number from 1 to 100, got 0/],
+    [
+      'NOTIFY_WEBHOOK_SECRET',
+      'whsec_not base64!',
+      /NOTIFY_WEBHOOK_SECRET: the webhook signing secret starts with whsec_ but the rest is not base64/,
+    ],
   ])('%s=%s is rejected with a message naming it', (name, value, message) => {
     expect(() => loadConfig({ [name]: value })).toThrow(message);
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
+  });
+  it('bounds each migration lock wait at 5 s, 5 tries, by default; both settable', () => {
+    expect(loadConfig({}).migrate).toEqual({ lockTimeoutMs: 5_000, lockAttempts: 5 });
+    expect(loadConfig({ NOTIFY_MIGRATE_LOCK_TIMEOUT_MS: '250', NOTIFY_MIGRATE_LOCK_ATTEMPTS: '1' }).migrate).toEqual({
+      lockTimeoutMs: 250,
+      lockAttempts: 1,
+    });
   });
   it('reads the dispatcher group-commit settings, with defaults, and rejects out-of-range ones by name', () => {
     expect(loadConfig({}).dispatcher).toMatchObject({ outcomeBatchSize: 64, outcomeBatchDelayMs: 5 });

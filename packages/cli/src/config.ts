@@ -7,6 +7,7 @@ import {
   type EndpointHealthConfig,
   type ProvidersConfig,
   type RateLimit,
+  webhookSecretKey,
 } from '@notify/providers';
 import { ConfigError, parseSecretsKey } from '@notify/runtime';
 
@@ -92,6 +93,13 @@ export interface Config extends ProvidersConfig {
   readonly shutdownTimeoutMs: number;
   /** NOTIFY_RETENTION_DAYS: terminal notifications (with their attempts and actions) are deleted this many days after their last change; 0 keeps them. */
   readonly retentionDays: number;
+  /** `notify migrate` (docs/operations.md, "Upgrading"). */
+  readonly migrate: {
+    /** NOTIFY_MIGRATE_LOCK_TIMEOUT_MS: how long a migration waits for a lock (`lock_timeout`) before it is rolled back and tried again. */
+    readonly lockTimeoutMs: number;
+    /** NOTIFY_MIGRATE_LOCK_ATTEMPTS: tries per migration whose lock wait timed out; then `notify migrate` fails, saying why. */
+    readonly lockAttempts: number;
+  };
 }
 
 /** The environment as a plain record (process.env fits). */
@@ -144,6 +152,18 @@ function cidrs(env: Env, name: string): string[] {
     throw new ConfigError(name, (err as Error).message);
   }
   return entries;
+}
+
+/** NOTIFY_WEBHOOK_SECRET, checked here as the providers will read it, so config-check and every command refuse a bad one up front. */
+function webhookSecret(env: Env, name: string): string | undefined {
+  const raw = str(env, name);
+  if (raw === undefined) return undefined;
+  try {
+    webhookSecretKey(raw);
+  } catch (err) {
+    throw new ConfigError(name, (err as Error).message);
+  }
+  return raw;
 }
 
 function url(env: Env, name: string, protocols: readonly string[]): string | undefined {
@@ -306,7 +326,7 @@ export function loadConfig(env: Env): Config {
     },
     webhook: {
       allowCidrs: cidrs(env, 'NOTIFY_WEBHOOK_ALLOW_CIDRS'),
-      signingSecret: str(env, 'NOTIFY_WEBHOOK_SECRET'),
+      signingSecret: webhookSecret(env, 'NOTIFY_WEBHOOK_SECRET'),
       secretsKey: secretsKey(env),
     },
     http: {
@@ -343,6 +363,11 @@ export function loadConfig(env: Env): Config {
     consoleShowContent: flag(env, 'NOTIFY_CONSOLE_SHOW_CONTENT'),
     shutdownTimeoutMs: int(env, 'NOTIFY_SHUTDOWN_TIMEOUT_MS', 15_000, 100, 600_000),
     retentionDays: int(env, 'NOTIFY_RETENTION_DAYS', 30, 0, 36_500),
+    migrate: {
+      // Not 0: lock_timeout = 0 waits for ever, the queue-behind-a-long-transaction this bound exists to prevent.
+      lockTimeoutMs: int(env, 'NOTIFY_MIGRATE_LOCK_TIMEOUT_MS', 5_000, 1, 600_000),
+      lockAttempts: int(env, 'NOTIFY_MIGRATE_LOCK_ATTEMPTS', 5, 1, 100),
+    },
   };
 }
 

@@ -15,7 +15,7 @@ Commands:
   start [--roles api,relay,dispatcher]  run the given roles in this process (default: all three)
   config-check [--roles …] [--json]     before a deploy: print the settings and the warnings start
                                         would, and check PostgreSQL, notify_settings and (relay,
-                                        dispatcher) Kafka; exit 0 ok, 1 a check failed, 2 bad config
+                                        dispatcher) Kafka; exit 0 ok, 1 a check failed
   api-keys create --tenant T [--name N] [--json]
                                         issue an API key; it is printed once, only its hash is stored
   api-keys revoke <key-id>              revoke a key (refused within NOTIFY_API_KEY_CACHE_MS)
@@ -26,7 +26,8 @@ Commands:
                                         they came from (docs/operations.md); --dry-run lists them
   help                                  this text
 
-Configuration comes from the environment; see docs/configuration.md.`;
+Configuration comes from the environment; see docs/configuration.md. Every command exits 2 on a
+usage error or an invalid configuration, 1 on a failure at run time.`;
 
 /** Process-level hooks `start` uses; the real process by default, replaceable in tests. */
 export interface ProcessHooks {
@@ -41,8 +42,8 @@ const realProcess: ProcessHooks = {
 
 /**
  * Runs one `notify` command and resolves with the exit code. Failures a person can fix print
- * one line on stderr (`notify: …`); usage errors exit 2, other failures 1. `start` resolves only
- * after a graceful shutdown on SIGTERM or SIGINT.
+ * one line on stderr (`notify: …`); `exitCodeOf` decides the code. `start` resolves only after a
+ * graceful shutdown on SIGTERM or SIGINT.
  */
 export async function runNotify(argv: readonly string[], env: Env, io: CliIo, proc: ProcessHooks = realProcess): Promise<number> {
   try {
@@ -50,8 +51,19 @@ export async function runNotify(argv: readonly string[], env: Env, io: CliIo, pr
   } catch (err) {
     io.err(`notify: ${describe(err)}`);
     if (env.LOG_LEVEL === 'debug' || env.LOG_LEVEL === 'trace') io.err(String((err as Error)?.stack ?? err));
-    return err instanceof CliError ? err.exitCode : 1;
+    return exitCodeOf(err);
   }
+}
+
+/**
+ * The exit code of a failed command, the same for every subcommand: 2 when it was given something
+ * wrong (a usage error, or an invalid or missing environment variable, a `ConfigError`): fix the
+ * command line or the environment, a restart will not help. 1 for a failure at run time (a server
+ * that does not answer, a port in use, a crash). Supervisors and deploy scripts tell them apart by it.
+ */
+function exitCodeOf(err: unknown): number {
+  if (err instanceof ConfigError) return 2;
+  return err instanceof CliError ? err.exitCode : 1;
 }
 
 function describe(err: unknown): string {

@@ -118,11 +118,17 @@ export async function connectKafkaAdmin(kafka: Kafka, brokers: readonly string[]
   }
 }
 
+/** A topic of notify's with the partition count `notify start` creates it with. */
+interface NotifyTopic {
+  readonly topic: string;
+  readonly partitions: number;
+}
+
 /**
  * The Kafka topics the relay and the dispatcher use with `config`, each with the partition count
  * `notify start` creates it with: NOTIFY_RETRY_TOPIC_PARTITIONS for the delay topics, NOTIFY_TOPIC_PARTITIONS for the others.
  */
-export function notifyTopics(config: Config): { readonly topic: string; readonly partitions: number }[] {
+export function notifyTopics(config: Config): NotifyTopic[] {
   return dispatcherTopicSuffixes(config.retry).map((suffix) => ({
     topic: topicName(config.topicPrefix, suffix),
     partitions: suffix.startsWith(TOPICS.retry('')) ? config.retryTopicPartitions : config.topicPartitions,
@@ -215,44 +221,64 @@ async function leadersServe(admin: Admin, topics: readonly string[]): Promise<bo
   }
 }
 
-/** What `notify start` does about replication before it creates its topics (`planTopicReplication`). */
-export interface ReplicationPlan extends TopicReplication {
+/** What `notify start` does about its topics before it creates any (`planTopics`); `notify config-check` reports the same. */
+export interface TopicPlan extends TopicReplication {
   /** Brokers the cluster lists now. */
   readonly brokers: number;
+  /** The topics it creates, each with the partition count it creates it with. */
+  readonly missing: readonly NotifyTopic[];
   /** Existing topics with fewer replicas than `replicationFactor` (their smallest partition), left as they are. */
   readonly lowerExisting: readonly { readonly topic: string; readonly replicationFactor: number }[];
+  /**
+   * Existing topics with another partition count than this configuration creates them with, used
+   * as they are: every role reads the count from the topic's metadata, and changing it is the
+   * operator's decision (docs/operations.md, "Topic partition counts").
+   */
+  readonly otherPartitions: readonly PartitionCountDifference[];
+}
+
+/** An existing topic whose partition count is not the one this configuration creates it with. */
+interface PartitionCountDifference {
+  readonly topic: string;
+  /** What the topic has. */
+  readonly partitions: number;
+  /** What NOTIFY_TOPIC_PARTITIONS (NOTIFY_RETRY_TOPIC_PARTITIONS for a delay topic) asks for. */
+  readonly configured: number;
 }
 
 /**
- * Decides the replication of the topics to create (`topicReplicationFor`) and checks it against
- * the cluster. Throws a one-line `CliError` when a topic must be created and the cluster lists
- * fewer brokers than NOTIFY_TOPIC_REPLICATION asks for. When every topic exists, a broker that
- * is down does not stop the service from starting (that is what the replicas are for).
+ * Compares the cluster with the topics of `config` (`notifyTopics`): which are missing, and which
+ * exist with fewer replicas or another partition count than a start would create them with, and
+ * decides the replication of the ones to create (`topicReplicationFor`). The one place that
+ * decides, so `notify start` logs what `notify config-check` reports. Throws a one-line `CliError`
+ * when a topic must be created and the cluster lists fewer brokers than NOTIFY_TOPIC_REPLICATION
+ * asks for. When every topic exists, a broker that is down does not stop the service from
+ * starting (that is what the replicas are for).
  */
-export async function planTopicReplication(
-  admin: Admin,
-  names: readonly string[],
-  requested: number | undefined,
-  brokersText: string,
-): Promise<ReplicationPlan> {
+export async function planTopics(admin: Admin, config: Config): Promise<TopicPlan> {
+  const expected = notifyTopics(config);
   const brokers = (await admin.describeCluster()).brokers.length;
-  const replication = topicReplicationFor(requested, brokers);
+  const replication = topicReplicationFor(config.topicReplication, brokers);
   const existing = new Set(await admin.listTopics());
-  const present = names.filter((n) => existing.has(n));
-  if (present.length < names.length && brokers < replication.replicationFactor) {
+  const missing = expected.filter((t) => !existing.has(t.topic));
+  if (missing.length > 0 && brokers < replication.replicationFactor) {
     throw new CliError(
-      `NOTIFY_TOPIC_REPLICATION=${replication.replicationFactor} but the Kafka cluster at ${brokersText} lists ${brokers} broker${brokers === 1 ? '' : 's'}: ` +
-        `cannot create ${names.length - present.length} missing topic(s) with ${replication.replicationFactor} replicas; add brokers or lower NOTIFY_TOPIC_REPLICATION`,
+      `NOTIFY_TOPIC_REPLICATION=${replication.replicationFactor} but the Kafka cluster at ${config.kafkaBrokers.join(',')} lists ${brokers} broker${brokers === 1 ? '' : 's'}: ` +
+        `cannot create ${missing.length} missing topic(s) with ${replication.replicationFactor} replicas; add brokers or lower NOTIFY_TOPIC_REPLICATION`,
       1,
     );
   }
+  const present = expected.filter((t) => existing.has(t.topic));
   const lowerExisting: { topic: string; replicationFactor: number }[] = [];
+  const otherPartitions: PartitionCountDifference[] = [];
   if (present.length > 0) {
-    const { topics } = await admin.fetchTopicMetadata({ topics: present });
+    const { topics } = await admin.fetchTopicMetadata({ topics: present.map((t) => t.topic) });
     for (const t of topics) {
       const rf = Math.min(...t.partitions.map((p) => p.replicas.length));
       if (rf < replication.replicationFactor) lowerExisting.push({ topic: t.name, replicationFactor: rf });
+      const configured = present.find((p) => p.topic === t.name)!.partitions;
+      if (t.partitions.length !== configured) otherPartitions.push({ topic: t.name, partitions: t.partitions.length, configured });
     }
   }
-  return { ...replication, brokers, lowerExisting };
+  return { ...replication, brokers, missing, lowerExisting, otherPartitions };
 }

@@ -1,4 +1,5 @@
 import type { Config, UnknownVariable } from './config.js';
+import type { TopicPlan } from './preflight.js';
 import { dispatcherShutdownShareMs } from './role-configs.js';
 import type { Role } from './roles.js';
 
@@ -70,16 +71,44 @@ export function settingsChangeWarning(changes: readonly string[], verb = 'this s
   };
 }
 
-/** Existing topics with fewer replicas than a start would give new ones (`planTopicReplication`); undefined when there are none. */
-export function lowReplicationWarning(
-  lowerExisting: readonly { readonly topic: string; readonly replicationFactor: number }[],
-  replicationFactor: number,
-): StartWarning | undefined {
+/**
+ * What `planTopics` found about the existing topics, as warnings: `notify start` logs them at
+ * `warn` and starts, `notify config-check` lists them and does not fail on them. Empty when there
+ * is nothing to say. Missing topics are not among them: a start creates those.
+ */
+export function topicPlanWarnings(plan: Pick<TopicPlan, 'lowerExisting' | 'otherPartitions' | 'replicationFactor'>): StartWarning[] {
+  return [lowReplicationWarning(plan.lowerExisting, plan.replicationFactor), partitionCountWarning(plan.otherPartitions)].filter(
+    (w) => w !== undefined,
+  );
+}
+
+/** Existing topics with fewer replicas than a start would give new ones; undefined when there are none. */
+function lowReplicationWarning(lowerExisting: TopicPlan['lowerExisting'], replicationFactor: number): StartWarning | undefined {
   if (lowerExisting.length === 0) return undefined;
   return {
     fields: { topics: lowerExisting.map((t) => `${t.topic} (RF ${t.replicationFactor})`), replication: replicationFactor },
     message:
       `existing Kafka topics have fewer replicas than ${replicationFactor}: notify start never changes an existing topic; ` +
       'raise their replication with kafka-reassign-partitions, or they lose messages with their broker',
+  };
+}
+
+/**
+ * Existing topics with another partition count than the configuration's; undefined when there
+ * are none. A warning, not a refusal: the service works with the count a topic has (keys map by
+ * it, every partition is read), and the two ways to "fix" it at start are worse. Kafka cannot
+ * remove partitions, and adding some moves keys to other partitions while older messages of the
+ * same key still wait on the old one, so a recipient's messages could be delivered out of order.
+ * Refusing would stop a fleet from restarting over a setting that only shapes new topics.
+ */
+function partitionCountWarning(other: TopicPlan['otherPartitions']): StartWarning | undefined {
+  if (other.length === 0) return undefined;
+  return {
+    fields: { topics: other.map((t) => `${t.topic} (${t.partitions} partitions, configured ${t.configured})`) },
+    message:
+      `existing Kafka topics have another partition count than NOTIFY_TOPIC_PARTITIONS (NOTIFY_RETRY_TOPIC_PARTITIONS for delay topics) asks for: ` +
+      `${other.map((t) => `${t.topic} has ${t.partitions}, configured ${t.configured}`).join('; ')}. ` +
+      'notify start never changes an existing topic and uses the count it has; set the variable to match, ' +
+      'or read docs/operations.md ("Topic partition counts") before adding partitions (that moves recipients to other partitions)',
   };
 }

@@ -22,13 +22,7 @@ import { createMetrics } from './observability/metrics.js';
 import { createPipelineProbe, dispatcherLagGroups } from './observability/pipeline-probe.js';
 import { CliError } from './cli-error.js';
 import { type Role, needsKafka } from './roles.js';
-import {
-  autovacuumWarning,
-  lowReplicationWarning,
-  newerSchemaWarning,
-  roleConfigWarnings,
-  settingsChangeWarning,
-} from './start-warnings.js';
+import { autovacuumWarning, newerSchemaWarning, roleConfigWarnings, settingsChangeWarning, topicPlanWarnings } from './start-warnings.js';
 import { createKafka, lazyKafkaAdmin } from './kafka-client.js';
 import {
   autovacuumGaps,
@@ -37,7 +31,7 @@ import {
   connectKafkaAdmin,
   ensureTopics,
   notifyTopics,
-  planTopicReplication,
+  planTopics,
   unknownMigrations,
 } from './preflight.js';
 import { seedApiKeys } from './seed-api-keys.js';
@@ -312,12 +306,16 @@ async function prepareTopics(config: Config, logger: Logger): Promise<string[]> 
   const preflightAdmin = await connectKafkaAdmin(preflight, config.kafkaBrokers);
   try {
     const expected = notifyTopics(config);
-    const topics = expected.map((t) => t.topic);
-    const plan = await planTopicReplication(preflightAdmin, topics, config.topicReplication, config.kafkaBrokers.join(','));
-    const lowReplication = lowReplicationWarning(plan.lowerExisting, plan.replicationFactor);
-    if (lowReplication) logger.warn(lowReplication.fields, lowReplication.message);
+    const plan = await planTopics(preflightAdmin, config);
+    // What config-check lists as warnings, at the same severity: existing topics are used as they are.
+    for (const w of topicPlanWarnings(plan)) logger.warn(w.fields, w.message);
     const partitionsOf = (topic: string) => expected.find((t) => t.topic === topic)!.partitions;
-    const createdTopics = await ensureTopics(preflightAdmin, topics, partitionsOf, { replication: plan });
+    const createdTopics = await ensureTopics(
+      preflightAdmin,
+      expected.map((t) => t.topic),
+      partitionsOf,
+      { replication: plan },
+    );
     if (createdTopics.length > 0) {
       logger.info(
         {

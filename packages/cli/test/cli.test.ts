@@ -55,6 +55,49 @@ describe('notify migrate', () => {
   });
 });
 
+describe('notify migrate behind a long transaction', () => {
+  let held: TestDatabase;
+  let holder: pg.Client;
+  afterAll(async () => {
+    await holder?.end();
+    await held?.close();
+  });
+
+  it('waits NOTIFY_MIGRATE_LOCK_TIMEOUT_MS for a lock, NOTIFY_MIGRATE_LOCK_ATTEMPTS times, then exits 1 saying why', async () => {
+    held = await createTestDatabase();
+    // The newest migration pending again, and every table but the ledger's held ACCESS EXCLUSIVE by
+    // an open transaction: whatever the migration touches, it waits for that transaction.
+    const { rows } = await held.pool.query<{ name: string }>(
+      'DELETE FROM kysely_migration WHERE name = (SELECT max(name) FROM kysely_migration) RETURNING name',
+    );
+    const migration = rows[0]!.name;
+    const tables = await held.pool.query<{ name: string }>(
+      "SELECT tablename AS name FROM pg_tables WHERE schemaname = 'public' AND tablename NOT LIKE 'kysely\\_%'",
+    );
+    holder = new pg.Client({ connectionString: held.url });
+    await holder.connect();
+    await holder.query('BEGIN');
+    await holder.query(`LOCK TABLE ${tables.rows.map((t) => pg.escapeIdentifier(t.name)).join(', ')} IN ACCESS EXCLUSIVE MODE`);
+
+    const res = await runNotifyCli(['migrate'], {
+      DATABASE_URL: held.url,
+      NOTIFY_MIGRATE_LOCK_TIMEOUT_MS: '100',
+      NOTIFY_MIGRATE_LOCK_ATTEMPTS: '2',
+    });
+    expect(res.code).toBe(1);
+    expect(lines(res.stdout)).toEqual([
+      `notify: ${migration} waited 100 ms for a lock (a long transaction holds one it needs); rolled back, trying again (1 of 2)`,
+    ]);
+    expect(lines(res.stderr)).toEqual([
+      expect.stringMatching(
+        new RegExp(`^notify: migration ${migration} waited 100 ms for a lock 2 times and was rolled back .*run \`notify migrate\` again$`),
+      ),
+    ]);
+    const ledger = await held.pool.query('SELECT 1 FROM kysely_migration WHERE name = $1', [migration]);
+    expect(ledger.rowCount).toBe(0);
+  });
+});
+
 describe.concurrent('clear one-line failures', () => {
   it('unreachable PostgreSQL: one line naming the URL without its password, exit 1', async () => {
     const res = await runNotifyCli(['migrate'], { DATABASE_URL: UNREACHABLE_PG });
@@ -65,13 +108,22 @@ describe.concurrent('clear one-line failures', () => {
     expect(res.stderr).not.toContain('secret');
   });
 
-  it('an out-of-range setting names the variable, exit 1', async () => {
-    const res = await runNotifyCli(['start'], { DATABASE_URL: t.url, NOTIFY_MAX_ATTEMPTS: '0' });
-    expect(res.code).toBe(1);
+  it('start with an out-of-range setting names the variable, exit 2 (fix the configuration), before reaching anything', async () => {
+    const res = await runNotifyCli(['start'], { DATABASE_URL: UNREACHABLE_PG, NOTIFY_MAX_ATTEMPTS: '0' });
+    expect(res.code).toBe(2);
     expect(lines(res.stderr)).toEqual(['notify: invalid configuration: NOTIFY_MAX_ATTEMPTS: expected a number from 1 to 100, got 0']);
+    expect(res.stdout).toBe('');
   });
 
-  it('start refuses when PostgreSQL is unreachable', async () => {
+  it('migrate with an invalid setting: exit 2 too', async () => {
+    const res = await runNotifyCli(['migrate'], { DATABASE_URL: UNREACHABLE_PG, NOTIFY_MIGRATE_LOCK_TIMEOUT_MS: '0' });
+    expect(res.code).toBe(2);
+    expect(lines(res.stderr)).toEqual([
+      'notify: invalid configuration: NOTIFY_MIGRATE_LOCK_TIMEOUT_MS: expected a number from 1 to 600000, got 0',
+    ]);
+  });
+
+  it('start refuses when PostgreSQL is unreachable: a failure at run time, exit 1', async () => {
     const res = await runNotifyCli(['start'], { DATABASE_URL: UNREACHABLE_PG, PORT: '0' });
     expect(res.code).toBe(1);
     expect(lines(res.stderr)).toEqual([expect.stringMatching(/^notify: cannot reach PostgreSQL at .*; start it or set DATABASE_URL$/)]);
@@ -111,12 +163,12 @@ describe.concurrent('clear one-line failures', () => {
 
   it('start refuses PORT equal to NOTIFY_ADMIN_PORT and a malformed NOTIFY_WEBHOOK_ALLOW_CIDRS before anything starts', async () => {
     const ports = await runNotifyCli(['start'], { DATABASE_URL: t.url, PORT: '3449', NOTIFY_ADMIN_PORT: '3449' });
-    expect(ports.code).toBe(1);
+    expect(ports.code).toBe(2);
     expect(lines(ports.stderr)).toEqual([
       'notify: invalid configuration: NOTIFY_ADMIN_PORT: must differ from PORT (both are 3449): the admin endpoints need a port of their own',
     ]);
     const cidrs = await runNotifyCli(['start'], { DATABASE_URL: t.url, PORT: '0', NOTIFY_WEBHOOK_ALLOW_CIDRS: 'banana/99' });
-    expect(cidrs.code).toBe(1);
+    expect(cidrs.code).toBe(2);
     expect(lines(cidrs.stderr)).toEqual([
       'notify: invalid configuration: NOTIFY_WEBHOOK_ALLOW_CIDRS: "banana/99" is not a CIDR (e.g. 127.0.0.1/32 or fd00::/8)',
     ]);

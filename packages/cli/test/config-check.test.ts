@@ -4,7 +4,7 @@ import { topicName } from '@notify/contract';
 import { dispatcherTopicSuffixes } from '@notify/dispatcher';
 import { createTestDatabase, type TestDatabase } from '../../../test/support/db.js';
 import { createTestKafka, type TestKafka } from '../../../test/support/kafka.js';
-import { runNotifyCli } from '../../../test/support/notify-process.js';
+import { runNotifyCli, startNotifyProcess } from '../../../test/support/notify-process.js';
 
 // Each test runs the compiled command as a child; on a loaded 2-core machine a child's start has taken over 20 s.
 vi.setConfig({ testTimeout: 120_000 });
@@ -82,13 +82,34 @@ describe('notify config-check', () => {
     expect(text.stdout.trim().split('\n').at(-1)).toMatch(/^notify config-check: ok/);
   });
 
-  it('topics with another partition count than the configuration: exit 1, one line naming them', async () => {
-    const res = await runNotifyCli(['config-check', '--roles', 'relay'], { ...env, NOTIFY_TOPIC_PARTITIONS: '3' });
-    expect(res.code).toBe(1);
-    const lines = res.stderr.trim().split('\n');
-    expect(lines).toEqual([
-      expect.stringMatching(/^notify: config-check: topics: partition counts differ from the configuration .*\.requests has 2, expected 3/),
-    ]);
+  it('topics with another partition count than the configuration: a warning naming them, exit 0, the same warning as notify start', async () => {
+    const other = { ...env, NOTIFY_TOPIC_PARTITIONS: '3' };
+    const requests = `${kafka.prefix}.requests`;
+    const res = await runNotifyCli(['config-check', '--roles', 'relay', '--json'], other);
+    expect(res.stderr).toBe('');
+    expect(res.code).toBe(0);
+    const report = JSON.parse(res.stdout) as Report;
+    expect(report.checks.find((c) => c.name === 'topics')).toMatchObject({
+      status: 'ok',
+      detail: expect.stringMatching(/^(\d+) of \1 present; \d+ with another partition count \(see the warnings\)$/),
+    });
+    const warned = report.warnings.filter((w) => w.message.includes('another partition count'));
+    expect(warned).toEqual([expect.objectContaining({ message: expect.stringContaining(`${requests} has 2, configured 3`) })]);
+
+    // notify start logs that warning, at warn, word for word, starts, and leaves the topic as it is.
+    const notify = await startNotifyProcess(['--roles', 'relay'], { ...other, DATABASE_URL: t.url });
+    try {
+      const logged = notify
+        .output()
+        .split('\n')
+        .filter((l) => l.includes('another partition count'))
+        .map((l) => JSON.parse(l) as { level: string; msg: string });
+      expect(logged).toEqual([expect.objectContaining({ level: 'warn', msg: warned[0]!.message })]);
+    } finally {
+      expect(await notify.stop()).toBe(0);
+    }
+    const [meta] = (await kafka.admin.fetchTopicMetadata({ topics: [requests] })).topics;
+    expect(meta!.partitions).toHaveLength(2);
   });
 
   it('an invalid configuration: exit 2, the same line as notify start, nothing checked', async () => {

@@ -1,0 +1,52 @@
+import { describe, expect, it } from 'vitest';
+import { type ProcessHooks, runNotify } from './main.js';
+
+/** Runs `notify <argv>` in this process and collects what it writes. */
+async function run(argv: readonly string[], env: Record<string, string>) {
+  const out: string[] = [];
+  const err: string[] = [];
+  const proc: ProcessHooks = {
+    onSignal: () => {},
+    exit: (code) => {
+      throw new Error(`exit(${code}) called`);
+    },
+  };
+  const code = await runNotify(argv, env, { out: (l) => out.push(l), err: (l) => err.push(l) }, proc);
+  return { code, out, err };
+}
+
+describe('runNotify exit codes', () => {
+  // Every command that reads the configuration refuses a bad variable before it reaches a server
+  // (DATABASE_URL points nowhere: reaching it would be exit 1).
+  it.each([
+    [['migrate']],
+    [['start']],
+    [['start', '--roles', 'api']],
+    [['config-check']],
+    [['api-keys', 'list']],
+    [['dlq', 'redrive', '--topic-offset-range', '0:1-2', '--dry-run']],
+  ])('%j with an invalid variable: exit 2, one line naming it', async (argv) => {
+    const res = await run(argv, { DATABASE_URL: 'postgres://postgres@127.0.0.1:1/nowhere', NOTIFY_MAX_ATTEMPTS: '0' });
+    expect(res).toEqual({
+      code: 2,
+      out: [],
+      err: ['notify: invalid configuration: NOTIFY_MAX_ATTEMPTS: expected a number from 1 to 100, got 0'],
+    });
+  });
+
+  it('config-check --json also prints the error as JSON on stdout', async () => {
+    const res = await run(['config-check', '--json'], { NOTIFY_MIGRATE_LOCK_ATTEMPTS: 'x' });
+    expect(res.code).toBe(2);
+    expect(res.out.map((l) => JSON.parse(l) as unknown)).toEqual([
+      {
+        ok: false,
+        exitCode: 2,
+        configError: {
+          variable: 'NOTIFY_MIGRATE_LOCK_ATTEMPTS',
+          message: 'NOTIFY_MIGRATE_LOCK_ATTEMPTS: expected a whole number, got "x"',
+        },
+      },
+    ]);
+    expect(res.err).toEqual(['notify: invalid configuration: NOTIFY_MIGRATE_LOCK_ATTEMPTS: expected a whole number, got "x"']);
+  });
+});
