@@ -312,6 +312,16 @@ describe('the console in Chromium', () => {
     expect(await text('tbody')).toContain('3');
     await shot('05-dead-groups');
     await checkPage('dead groups');
+    // The group's count opens the group's own list: exactly its three notifications, newest first.
+    await submit('#dead-groups a[href^="/console/notifications?dead_reason=permanent"]');
+    expect(
+      await page.evaluate(`[...document.querySelectorAll('#notifications tbody td:first-child a')].map((a) => a.textContent)`),
+    ).toEqual([...group].sort().reverse());
+    expect(await text('#dead-group')).toMatch(
+      /^The dead notifications of one group of the dead page: reason permanent, last error starting /,
+    );
+    await checkPage('dead group list');
+    await page.goBack();
     goneAnswers410 = false;
     await submit('button[id^=bulk-retry-]');
     expect(await text('#confirm-count')).toBe('3');

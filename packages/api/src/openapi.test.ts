@@ -69,14 +69,17 @@ describe('the OpenAPI document', () => {
     const refs = JSON.stringify(doc).match(/#\/components\/schemas\/\w+/g) ?? [];
     for (const r of new Set(refs)) expect(doc.components.schemas[r.split('/').pop()!], r).toBeDefined();
   });
+  /** The query parameters of GET /v1/notifications, in ListQuery's order. */
+  const LIST_PARAMETERS = ['state', 'to', 'dead_reason', 'last_error_prefix', 'has_last_error', 'limit', 'cursor'];
   it('describes the list query from the ListQuery schema', () => {
     const params = doc.paths['/v1/notifications'].get.parameters;
-    expect(params.map((p: any) => p.name)).toEqual(['state', 'to', 'limit', 'cursor']);
+    expect(params.map((p: any) => p.name)).toEqual(LIST_PARAMETERS);
+    expect(params.find((p: any) => p.name === 'last_error_prefix').schema).toMatchObject({ type: 'string', maxLength: 200 });
     expect(params.find((p: any) => p.name === 'limit').schema).toMatchObject({ type: 'integer', minimum: 1, maximum: 100, default: 25 });
   });
   it('gives strictQuery the query parameters of every operation, by Hono route', () => {
     const byRoute = queryParametersByRoute(doc);
-    expect(byRoute.get('GET /v1/notifications')).toEqual(['state', 'to', 'limit', 'cursor']);
+    expect(byRoute.get('GET /v1/notifications')).toEqual(LIST_PARAMETERS);
     expect(byRoute.get('DELETE /v1/suppressions')).toEqual(['channel', 'to', 'category']);
     expect(byRoute.get('GET /v1/notifications/:id')).toEqual([]);
     expect(byRoute.get('DELETE /v1/templates/:name/versions/:version')).toEqual([]);

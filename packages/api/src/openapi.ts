@@ -180,6 +180,10 @@ export function buildOpenApiDocument(): JsonSchema {
         get: {
           operationId: 'listNotifications',
           summary: 'List notifications, newest first',
+          description:
+            'Keyset-paged: pass next_cursor as cursor. dead_reason with last_error_prefix, or with has_last_error=false, lists exactly one ' +
+            "group of the console's dead page (the same tenant, reason and first 200 characters of last_error); the last-error parameters " +
+            'need dead_reason, and state is then dead or absent (otherwise 400 invalid_query).',
           parameters: listParameters(),
           responses: { '200': json('NotificationList', 'A page'), ...problems('unauthorized') },
         },

@@ -83,15 +83,59 @@ export const PageSize = z.coerce
   .default(DEFAULT_PAGE_SIZE)
   .describe('Page size');
 
-/** Query string of `GET /v1/notifications`. Unknown parameters are rejected (a typo should not silently list everything). */
+/**
+ * What is wrong with the dead-group parameters of a notification search (the API's list, the
+ * console's search form), by parameter (none: nothing). The last-error ones need `dead_reason`:
+ * with it, a search is a range of notifications_tenant_dead_idx, paged by id; without it, a rare
+ * error would be looked for through every dead notification of the tenant.
+ */
+export function deadFilterIssues(q: {
+  readonly state?: string | undefined;
+  readonly dead_reason?: string | undefined;
+  readonly last_error_prefix?: string | undefined;
+  readonly has_last_error?: string | undefined;
+}): { path: string; message: string }[] {
+  const issues: { path: string; message: string }[] = [];
+  for (const path of ['last_error_prefix', 'has_last_error'] as const) {
+    if (q[path] !== undefined && q.dead_reason === undefined)
+      issues.push({ path, message: 'needs a dead reason (dead_reason): it selects among the dead notifications of one reason' });
+  }
+  if (q.last_error_prefix !== undefined && q.has_last_error === 'false')
+    issues.push({ path: 'has_last_error', message: 'false (no last error) contradicts a last error prefix: give one or the other' });
+  if (q.dead_reason !== undefined && q.state !== undefined && q.state !== 'dead')
+    issues.push({ path: 'state', message: 'must be dead or absent with a dead reason' });
+  return issues;
+}
+
+/**
+ * Query string of `GET /v1/notifications`. Unknown parameters are rejected (a typo should not
+ * silently list everything). `dead_reason` with `last_error_prefix` or `has_last_error=false` is one
+ * group of the console's dead page; the last-error parameters need `dead_reason`, so that every
+ * search by them is a range of the dead notifications' index (docs/api.md, "List").
+ */
 export const ListQuery = z
   .object({
     state: z.enum(NOTIFICATION_STATES).optional().describe('Only notifications in this state'),
     to: z.string().min(1).max(2048).optional().describe('Only notifications to this exact recipient'),
+    dead_reason: z.enum(DEAD_REASONS).optional().describe('Only dead notifications of this reason'),
+    last_error_prefix: z
+      .string()
+      .max(200)
+      .optional()
+      .describe(
+        "With dead_reason: only those whose last_error, cut to its first 200 characters, equals this exactly (a group of the console's dead page)",
+      ),
+    has_last_error: z
+      .enum(['true', 'false'])
+      .optional()
+      .describe('With dead_reason: only those with (true) or without (false) a last error; false is the group whose error is none'),
     limit: PageSize,
     cursor: z.string().min(1).max(200).optional().describe('`next_cursor` of the previous page'),
   })
-  .strict();
+  .strict()
+  .superRefine((q, ctx) => {
+    for (const { path, message } of deadFilterIssues(q)) ctx.addIssue({ code: 'custom', path: [path], message });
+  });
 export type ListQuery = z.infer<typeof ListQuery>;
 
 /** A notification as the API shows it. Content (body, data) is not echoed back. */

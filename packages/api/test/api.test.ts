@@ -504,6 +504,45 @@ describe('GET /v1/notifications (list)', () => {
     expect(p.errors?.[0]?.path).toBe(path);
   });
 
+  it.each([
+    ['dead_reason=gone', 'dead_reason'],
+    ['last_error_prefix=HTTP%20410', 'last_error_prefix'],
+    ['has_last_error=false', 'has_last_error'],
+    ['dead_reason=permanent&has_last_error=no', 'has_last_error'],
+    ['dead_reason=permanent&has_last_error=false&last_error_prefix=HTTP%20410', 'has_last_error'],
+    ['dead_reason=permanent&state=queued', 'state'],
+    [`dead_reason=permanent&last_error_prefix=${'x'.repeat(201)}`, 'last_error_prefix'],
+    ['dead_reason=permanent&dead_reason=exhausted', 'dead_reason'],
+  ])('400 invalid_query for the dead-group filter %s', async (qs, path) => {
+    const p = await expectProblem(await call('GET', `/v1/notifications?${qs}`), 'invalid_query');
+    expect(p.errors?.map((e) => e.path)).toEqual([path]);
+  });
+
+  it('says why the last-error filters need a dead reason', async () => {
+    const p = await expectProblem(await call('GET', '/v1/notifications?last_error_prefix=x&has_last_error=true'), 'invalid_query');
+    expect(p.errors).toEqual([
+      { path: 'last_error_prefix', message: 'needs a dead reason (dead_reason): it selects among the dead notifications of one reason' },
+      { path: 'has_last_error', message: 'needs a dead reason (dead_reason): it selects among the dead notifications of one reason' },
+    ]);
+  });
+
+  it('filters by dead reason and last error: dead ones only, the error exactly (not a prefix pattern)', async () => {
+    const to = 'https://dead-filter.example.com/hook';
+    const [a, b, c] = [await create({ to }), await create({ to }), await create({ to })];
+    await setState(a.id, 'dead', { dead_reason: 'permanent', last_error: 'HTTP 410' });
+    await setState(b.id, 'dead', { dead_reason: 'permanent', last_error: 'HTTP 410 Gone' });
+    await t.db.updateTable('notifications').set({ last_error: 'HTTP 410' }).where('id', '=', c.id).execute();
+    const list = async (qs: string) =>
+      NotificationList.parse(await (await call('GET', `/v1/notifications?to=${encodeURIComponent(to)}&${qs}`)).json()).data.map(
+        (n) => n.id,
+      );
+    expect(await list('dead_reason=permanent')).toEqual([b.id, a.id]);
+    expect(await list('dead_reason=permanent&last_error_prefix=HTTP%20410')).toEqual([a.id]);
+    expect(await list('dead_reason=permanent&state=dead&last_error_prefix=HTTP%25')).toEqual([]);
+    expect(await list('dead_reason=exhausted')).toEqual([]);
+    expect(await list('dead_reason=permanent&has_last_error=false')).toEqual([]);
+  });
+
   it('refuses a number JSON cannot carry (1e999 is Infinity once parsed) instead of storing null', async () => {
     const res = await call('POST', '/v1/notifications', {
       raw: '{"channel":"webhook","to":"https://hooks.example.com/inf","body":"x","data":{"n":1e999}}',

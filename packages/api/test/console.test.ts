@@ -15,12 +15,12 @@ let t: TestDatabase;
 let app: ReturnType<typeof createApp>;
 let showing: ReturnType<typeof createApp>;
 const clock = new ManualClock(new Date('2026-06-01T12:00:00Z'));
-const keys = { acme: '', globex: '', initech: '', umbrella: '' };
+const keys = { acme: '', globex: '', initech: '', umbrella: '', hooli: '' };
 const keyIds = { acme: '' };
 
 beforeAll(async () => {
   t = await createTestDatabase();
-  for (const tenant of ['acme', 'globex', 'initech', 'umbrella'] as const) {
+  for (const tenant of ['acme', 'globex', 'initech', 'umbrella', 'hooli'] as const) {
     const k = generateApiKey();
     await apiKeyInsert(fromKysely(t.db), { id: k.id, tenantId: tenant, keyHash: hashApiKey(k.key), name: tenant, now: clock.now() });
     keys[tenant] = k.key;
@@ -579,6 +579,73 @@ describe('console, confirmations before acting', () => {
     expect(await active()).toBe(2);
     expect((await confirmAgain(s, action, page)).headers.get('location')).toBe('/console/templates/act?done=stale');
     expect(await active()).toBe(2);
+  });
+});
+
+describe("console, a dead group's own list", () => {
+  /** The notification ids a list page shows, in its order. */
+  const listed = (page: string) => [...page.matchAll(/<td><a href="\/console\/notifications\/(ntf_\w+)">/g)].map((m) => m[1]!);
+  const unescape = (v: string) =>
+    v
+      .replace(/&amp;/g, '&')
+      .replace(/&quot;/g, '"')
+      .replace(/&#39;/g, "'");
+
+  it("links each group's count to a list of exactly its notifications: same tenant, reason and error start, or none", async () => {
+    // Two errors, one the start of the other, with a line break and characters a URL or HTML would
+    // take for syntax; a group without an error; the same group in another tenant.
+    const error = 'HTTP 410 <Gone>\nsecond line & 50% +more';
+    const ids = await insertNotifications('hooli', ['a@example.com', 'b@example.com', 'c@example.com', 'd@example.com', 'e@example.com']);
+    const [gone1, gone2, goneLonger, none, queued] = ids as [string, string, string, string, string];
+    const [theirs] = await insertNotifications('globex', ['theirs@example.com']);
+    const kill = (id: string, reason: string, lastError: string | null) =>
+      t.pool.query(
+        `UPDATE notifications SET state = 'dead', dead_reason = $2, last_error = $3, next_attempt_at = NULL, attempts = 1 WHERE id = $1`,
+        [id, reason, lastError],
+      );
+    await kill(gone1, 'permanent', error);
+    await kill(gone2, 'permanent', error);
+    await kill(goneLonger, 'permanent', `${error}, for good`);
+    await kill(none, 'exhausted', null);
+    await kill(theirs!, 'permanent', error);
+    await t.pool.query('UPDATE notifications SET last_error = $2 WHERE id = $1', [queued, error]);
+    const s = await signIn('hooli');
+    const dead = await (await app.request('/console/dead', { headers: s.headers })).text();
+    const links = [
+      ...dead.matchAll(
+        /<a href="(\/console\/notifications\?dead_reason=[^"]+)"\s+aria-label="(\d+): list the dead notifications of this group"\s*>(\d+)<\/a/g,
+      ),
+    ];
+    const lists = new Map<string, string[]>();
+    for (const [, href, label, count] of links) {
+      expect(label).toBe(count);
+      const res = await app.request(unescape(href!), { headers: s.headers });
+      expect(res.status).toBe(200);
+      const page = await res.text();
+      expect(listed(page)).toHaveLength(Number(count));
+      const q = new URL(unescape(href!), 'http://console').searchParams;
+      lists.set(`${q.get('dead_reason')}|${q.get('last_error_prefix') ?? 'none'}`, listed(page));
+      expect(page).toContain('The dead notifications of one group of the <a href="/console/dead">dead page</a>');
+    }
+    expect(Object.fromEntries(lists)).toEqual({
+      [`permanent|${error}`]: [gone2, gone1],
+      [`permanent|${error}, for good`]: [goneLonger],
+      'exhausted|none': [none],
+    });
+  });
+
+  it('asks for a dead reason before searching by last error, on the field to fill in', async () => {
+    const s = await signIn('hooli');
+    const res = await app.request('/console/notifications?last_error_prefix=HTTP+410', { headers: s.headers });
+    expect(res.status).toBe(422);
+    const page = await res.text();
+    expect([...page.matchAll(/id="([^"]+)"[^>]*aria-invalid="true"/g)].map((m) => m[1])).toEqual(['f-dead-reason']);
+    expect(page).toContain('Last error: needs a dead reason (dead_reason): it selects among the dead notifications of one reason.');
+    expect(page).toMatch(/id="f-last-error" name="last_error_prefix" value="HTTP 410"/);
+    expect(listed(page)).toEqual([]);
+    const contradiction = await app.request('/console/notifications?dead_reason=permanent&state=queued', { headers: s.headers });
+    expect(contradiction.status).toBe(422);
+    expect([...(await contradiction.text()).matchAll(/id="([^"]+)"[^>]*aria-invalid="true"/g)].map((m) => m[1])).toEqual(['f-state']);
   });
 });
 

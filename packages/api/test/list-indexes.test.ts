@@ -88,7 +88,7 @@ describe('the per-tenant list indexes (0310)', () => {
       expect(plan).toContain(`Index Scan Backward using ${index}`.trim());
       expect(plan).not.toMatch(/Sort|Seq Scan/);
     }
-    const page = await notificationList(tdb.pool, { tenantId: 'acme', state: 'sent', limit: 5 });
+    const page = await notificationList(tdb.pool, { tenantId: 'acme', filter: { state: 'sent' }, limit: 5 });
     expect(page.map((n) => n.id)).toEqual([
       'ntf_0000000000000000030000',
       'ntf_0000000000000000029970',

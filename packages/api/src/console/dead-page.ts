@@ -7,7 +7,8 @@ import { ProblemError } from '../problem.js';
 import { deadGroupList } from '../sql/dead-group-list.js';
 import { type ConsoleDeps, type ConsoleEnv, exactField, exactFormText, formText, page } from './context.js';
 import { confirmPage, hiddenInputs, isConfirmed } from './confirm.js';
-import { counted, csrfField, table } from './layout.js';
+import { type Html, counted, csrfField, table } from './layout.js';
+import { listUrl } from './paging.js';
 import { deadGroupCount } from './sql/dead-group-count.js';
 
 /** The fields that name a dead group: its row's Retry form and the confirmation. */
@@ -16,6 +17,22 @@ const groupFields = (reason: string, error: string | null) => ({
   error: exactField(error ?? ''),
   has_error: error === null ? '0' : '1',
 });
+
+/** A dead group in words: its reason, and the start of its last error or none. */
+export function deadGroupText(reason: string, error: string | null): Html {
+  return html`reason <strong>${reason}</strong>${error === null ? html`, no last error` : html`, last error starting <q>${error}</q>`}`;
+}
+
+/**
+ * The console's notification list of exactly one dead group: the same reason and the same first
+ * 200 characters of the last error, or none (URLSearchParams keeps every character, line breaks too).
+ */
+function deadGroupListUrl(reason: string, error: string | null): string {
+  const q = new URLSearchParams({ dead_reason: reason });
+  if (error === null) q.set('has_last_error', 'false');
+  else q.set('last_error_prefix', error);
+  return listUrl('/console/notifications', q);
+}
 
 /** Dead: notifications grouped by reason and last error, each group with a bulk retry. */
 export function deadPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
@@ -29,8 +46,8 @@ export function deadPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
       { title: 'Dead notifications', active: '/console/dead' },
       html`<p>
           Grouped by reason and the start of the last error, largest group first. A bulk retry re-queues up to
-          ${BULK_RETRY_MAX.toLocaleString('en')} of a group (expired ones stay dead).
-          <a href="/console/notifications?state=dead">Every dead notification</a>, newest first.
+          ${BULK_RETRY_MAX.toLocaleString('en')} of a group (expired ones stay dead). A group's count lists its notifications;
+          <a href="/console/notifications?state=dead">every dead notification</a>, newest first.
         </p>
         ${table(
           'dead-groups',
@@ -41,7 +58,11 @@ export function deadPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
               html`<tr>
                 <td>${g.dead_reason}</td>
                 <td>${g.error ?? html`<span class="muted">none</span>`}</td>
-                <td>${g.count}</td>
+                <td>
+                  <a href="${deadGroupListUrl(g.dead_reason, g.error)}" aria-label="${g.count}: list the dead notifications of this group"
+                    >${g.count}</a
+                  >
+                </td>
                 <td><a href="/console/notifications/${g.newest_id}">${g.newest_id}</a></td>
                 <td>
                   ${
@@ -71,8 +92,7 @@ export function deadPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
       return page(c, { title: 'Not done', status: 422, error: 'Unknown dead reason.' }, html``);
     // A group is one (reason, error) pair of the dead page: its error may be none, which is not "any".
     const error = form.has_error === '1' ? exactFormText(form, 'error') : null;
-    const group = html`reason
-      <strong>${reason}</strong>${error === null ? html`, no last error` : html`, last error starting <q>${error}</q>`}`;
+    const group = deadGroupText(reason, error);
     if (!isConfirmed(form)) {
       const { dead, retryable } = await deadGroupCount(deps.exec, {
         tenantId: s.tenantId,

@@ -1,19 +1,36 @@
 import { type Context, Hono } from 'hono';
 import { html } from 'hono/html';
-import { CHANNELS, type Channel, NOTIFICATION_STATES, type Notification, type NotificationState, isNotificationId } from '@notify/outbox';
+import {
+  CHANNELS,
+  type Channel,
+  DEAD_REASONS,
+  NOTIFICATION_STATES,
+  type Notification,
+  type NotificationState,
+  isNotificationId,
+} from '@notify/outbox';
 import { ProblemError } from '../problem.js';
+import { deadFilterIssues } from '../schemas.js';
 import { cancelNotification, retryNotification } from '../notification-actions.js';
 import { attemptList } from '../sql/attempt-list.js';
 import { notificationActionList } from '../sql/notification-action-list.js';
 import { notificationGet } from '../sql/notification-get.js';
 import { decodeCursor, encodeCursor } from '../views.js';
 import { confirmPage, isConfirmed } from './confirm.js';
+import { deadGroupText } from './dead-page.js';
 import { type ConsoleDeps, type ConsoleEnv, formText, page } from './context.js';
-import { counted, csrfField, stateBadge, table, time } from './layout.js';
+import { counted, csrfField, invalidIf, stateBadge, table, time } from './layout.js';
 import { cursorParam, listUrl, pagerLinks } from './paging.js';
 import { notificationPage } from './sql/notification-page.js';
 
 const PAGE_SIZE = 50;
+
+/** The search form's label of each parameter a refusal can name. */
+const SEARCH_LABELS: Readonly<Record<string, string>> = {
+  state: 'State',
+  last_error_prefix: 'Last error',
+  has_last_error: 'Last error recorded',
+};
 
 const DAY_MS = 86_400_000;
 
@@ -69,18 +86,47 @@ export function notificationPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
     const recipient = q.to?.trim() || undefined;
     const createdFrom = dateParam(q.from, 'from');
     const createdTo = dateParam(q.until, 'until');
+    // A dead group, as the dead page links to it: the reason, and the last error's first 200
+    // characters exactly (not trimmed) or none. The form sends every field, so empty means any.
+    const deadReason = (DEAD_REASONS as readonly string[]).includes(q.dead_reason ?? '') ? q.dead_reason : undefined;
+    const lastErrorPrefix = q.last_error_prefix || undefined;
+    const hasLastError = q.has_last_error === 'true' || q.has_last_error === 'false' ? q.has_last_error : undefined;
+    const refused = deadFilterIssues({
+      state,
+      dead_reason: deadReason,
+      last_error_prefix: lastErrorPrefix,
+      has_last_error: hasLastError,
+    })[0];
     const at = cursorParam(q);
     const cursorId = at ? decodeCursor(at.token) : undefined;
-    const { rows: shown, ...more } = await notificationPage(deps.exec, {
-      tenantId,
-      filter: { recipient, state, channel, createdFrom, createdTo },
-      cursor: at && cursorId !== undefined && isNotificationId(cursorId) ? { key: cursorId, toward: at.toward } : undefined,
-      limit: PAGE_SIZE,
-    });
+    const { rows: shown, ...more } = refused
+      ? { rows: [], next: false, previous: false }
+      : await notificationPage(deps.exec, {
+          tenantId,
+          filter: {
+            recipient,
+            state,
+            channel,
+            createdFrom,
+            createdTo,
+            deadReason,
+            lastErrorPrefix,
+            hasLastError: hasLastError === undefined ? undefined : hasLastError === 'true',
+          },
+          cursor: at && cursorId !== undefined && isNotificationId(cursorId) ? { key: cursorId, toward: at.toward } : undefined,
+          limit: PAGE_SIZE,
+        });
     const keep = new URLSearchParams(
-      Object.entries({ to: recipient ?? '', state: state ?? '', channel: channel ?? '', from: q.from ?? '', until: q.until ?? '' }).filter(
-        ([, v]) => v,
-      ),
+      Object.entries({
+        to: recipient ?? '',
+        state: state ?? '',
+        channel: channel ?? '',
+        dead_reason: deadReason ?? '',
+        last_error_prefix: lastErrorPrefix ?? '',
+        has_last_error: hasLastError ?? '',
+        from: q.from ?? '',
+        until: q.until ?? '',
+      }).filter(([, v]) => v),
     );
     // Back at the newest rows: the first page itself, full, rather than the few above the cursor.
     if (at?.toward === 'previous' && !more.previous) return c.redirect(listUrl('/console/notifications', keep), 303);
@@ -93,29 +139,54 @@ export function notificationPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
       },
       { previous: 'Newer notifications', next: 'Older notifications' },
     );
-    const option = (value: string, current: string | undefined) =>
-      html`<option value="${value}" ${current === value ? 'selected' : ''}>${value || 'any'}</option>`;
+    const option = (value: string, current: string | undefined, label = value || 'any') =>
+      html`<option value="${value}" ${current === value ? 'selected' : ''}>${label}</option>`;
+    // The field to correct: the reason when it is missing, else the one the refusal names.
+    const invalid = (field: string) =>
+      invalidIf(refused !== undefined && (deadReason === undefined ? 'dead_reason' : refused.path) === field);
     return page(
       c,
-      { title: 'Notifications', active: '/console/notifications' },
+      {
+        title: 'Notifications',
+        active: '/console/notifications',
+        ...(refused && { status: 422 as const, error: `${SEARCH_LABELS[refused.path]}: ${refused.message}.` }),
+      },
       html`<form method="get" action="/console/notifications" role="search">
           <fieldset>
             <legend>Search</legend>
             <label for="f-id">Id</label><input id="f-id" name="id" size="32" placeholder="ntf_…" />
             <label for="f-to">Recipient (exact)</label><input id="f-to" name="to" value="${recipient ?? ''}" size="28" />
             <label for="f-state">State</label
-            ><select id="f-state" name="state">
+            ><select id="f-state" name="state" ${invalid('state')}>
               ${['', ...NOTIFICATION_STATES].map((s) => option(s, state ?? ''))}
             </select>
             <label for="f-channel">Channel</label
             ><select id="f-channel" name="channel">
               ${['', ...CHANNELS].map((s) => option(s, channel ?? ''))}
             </select>
+            <label for="f-dead-reason">Dead reason</label
+            ><select id="f-dead-reason" name="dead_reason" ${invalid('dead_reason')}>
+              ${['', ...DEAD_REASONS].map((s) => option(s, deadReason ?? ''))}
+            </select>
+            <label for="f-last-error">Last error (its first 200 characters, exactly)</label
+            ><input id="f-last-error" name="last_error_prefix" value="${lastErrorPrefix ?? ''}" size="28" maxlength="200" />
+            <label for="f-has-last-error">Last error recorded</label
+            ><select id="f-has-last-error" name="has_last_error" ${invalid('has_last_error')}>
+              ${option('', hasLastError ?? '')} ${option('true', hasLastError, 'yes')} ${option('false', hasLastError, 'none')}
+            </select>
             <label for="f-from">Created from</label><input id="f-from" name="from" type="date" value="${q.from ?? ''}" />
             <label for="f-until">until</label><input id="f-until" name="until" type="date" value="${q.until ?? ''}" />
             <button type="submit">Search</button>
           </fieldset>
         </form>
+        ${
+          deadReason !== undefined && (lastErrorPrefix !== undefined || hasLastError === 'false') && !refused
+            ? html`<p id="dead-group">
+                The dead notifications of one group of the <a href="/console/dead">dead page</a>:
+                ${deadGroupText(deadReason, lastErrorPrefix ?? null)}.
+              </p>`
+            : ''
+        }
         ${table(
           'notifications',
           'Notifications, newest first',

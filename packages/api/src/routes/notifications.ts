@@ -186,8 +186,13 @@ export function notificationRoutes(deps: NotificationRoutesDeps): Hono<AppEnv> {
     const beforeId = cursorId(q.cursor, isNotificationId);
     const rows = await notificationList(db, {
       tenantId: c.get('auth').tenantId,
-      state: q.state,
-      recipient: q.to,
+      filter: {
+        state: q.state,
+        recipient: q.to,
+        deadReason: q.dead_reason,
+        lastErrorPrefix: q.last_error_prefix,
+        hasLastError: q.has_last_error === undefined ? undefined : q.has_last_error === 'true',
+      },
       beforeId,
       limit: q.limit + 1,
     });

@@ -19,15 +19,15 @@ export interface NotificationPageParams {
  * offered on the newest page however it was reached.
  */
 export async function notificationPage(db: SqlExecutor, params: NotificationPageParams): Promise<KeysetPage<Notification>> {
-  const { where, values } = notificationFilterSql(params.filter);
+  const { where, values, orderBy } = notificationFilterSql(params.filter);
   const all: unknown[] = [params.tenantId, ...values];
   const bind = (v: unknown) => `$${all.push(v)}`;
   const cursor = params.cursor;
   const toward = cursor?.toward ?? 'next';
   const at = cursor !== undefined ? bind(cursor.key) : '';
   // Newest first: "next" pages go down the ids, "previous" pages up.
-  const [beyond, order, behind] = toward === 'next' ? ['<', 'DESC', '>='] : ['>', 'ASC', '<='];
-  const text = `SELECT * FROM notifications WHERE ${where}${cursor ? ` AND id ${beyond} ${at}` : ''} ORDER BY id ${order} LIMIT ${bind(params.limit + 1)}`;
+  const [beyond, order, behind] = toward === 'next' ? (['<', 'DESC', '>='] as const) : (['>', 'ASC', '<='] as const);
+  const text = `SELECT * FROM notifications WHERE ${where}${cursor ? ` AND id ${beyond} ${at}` : ''} ORDER BY ${orderBy(order)} LIMIT ${bind(params.limit + 1)}`;
   const { rows } = await db.query<Notification>(text, all);
   const back =
     cursor !== undefined &&
