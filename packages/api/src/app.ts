@@ -7,6 +7,7 @@ import { apiKeyLookup } from './api-key-cache.js';
 import type { AppEnv } from './env.js';
 import { allowedMethods } from './allowed-methods.js';
 import { bearerAuth } from './middleware/bearer-auth.js';
+import { apiCors } from './middleware/cors.js';
 import { requestContext } from './middleware/request-context.js';
 import { strictQuery } from './middleware/strict-query.js';
 import { shedOverload } from './middleware/shed.js';
@@ -85,6 +86,8 @@ export interface AppDeps {
   readonly console?: ConsoleOptions;
   /** NOTIFY_WEBHOOK_ALLOW_CIDRS, for the SSRF check of callback URLs at registration. Default: none. */
   readonly webhookAllowCidrs?: readonly string[];
+  /** NOTIFY_CORS_ORIGINS: the origins (or `*`) whose pages may call /v1 (`apiCors`). Default: none, no CORS headers. */
+  readonly corsOrigins?: readonly string[];
 }
 
 /** What `createAdminApp` needs. */
@@ -131,6 +134,13 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   const docs = renderDocsPage(openapi);
   app.get('/openapi.json', (c) => c.json(openapi));
   app.get('/docs', (c) => c.html(docs));
+  // CORS first, so that a shed, refused or rate-limited answer is readable by the page too.
+  if (deps.corsOrigins !== undefined && deps.corsOrigins.length > 0) {
+    app.use(
+      '/v1/*',
+      apiCors(deps.corsOrigins, (path) => allowedMethods(app, path)),
+    );
+  }
   if (deps.maxInFlight !== undefined) app.use('/v1/*', shedOverload(deps.maxInFlight, onShed));
   if (deps.requestDeadlineMs !== undefined && deps.requestDeadlineMs > 0) {
     const ms = deps.requestDeadlineMs;

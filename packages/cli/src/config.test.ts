@@ -161,6 +161,25 @@ describe('settings checked before anything starts', () => {
       '10.1.2.3',
     ]);
   });
+  it('takes NOTIFY_CORS_ORIGINS as origins a browser sends, or *, and refuses anything else by name', () => {
+    expect(loadConfig({}).corsOrigins).toEqual([]);
+    expect(loadConfig({ NOTIFY_CORS_ORIGINS: 'https://admin.example.com, http://localhost:5173' }).corsOrigins).toEqual([
+      'https://admin.example.com',
+      'http://localhost:5173',
+    ]);
+    expect(loadConfig({ NOTIFY_CORS_ORIGINS: '*' }).corsOrigins).toEqual(['*']);
+    for (const [value, message] of [
+      ['https://admin.example.com/', /"https:\/\/admin.example.com\/" is not an origin.*\(here: https:\/\/admin.example.com\)/],
+      ['https://admin.example.com:443', /\(here: https:\/\/admin.example.com\)/],
+      ['HTTPS://Admin.example.com', /is not an origin/],
+      ['admin.example.com', /is not an origin/],
+      ['ftp://files.example.com', /is not an origin/],
+      ['*,https://admin.example.com', /\* already allows every origin/],
+    ] as const) {
+      expect(() => loadConfig({ NOTIFY_CORS_ORIGINS: value }), value).toThrow(message);
+      expect(() => loadConfig({ NOTIFY_CORS_ORIGINS: value }), value).toThrow(/^NOTIFY_CORS_ORIGINS: /);
+    }
+  });
 });
 
 describe('unknownVariables', () => {

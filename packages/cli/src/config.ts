@@ -32,6 +32,8 @@ export interface Config extends ProvidersConfig {
   readonly apiKeyCacheMs: number;
   /** NOTIFY_API_MAX_IN_FLIGHT: /v1 requests one API process works on at once; more are shed with 503 `overloaded`. */
   readonly apiMaxInFlight: number;
+  /** NOTIFY_CORS_ORIGINS: origins (`https://admin.example.com`, or `*`) whose pages may call /v1 from a browser; empty: no CORS. */
+  readonly corsOrigins: readonly string[];
   /**
    * NOTIFY_API_GROUP_COMMIT (requests per statement at most; 1: off) and NOTIFY_API_GROUP_COMMIT_IN_FLIGHT
    * (groups written at once at most): group commit of POST /v1/notifications (docs/api.md).
@@ -141,6 +143,32 @@ function list(env: Env, name: string, fallback: string): string[] {
     .split(',')
     .map((s) => s.trim())
     .filter((s) => s !== '');
+}
+
+/**
+ * NOTIFY_CORS_ORIGINS: `*`, or origins as a browser sends them in `Origin` (scheme, host, and a
+ * port other than the scheme's default; no path, no trailing slash), compared exactly.
+ */
+function origins(env: Env, name: string): string[] {
+  const entries = list(env, name, '');
+  for (const entry of entries) {
+    if (entry === '*') continue;
+    let origin: string | undefined;
+    try {
+      const u = new URL(entry);
+      origin = u.protocol === 'http:' || u.protocol === 'https:' ? u.origin : undefined;
+    } catch {
+      origin = undefined;
+    }
+    if (origin !== entry) {
+      throw new ConfigError(
+        name,
+        `${JSON.stringify(entry)} is not an origin: write it as a browser sends it, e.g. https://admin.example.com or http://localhost:5173${origin ? ` (here: ${origin})` : ''}, or * for any`,
+      );
+    }
+  }
+  if (entries.includes('*') && entries.length > 1) throw new ConfigError(name, '* already allows every origin: give it alone');
+  return entries;
 }
 
 /** NOTIFY_WEBHOOK_ALLOW_CIDRS, checked here so a bad entry stops `notify start` before any role starts. */
@@ -286,6 +314,7 @@ export function loadConfig(env: Env): Config {
     apiRateLimits: { perKey: rateLimit(env, 'NOTIFY_API_RATE_LIMIT'), perTenant: rateLimit(env, 'NOTIFY_API_TENANT_RATE_LIMIT') },
     apiKeyCacheMs: int(env, 'NOTIFY_API_KEY_CACHE_MS', 5_000, 0, 300_000),
     apiMaxInFlight: int(env, 'NOTIFY_API_MAX_IN_FLIGHT', 64, 1, 100_000),
+    corsOrigins: origins(env, 'NOTIFY_CORS_ORIGINS'),
     apiGroupCommit: {
       maxGroupSize: int(env, 'NOTIFY_API_GROUP_COMMIT', 100, 1, 1_000),
       maxInFlight: int(env, 'NOTIFY_API_GROUP_COMMIT_IN_FLIGHT', 1, 1, 100),

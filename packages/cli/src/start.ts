@@ -195,6 +195,7 @@ export async function startNotify(config: Config, roles: readonly Role[], deps: 
         // A statement on a connection whose server stopped answering waits past the pool's bound.
         requestDeadlineMs: config.dbPoolWaitMs * 2,
         webhookAllowCidrs: config.webhook.allowCidrs,
+        corsOrigins: config.corsOrigins,
         maxInFlight: config.apiMaxInFlight,
         enqueueGroup: config.apiGroupCommit,
         ...(config.apiMaxEventLoopDelayMs > 0 ? { maxEventLoopDelayMs: config.apiMaxEventLoopDelayMs } : {}),

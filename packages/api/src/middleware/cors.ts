@@ -1,0 +1,50 @@
+import type { MiddlewareHandler } from 'hono';
+import { cors } from 'hono/cors';
+import type { AppEnv } from '../env.js';
+
+/** Request headers a browser may send cross-origin to /v1: the key, a JSON body, retries' key, tracing. */
+const ALLOW_HEADERS = ['authorization', 'content-type', 'idempotency-key', 'traceparent', 'tracestate', 'x-request-id'];
+/** Response headers a page may read besides the CORS-safelisted ones: where a resource is, when to retry, limits, the request id. */
+const EXPOSE_HEADERS = [
+  'location',
+  'retry-after',
+  'x-request-id',
+  'ratelimit-limit',
+  'ratelimit-remaining',
+  'ratelimit-reset',
+  'ratelimit-policy',
+];
+/** How long a browser may reuse a preflight's answer: 10 minutes (Chromium caps it at 2 hours). */
+const PREFLIGHT_MAX_AGE_S = 600;
+
+/**
+ * CORS for /v1, for pages on `origins` (NOTIFY_CORS_ORIGINS: exact origins, or `*` for any) that
+ * call the API with a key themselves. Hono's `cors` does the headers; this decides which requests
+ * it sees:
+ * - a preflight (OPTIONS with Access-Control-Request-Method) on a path that has routes is answered
+ *   here, before authentication (a browser never sends the key on one): 204, and for an allowed
+ *   origin the path's methods (`methodsOf`, the router's own list), the headers above, a max age;
+ *   an origin not listed gets no Access-Control-Allow-Origin, so the browser refuses;
+ * - any other request with an Origin goes on as without CORS, and its answer (a 401, 429 or 503
+ *   problem too) carries Access-Control-Allow-Origin for a listed origin, so the page can read it;
+ * - an OPTIONS that is no preflight keeps its own answer (204 with Allow), an unknown path its 404.
+ * The console (/console) never gets CORS: it is a same-origin site with cookies.
+ */
+export function apiCors(origins: readonly string[], methodsOf: (path: string) => string[]): MiddlewareHandler<AppEnv> {
+  const any = origins.includes('*');
+  const headers = cors({
+    origin: (origin) => (any ? '*' : origins.includes(origin) ? origin : null),
+    allowMethods: (_origin, c) => methodsOf(c.req.path).filter((m) => m !== 'OPTIONS' && m !== 'HEAD'),
+    allowHeaders: ALLOW_HEADERS,
+    exposeHeaders: EXPOSE_HEADERS,
+    maxAge: PREFLIGHT_MAX_AGE_S,
+  });
+  return async (c, next) => {
+    if (c.req.header('origin') === undefined) return next();
+    if (c.req.method === 'OPTIONS') {
+      const preflight = c.req.header('access-control-request-method') !== undefined;
+      if (!preflight || methodsOf(c.req.path).length === 0) return next();
+    }
+    return headers(c, next);
+  };
+}

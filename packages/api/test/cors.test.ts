@@ -1,0 +1,98 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ManualClock } from '@notify/runtime/testing';
+import { createApp } from '@notify/api';
+import { createTestDatabase, type TestDatabase } from '../../../test/support/db.js';
+import { seedTenantKeys } from './support.js';
+
+// The CORS headers of /v1 (NOTIFY_CORS_ORIGINS), request by request; test/browser/cors.test.ts
+// shows what Chromium makes of them.
+
+let t: TestDatabase;
+let app: ReturnType<typeof createApp>;
+let open: ReturnType<typeof createApp>;
+let plain: ReturnType<typeof createApp>;
+const clock = new ManualClock(new Date());
+let key = '';
+const SITE = 'https://admin.example.com';
+
+beforeAll(async () => {
+  t = await createTestDatabase();
+  ({ acme: key } = await seedTenantKeys(t, ['acme'], clock.now()));
+  const config = { retry: { maxAttempts: 3, defaultTtlMs: 3_600_000 } };
+  app = createApp({ db: t.db, clock, config, corsOrigins: [SITE] });
+  open = createApp({ db: t.db, clock, config, corsOrigins: ['*'] });
+  plain = createApp({ db: t.db, clock, config });
+});
+afterAll(async () => {
+  await t?.close();
+});
+
+const preflight = (on: typeof app, path: string, origin: string, method = 'POST') =>
+  on.request(path, {
+    method: 'OPTIONS',
+    headers: { origin, 'access-control-request-method': method, 'access-control-request-headers': 'authorization,content-type' },
+  });
+
+describe('CORS on /v1', () => {
+  it('answers a preflight from a listed origin before authentication: the path methods, the headers a client sends, a max age', async () => {
+    const res = await preflight(app, '/v1/notifications', SITE);
+    expect(res.status).toBe(204);
+    expect(res.headers.get('access-control-allow-origin')).toBe(SITE);
+    expect(res.headers.get('access-control-allow-methods')).toBe('GET,POST');
+    expect(res.headers.get('access-control-allow-headers')!.split(',')).toEqual(
+      expect.arrayContaining(['authorization', 'content-type', 'idempotency-key', 'traceparent']),
+    );
+    expect(res.headers.get('access-control-max-age')).toBe('600');
+    expect(res.headers.get('vary')).toMatch(/Origin/);
+    const one = await preflight(app, '/v1/templates/welcome/versions/1', SITE, 'DELETE');
+    expect(one.headers.get('access-control-allow-methods')).toBe('GET,DELETE');
+  });
+
+  it('a preflight from another origin gets no Access-Control-Allow-Origin (the browser refuses)', async () => {
+    const res = await preflight(app, '/v1/notifications', 'https://evil.example.net');
+    expect(res.headers.get('access-control-allow-origin')).toBeNull();
+  });
+
+  it('every answer to a listed origin carries it, a 401 too, with the headers a page may read', async () => {
+    const ok = await app.request('/v1/notifications', { headers: { origin: SITE, authorization: `Bearer ${key}` } });
+    expect(ok.status).toBe(200);
+    expect(ok.headers.get('access-control-allow-origin')).toBe(SITE);
+    expect(ok.headers.get('access-control-expose-headers')!.split(',')).toEqual(
+      expect.arrayContaining(['location', 'retry-after', 'x-request-id', 'ratelimit-remaining']),
+    );
+    const refused = await app.request('/v1/notifications', { headers: { origin: SITE } });
+    expect(refused.status).toBe(401);
+    expect(refused.headers.get('access-control-allow-origin')).toBe(SITE);
+    const other = await app.request('/v1/notifications', {
+      headers: { origin: 'https://evil.example.net', authorization: `Bearer ${key}` },
+    });
+    expect(other.headers.get('access-control-allow-origin')).toBeNull();
+  });
+
+  it('`*` allows any origin', async () => {
+    const res = await preflight(open, '/v1/notifications', 'https://anywhere.example.org');
+    expect(res.headers.get('access-control-allow-origin')).toBe('*');
+  });
+
+  it('leaves the rest as it was: an OPTIONS that is no preflight, an unknown path, a request without Origin, the console', async () => {
+    const options = await app.request('/v1/notifications', {
+      method: 'OPTIONS',
+      headers: { origin: SITE, authorization: `Bearer ${key}` },
+    });
+    expect(options.status).toBe(204);
+    expect(options.headers.get('allow')).toBe('GET, HEAD, POST, OPTIONS');
+    const unknown = await preflight(app, '/v1/nothing-here', SITE);
+    expect(unknown.status).toBe(401); // a preflight of no route gets what any request there gets without a key
+    expect(unknown.headers.get('access-control-allow-methods')).toBeNull();
+    const noOrigin = await app.request('/v1/notifications', { headers: { authorization: `Bearer ${key}` } });
+    expect(noOrigin.headers.get('access-control-allow-origin')).toBeNull();
+    const console = await app.request('/console/login', { headers: { origin: SITE } });
+    expect(console.headers.get('access-control-allow-origin')).toBeNull();
+  });
+
+  it('without NOTIFY_CORS_ORIGINS there are no CORS headers at all', async () => {
+    const res = await preflight(plain, '/v1/notifications', SITE);
+    expect(res.headers.get('access-control-allow-origin')).toBeNull();
+    expect(res.headers.get('access-control-allow-methods')).toBeNull();
+  });
+});
