@@ -487,6 +487,29 @@ describe('the console in Chromium', () => {
     await checkPage('404');
   });
 
+  it('6b. a refused form and a form too large say so and lead back to the page the form was on', async () => {
+    // A form whose security token is not the session's (a stale tab after a new sign-in, a forgery).
+    await page.goto(`${notify.url}/console/opt-outs`);
+    await page.evaluate(`document.querySelector('form[action="/console/opt-outs"] input[name=_csrf]').value = 'forged'`);
+    await page.type('#o-to', 'refused@example.com');
+    await submit('form[action="/console/opt-outs"] button[type=submit]');
+    expect(await text('h1')).toBe('Refused');
+    await checkPage('refused form');
+    await submit('main a');
+    expect(page.url()).toBe(`${notify.url}/console/opt-outs`);
+    expect(await (await api('acme', '/v1/suppressions?channel=email&to=refused%40example.com')).json()).toMatchObject({ data: [] });
+    // A template body past the console's 1 MiB form limit.
+    await page.goto(`${notify.url}/console/templates`);
+    await page.type('#t-name', 'huge');
+    await page.evaluate(`document.querySelector('#t-body').value = 'x'.repeat(1100000)`);
+    const [res] = await Promise.all([page.waitForNavigation(), page.click('form[action="/console/templates"] button[type=submit]')]);
+    expect(res?.status()).toBe(413);
+    expect(await text('h1')).toBe('Too large');
+    await checkPage('form too large');
+    await submit('main a');
+    expect(page.url()).toBe(`${notify.url}/console/templates`);
+  });
+
   it('7. signs out', async () => {
     await page.goto(`${notify.url}/console/notifications`);
     await submit('form[action="/console/logout"] button');

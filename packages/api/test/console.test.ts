@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '@notify/runtime/testing';
 import { createApp, generateApiKey, hashApiKey } from '@notify/api';
 import { fromKysely, newNotificationId } from '@notify/outbox';
+import { createDb } from '@notify/runtime';
 import { createTestDatabase, type TestDatabase } from '../../../test/support/db.js';
 import { explain, recordStatements } from '../../../test/support/plans.js';
 import { notificationPage } from '../src/console/sql/notification-page.js';
@@ -160,6 +161,54 @@ describe('console', () => {
           `${path}: ${m[0]}`,
         ).toBe(true);
       }
+    }
+  });
+});
+
+describe('console, error pages without navigation', () => {
+  it('a refused form, a form too large and a failure each lead back: to the page the form was on, else the notifications', async () => {
+    const s = await signIn('hooli');
+    const links = (page: string) =>
+      [...page.matchAll(/<main[\s\S]*?<\/main>/g)].flatMap((m) => [...m[0].matchAll(/href="([^"]+)"/g)].map((h) => h[1]));
+    const refused = await app.request('/console/opt-outs', {
+      method: 'POST',
+      headers: { ...s.headers, referer: 'http://notify.example/console/opt-outs?to=ada' },
+      body: new URLSearchParams({ _csrf: 'forged', channel: 'email', to: 'ada@example.com' }),
+    });
+    expect(refused.status).toBe(403);
+    const refusedPage = await refused.text();
+    expect(refusedPage).toContain('<title>Error: Refused · notify console</title>');
+    expect(links(refusedPage)).toEqual(['/console/opt-outs?to=ada']);
+    // A Referer off the console (or none) leads to the notifications, never elsewhere.
+    for (const referer of ['https://elsewhere.example/console-phish', 'http://notify.example/console/logout', 'not a url']) {
+      const page = await (
+        await app.request('/console/opt-outs', {
+          method: 'POST',
+          headers: { ...s.headers, referer },
+          body: new URLSearchParams({ _csrf: 'forged' }),
+        })
+      ).text();
+      expect(links(page), referer).toEqual(['/console/notifications']);
+    }
+    const large = await app.request('/console/templates', {
+      method: 'POST',
+      headers: { ...s.headers, referer: 'http://notify.example/console/templates' },
+      body: new URLSearchParams({ _csrf: s.csrf, name: 'big', channel: 'sms', body: 'x'.repeat(1024 * 1024 + 1) }),
+    });
+    expect(large.status).toBe(413);
+    expect(links(await large.text())).toEqual(['/console/templates']);
+
+    // A failure (the database gone): the page names the request id that finds the log line.
+    const broken = createDb({ connectionString: 'postgres://postgres@127.0.0.1:1/none', max: 1, connectionWaitMs: 300 });
+    try {
+      const failing = createApp({ db: broken, clock, config: { retry: { maxAttempts: 3, defaultTtlMs: 3_600_000 } } });
+      const res = await failing.request('/console/notifications', { headers: { ...s.headers, 'x-request-id': 'req_console500test' } });
+      expect(res.status).toBe(500);
+      const page = await res.text();
+      expect(page).toContain('it has been logged with request id req_console500test.');
+      expect(links(page)).toEqual(['/console/notifications']);
+    } finally {
+      await broken.destroy();
     }
   });
 });

@@ -5,7 +5,7 @@ import { html } from 'hono/html';
 import { hashApiKey, hashesEqual } from '../api-key.js';
 import { apiKeyFindByHash } from '../sql/api-key-find-by-hash.js';
 import type { ConsoleDeps, ConsoleEnv } from './context.js';
-import { invalidIf, layout } from './layout.js';
+import { backLink, invalidIf, layout } from './layout.js';
 import { consoleSessionDelete, consoleSessionGet, consoleSessionInsert } from './session-store.js';
 
 /** The session cookie. */
@@ -107,7 +107,10 @@ export function requireSession(deps: ConsoleDeps): MiddlewareHandler<ConsoleEnv>
       const want = Buffer.from(session.csrfToken);
       if (sent.length !== want.length || !timingSafeEqual(sent, want)) {
         return c.html(
-          layout({ title: 'Refused', error: 'The form was missing its security token. Reload the page and try again.' }, html``),
+          layout(
+            { title: 'Refused', error: 'The form was missing its security token. Reload the page and try again.' },
+            backLink(c.req.header('referer')),
+          ),
           403,
         );
       }

@@ -10,7 +10,7 @@ import { authRoutes, logoutRoute, requireSession } from './auth.js';
 import type { ConsoleEnv } from './context.js';
 import { deadPages } from './dead-page.js';
 import { healthPages } from './health-page.js';
-import { layout } from './layout.js';
+import { backLink, layout } from './layout.js';
 import { notFoundPage, notificationPages } from './notifications-page.js';
 import { optOutPages } from './opt-outs-page.js';
 import type { PipelineProbe } from './pipeline.js';
@@ -71,7 +71,7 @@ export function consoleApp(deps: {
     '*',
     bodyLimit({
       maxSize: MAX_FORM_BYTES,
-      onError: (c) => c.html(layout({ title: 'Too large', error: 'The form is too large.' }, html``), 413),
+      onError: (c) => c.html(layout({ title: 'Too large', error: 'The form is too large.' }, backLink(c.req.header('referer'))), 413),
     }),
   );
   app.onError((err, c) => {
@@ -80,7 +80,9 @@ export function consoleApp(deps: {
       return c.html(layout({ title: 'Not done', error }, html`<p><a href="/console/notifications">Back to notifications</a></p>`), 400);
     }
     d.logger.error({ reqId: c.get('reqId'), err: errorSummary(err) }, 'console request failed');
-    return c.html(layout({ title: 'Something went wrong', error: 'The request failed; it has been logged.' }, html``), 500);
+    // The request id finds the log line (the page says nothing of the error itself).
+    const error = `The request failed; it has been logged with request id ${c.get('reqId') ?? 'unknown'}.`;
+    return c.html(layout({ title: 'Something went wrong', error }, backLink(c.req.header('referer'))), 500);
   });
   app.route('/', authRoutes(d));
   const secured = new Hono<ConsoleEnv>();

@@ -118,6 +118,23 @@ export function layout(
     </html>`;
 }
 
+/**
+ * The way on from an error page without navigation (a refused or too-large form, a failure): the
+ * console page the form was on, when the Referer names one (its path and query only, so it never
+ * leads off the console), else the notifications.
+ */
+export function backLink(referer: string | undefined): Html {
+  let from: URL | undefined;
+  try {
+    from = referer ? new URL(referer) : undefined;
+  } catch {
+    from = undefined;
+  }
+  return from && from.pathname.startsWith('/console/') && from.pathname !== '/console/logout'
+    ? html`<p><a href="${from.pathname}${from.search}">Back to the page you came from</a> (reload it before you send the form again)</p>`
+    : html`<p><a href="/console/notifications">Back to notifications</a></p>`;
+}
+
 /** A state badge. */
 export function stateBadge(state: string): Html {
   return html`<span class="badge s-${state}">${state}</span>`;
