@@ -3,7 +3,7 @@ import { createRequire } from 'node:module';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import puppeteer, { type Browser, type Page } from 'puppeteer-core';
+import puppeteer, { type Browser, type Page, type SerializedAXNode } from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NotificationView } from '@notify/api';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
@@ -475,6 +475,51 @@ describe('the console in Chromium', () => {
       await page.goto(`${notify.url}${path}`);
       await checkKeyboard(path);
     }
+  });
+
+  it("5d. reads as a screen reader would: Chromium's accessibility tree names every landmark, heading, control and table", async () => {
+    // What assistive technology is given (no screen reader runs here): the tree Chromium builds.
+    const flat = (n: SerializedAXNode | null): SerializedAXNode[] => (n ? [n, ...(n.children ?? []).flatMap(flat)] : []);
+    const read = async () => flat(await page.accessibility.snapshot());
+    const named = (n: SerializedAXNode) => (n.name ?? '').trim() !== '';
+    for (const path of [
+      '/console/notifications',
+      `/console/notifications/${deadId}`,
+      '/console/dead',
+      '/console/opt-outs',
+      '/console/health',
+    ]) {
+      await page.goto(`${notify.url}${path}`);
+      const nodes = await read();
+      const h1 = await text('h1');
+      expect.soft(nodes.filter((n) => n.role === 'main').length, `${path}: one main`).toBe(1);
+      expect
+        .soft(
+          nodes.filter((n) => n.role === 'navigation').map((n) => n.name),
+          `${path}: the console's navigation`,
+        )
+        .toEqual(['Console']);
+      expect
+        .soft(
+          nodes.filter((n) => n.role === 'heading' && n.level === 1).map((n) => n.name),
+          `${path}: one h1`,
+        )
+        .toEqual([h1]);
+      const controls = ['textbox', 'searchbox', 'combobox', 'button', 'link', 'checkbox', 'spinbutton', 'table', 'img'];
+      expect.soft(nodes.filter((n) => controls.includes(n.role)).length, `${path}: controls read`).toBeGreaterThan(5);
+      const unnamed = nodes.filter((n) => controls.includes(n.role) && !named(n)).map((n) => n.role);
+      expect.soft(unnamed, `${path}: controls, tables and images without a name`).toEqual([]);
+    }
+    // A refused form: the alert is read, and the field it is about says it is invalid and why.
+    await page.goto(`${notify.url}/console/opt-outs`);
+    await page.select('#o-channel', 'sms');
+    await page.type('#o-to', 'not-a-number');
+    await submit('form[action="/console/opt-outs"] button[type=submit]');
+    const nodes = await read();
+    const alert = nodes.find((n) => n.role === 'alert');
+    expect(alert).toBeDefined();
+    const field = nodes.find((n) => n.role === 'textbox' && n.name === 'Recipient');
+    expect(field).toMatchObject({ invalid: 'true', description: expect.stringMatching(/E\.164/) });
   });
 
   it("6. shows a 404 page for another tenant's id", async () => {
