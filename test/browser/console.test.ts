@@ -464,14 +464,18 @@ describe('the console in Chromium', () => {
     }
   });
 
+  /** The pages 5c walks with the keyboard and 5d reads as a screen reader would: one of each kind. */
+  const walked = () => [
+    '/console/notifications',
+    `/console/notifications/${deadId}`,
+    '/console/dead',
+    '/console/templates/welcome',
+    '/console/opt-outs',
+    '/console/health',
+  ];
+
   it('5c. works with the keyboard alone: a skip link first, then every control in order with a visible focus', async () => {
-    for (const path of [
-      '/console/notifications',
-      `/console/notifications/${deadId}`,
-      '/console/templates/welcome',
-      '/console/opt-outs',
-      '/console/health',
-    ]) {
+    for (const path of walked()) {
       await page.goto(`${notify.url}${path}`);
       await checkKeyboard(path);
     }
@@ -482,13 +486,7 @@ describe('the console in Chromium', () => {
     const flat = (n: SerializedAXNode | null): SerializedAXNode[] => (n ? [n, ...(n.children ?? []).flatMap(flat)] : []);
     const read = async () => flat(await page.accessibility.snapshot());
     const named = (n: SerializedAXNode) => (n.name ?? '').trim() !== '';
-    for (const path of [
-      '/console/notifications',
-      `/console/notifications/${deadId}`,
-      '/console/dead',
-      '/console/opt-outs',
-      '/console/health',
-    ]) {
+    for (const path of walked()) {
       await page.goto(`${notify.url}${path}`);
       const nodes = await read();
       const h1 = await text('h1');
