@@ -1,7 +1,7 @@
 import { Hono } from 'hono';
 import { html } from 'hono/html';
 import { CHANNELS, type Channel } from '@notify/outbox';
-import { addSuppression, decodeSuppressionCursor, encodeSuppressionCursor, optOutRecipientProblem } from '../management/suppressions.js';
+import { addSuppression, decodeSuppressionCursor, encodeSuppressionCursor } from '../management/suppressions.js';
 import { suppressionList } from '../sql/suppression-list.js';
 import { confirmPage, hiddenInputs, isConfirmed } from './confirm.js';
 import { type ConsoleDeps, type ConsoleEnv, exactField, exactFormText, formText, page } from './context.js';
@@ -142,14 +142,13 @@ export function optOutPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
         reason,
       });
     }
-    const problem = await optOutRecipientProblem(deps.exec, channel as Channel, to);
-    if (problem !== null) return listPage(c, `The recipient ${problem}.`, 'to', { channel, to, category, reason });
-    await addSuppression(
+    const result = await addSuppression(
       deps.exec,
       s.tenantId,
       { channel: channel as Channel, to, category: category || undefined, reason: reason || undefined },
       deps.clock.now(),
     );
+    if ('problem' in result) return listPage(c, `The recipient ${result.problem}.`, 'to', { channel, to, category, reason });
     return c.redirect('/console/opt-outs?done=added', 303);
   });
 

@@ -19,7 +19,7 @@ export function suppressionView(r: SuppressionRow): SuppressionView {
  * as an opt-out stores it (trimmed; email lower-cased). An opt-out no notification could match
  * would only mislead whoever reads the list.
  */
-export async function optOutRecipientProblem(db: SqlExecutor, channel: Channel, to: string): Promise<string | null> {
+async function optOutRecipientProblem(db: SqlExecutor, channel: Channel, to: string): Promise<string | null> {
   const { rows } = await db.query<{ problem: string | null }>('SELECT notify_recipient_problem($1::text, $2::text) AS problem', [
     channel,
     normalizeRecipient(channel, to),
@@ -28,26 +28,23 @@ export async function optOutRecipientProblem(db: SqlExecutor, channel: Channel, 
 }
 
 /**
- * Records an opt-out (idempotent: a repeat updates the reason) and returns it as stored; a
- * recipient the channel cannot have is a 422 `validation_failed` on `to`, and nothing is stored.
+ * Records an opt-out (idempotent: a repeat updates the reason) and returns it as stored, or, for a
+ * recipient the channel cannot have, why (`optOutRecipientProblem`), and nothing is stored. The
+ * caller says it its way: the API a 422 on `to`, the console the form's field error.
  */
 export async function addSuppression(
   db: SqlExecutor,
   tenantId: string,
   input: { channel: Channel; to: string; category?: string | undefined; reason?: string | undefined },
   now: Date,
-): Promise<SuppressionView> {
+): Promise<{ readonly added: SuppressionView } | { readonly problem: string }> {
   const problem = await optOutRecipientProblem(db, input.channel, input.to);
-  if (problem !== null) {
-    throw new ProblemError('validation_failed', 'the request body is not a valid opt-out', {
-      extensions: { errors: [{ path: 'to', message: problem }] },
-    });
-  }
+  if (problem !== null) return { problem };
   const category = input.category ?? '*';
   await suppressionInsert(db, { tenantId, channel: input.channel, recipient: input.to, category, reason: input.reason ?? null, now });
   const recipient = normalizeRecipient(input.channel, input.to);
   const [row] = await suppressionList(db, { tenantId, channel: input.channel, recipient, category, limit: 1 });
-  return suppressionView(row!);
+  return { added: suppressionView(row!) };
 }
 
 /** Removes one opt-out; 404 when there is none. */

@@ -121,7 +121,13 @@ export function suppressionRoutes(deps: ManagementRoutesDeps): Hono<AppEnv> {
   app.post('/', jsonBody(), async (c) => {
     const input = parseBody(SuppressionCreate, c.get('json'), 'opt-out');
     const tenantId = c.get('auth').tenantId;
-    const view = await addSuppression(db, tenantId, { ...input, channel: input.channel }, deps.clock.now());
+    const result = await addSuppression(db, tenantId, { ...input, channel: input.channel }, deps.clock.now());
+    if ('problem' in result) {
+      throw new ProblemError('validation_failed', 'the request body is not a valid opt-out', {
+        extensions: { errors: [{ path: 'to', message: result.problem }] },
+      });
+    }
+    const view = result.added;
     deps.logger.info({ tenantId, channel: view.channel, category: view.category }, 'opt-out recorded');
     return c.json(view, 201);
   });
