@@ -258,47 +258,23 @@ describe('console, accessibility in the markup', () => {
     expect(bad).toMatch(/<input\s+id="api_key"[^>]*aria-invalid="true" aria-describedby="error" autofocus/);
     expect(bad).toContain('<title>Error: Sign in · notify console</title>');
     // A template body that does not parse: the body field, not the others.
-    const template = await (
-      await app.request('/console/templates', {
-        method: 'POST',
-        headers: s.headers,
-        body: new URLSearchParams({ _csrf: s.csrf, name: 'broken', channel: 'sms', body: 'Hi {{name' }),
-      })
-    ).text();
-    expect([...template.matchAll(/id="([^"]+)"[^>]*aria-invalid="true"/g)].map((m) => m[1])).toEqual(['t-body']);
+    const template = await postForm(s, '/console/templates', { name: 'broken', channel: 'sms', body: 'Hi {{name' });
+    expect(invalidFields(template)).toEqual(['t-body']);
     expect(template).toMatch(/<p class="error" role="alert" id="error">body, line 1, column \d+: /);
     // Sample data that is not JSON names its own field.
-    const sample = await (
-      await app.request('/console/templates', {
-        method: 'POST',
-        headers: s.headers,
-        body: new URLSearchParams({ _csrf: s.csrf, name: 'broken', channel: 'sms', body: 'Hi', sample_data: '{' }),
-      })
-    ).text();
-    expect([...sample.matchAll(/id="([^"]+)"[^>]*aria-invalid="true"/g)].map((m) => m[1])).toEqual(['t-sample']);
+    const sample = await postForm(s, '/console/templates', { name: 'broken', channel: 'sms', body: 'Hi', sample_data: '{' });
+    expect(invalidFields(sample)).toEqual(['t-sample']);
     // An opt-out without a recipient.
-    const optOut = await (
-      await app.request('/console/opt-outs', {
-        method: 'POST',
-        headers: s.headers,
-        body: new URLSearchParams({ _csrf: s.csrf, channel: 'sms', to: ' ', category: 'promo', reason: 'asked <twice>' }),
-      })
-    ).text();
-    expect([...optOut.matchAll(/id="([^"]+)"[^>]*aria-invalid="true"/g)].map((m) => m[1])).toEqual(['o-to']);
+    const optOut = await postForm(s, '/console/opt-outs', { channel: 'sms', to: ' ', category: 'promo', reason: 'asked <twice>' });
+    expect(invalidFields(optOut)).toEqual(['o-to']);
     // What was typed is still there to correct (WCAG 3.3.7), escaped.
     expect(optOut).toMatch(/<option selected>sms<\/option>/);
     expect(optOut).toMatch(/id="o-category"[^>]*value="promo"/);
     expect(optOut).toMatch(/id="o-reason"[^>]*value="asked &lt;twice&gt;"/);
     // A recipient the channel cannot have (a phone number in the email channel): the rule enqueue applies.
     const before = await t.pool.query('SELECT count(*)::int AS n FROM suppressions');
-    const wrongKind = await (
-      await app.request('/console/opt-outs', {
-        method: 'POST',
-        headers: s.headers,
-        body: new URLSearchParams({ _csrf: s.csrf, channel: 'email', to: '+14155550100', category: '', reason: '' }),
-      })
-    ).text();
-    expect([...wrongKind.matchAll(/id="([^"]+)"[^>]*aria-invalid="true"/g)].map((m) => m[1])).toEqual(['o-to']);
+    const wrongKind = await postForm(s, '/console/opt-outs', { channel: 'email', to: '+14155550100', category: '', reason: '' });
+    expect(invalidFields(wrongKind)).toEqual(['o-to']);
     expect(wrongKind).toContain('The recipient must be an email address.');
     expect(wrongKind).toMatch(/id="o-to"[^>]*value="\+14155550100"/);
     expect((await t.pool.query('SELECT count(*)::int AS n FROM suppressions')).rows[0].n).toBe(before.rows[0].n);
@@ -357,6 +333,13 @@ const confirmAgain = (s: Session, action: string, page: string) =>
 /** Posts a form to `action`, then confirms on the page that answers it: the action's response. */
 const confirmed = async (s: Session, action: string, fields: Record<string, string>) =>
   confirmAgain(s, action, await interstitial(s, action, fields));
+
+/** Posts a form to `action` with the session's CSRF token, as a browser would: the page that answers. */
+const postForm = async (s: Session, action: string, fields: Record<string, string>) =>
+  (await app.request(action, { method: 'POST', headers: s.headers, body: asBrowser({ _csrf: s.csrf, ...fields }) })).text();
+
+/** The ids of the fields a page marks invalid. */
+const invalidFields = (page: string) => [...page.matchAll(/id="([^"]+)"[^>]*aria-invalid="true"/g)].map((m) => m[1]);
 
 describe('console, what an operator found', () => {
   it('bulk-retries a dead group whose error holds a line break, and lists the death before the requeue', async () => {
@@ -688,13 +671,13 @@ describe("console, a dead group's own list", () => {
     const res = await app.request('/console/notifications?last_error_prefix=HTTP+410', { headers: s.headers });
     expect(res.status).toBe(422);
     const page = await res.text();
-    expect([...page.matchAll(/id="([^"]+)"[^>]*aria-invalid="true"/g)].map((m) => m[1])).toEqual(['f-dead-reason']);
+    expect(invalidFields(page)).toEqual(['f-dead-reason']);
     expect(page).toContain('Last error: needs a dead reason (dead_reason): it selects among the dead notifications of one reason.');
     expect(page).toMatch(/id="f-last-error" name="last_error_prefix" value="HTTP 410"/);
     expect(listed(page)).toEqual([]);
     const contradiction = await app.request('/console/notifications?dead_reason=permanent&state=queued', { headers: s.headers });
     expect(contradiction.status).toBe(422);
-    expect([...(await contradiction.text()).matchAll(/id="([^"]+)"[^>]*aria-invalid="true"/g)].map((m) => m[1])).toEqual(['f-state']);
+    expect(invalidFields(await contradiction.text())).toEqual(['f-state']);
   });
 });
 
