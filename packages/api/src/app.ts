@@ -7,7 +7,7 @@ import { apiKeyLookup } from './api-key-cache.js';
 import type { AppEnv } from './env.js';
 import { allowedMethods } from './allowed-methods.js';
 import { bearerAuth } from './middleware/bearer-auth.js';
-import { apiCors } from './middleware/cors.js';
+import { apiCors, earlyCorsHeaders } from './middleware/cors.js';
 import { requestContext } from './middleware/request-context.js';
 import { strictQuery } from './middleware/strict-query.js';
 import { shedOverload } from './middleware/shed.js';
@@ -125,20 +125,29 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   const metrics = deps.metrics ?? noMetrics;
   const onShed = (reason: string) => metrics.observeShed(reason);
   // Shedding on event-loop delay comes first, before request ids and logging: the cheapest answer.
+  const cors = deps.corsOrigins !== undefined && deps.corsOrigins.length > 0 ? deps.corsOrigins : undefined;
   const first =
     deps.maxEventLoopDelayMs === undefined
       ? []
-      : [shedOnEventLoopDelay(eventLoopPressure(), deps.maxEventLoopDelayMs, onShed, deps.maxEventLoopUtilization)];
+      : [
+          shedOnEventLoopDelay(
+            eventLoopPressure(),
+            deps.maxEventLoopDelayMs,
+            onShed,
+            deps.maxEventLoopUtilization,
+            cors && earlyCorsHeaders(cors),
+          ),
+        ];
   const app = baseApp(logger, metrics, first);
   const openapi = buildOpenApiDocument();
   const docs = renderDocsPage(openapi);
   app.get('/openapi.json', (c) => c.json(openapi));
   app.get('/docs', (c) => c.html(docs));
   // CORS first, so that a shed, refused or rate-limited answer is readable by the page too.
-  if (deps.corsOrigins !== undefined && deps.corsOrigins.length > 0) {
+  if (cors) {
     app.use(
       '/v1/*',
-      apiCors(deps.corsOrigins, (path) => allowedMethods(app, path)),
+      apiCors(cors, (path) => allowedMethods(app, path)),
     );
   }
   if (deps.maxInFlight !== undefined) app.use('/v1/*', shedOverload(deps.maxInFlight, onShed));

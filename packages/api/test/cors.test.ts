@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '@notify/runtime/testing';
 import { createApp } from '@notify/api';
 import { createTestDatabase, type TestDatabase } from '../../../test/support/db.js';
-import { seedTenantKeys } from './support.js';
+import { busy, seedTenantKeys } from './support.js';
 
 // The CORS headers of /v1 (NOTIFY_CORS_ORIGINS), request by request; test/browser/cors.test.ts
 // shows what Chromium makes of them.
@@ -14,11 +14,11 @@ let plain: ReturnType<typeof createApp>;
 const clock = new ManualClock(new Date());
 let key = '';
 const SITE = 'https://admin.example.com';
+const config = { retry: { maxAttempts: 3, defaultTtlMs: 3_600_000 } };
 
 beforeAll(async () => {
   t = await createTestDatabase();
   ({ acme: key } = await seedTenantKeys(t, ['acme'], clock.now()));
-  const config = { retry: { maxAttempts: 3, defaultTtlMs: 3_600_000 } };
   app = createApp({ db: t.db, clock, config, corsOrigins: [SITE] });
   open = createApp({ db: t.db, clock, config, corsOrigins: ['*'] });
   plain = createApp({ db: t.db, clock, config });
@@ -88,6 +88,36 @@ describe('CORS on /v1', () => {
     expect(noOrigin.headers.get('access-control-allow-origin')).toBeNull();
     const console = await app.request('/console/login', { headers: { origin: SITE } });
     expect(console.headers.get('access-control-allow-origin')).toBeNull();
+  });
+
+  it('a request shed on event-loop delay, answered before everything else, carries them too', async () => {
+    const shedding = createApp({ db: t.db, clock, config, corsOrigins: [SITE], maxEventLoopDelayMs: 100 });
+    const shedPlain = createApp({ db: t.db, clock, config, maxEventLoopDelayMs: 100 });
+    // Each request right after a 300-ms stall of this process's loop: read before any timer runs, so it is shed.
+    const stalled = (on: typeof app, path: string, headers: Record<string, string>) => {
+      busy(300);
+      return on.request(path, { headers: { authorization: `Bearer ${key}`, ...headers } });
+    };
+    const listed = await stalled(shedding, '/v1/notifications', { origin: SITE });
+    expect(listed.status).toBe(503);
+    expect(await listed.json()).toMatchObject({ code: 'overloaded' });
+    expect(listed.headers.get('retry-after')).toBe('1');
+    expect(listed.headers.get('access-control-allow-origin')).toBe(SITE);
+    expect(listed.headers.get('access-control-expose-headers')!.split(',')).toContain('retry-after');
+    expect(listed.headers.get('vary')).toBe('Origin');
+    const other = await stalled(shedding, '/v1/notifications', { origin: 'https://evil.example.net' });
+    expect(other.status).toBe(503);
+    expect(other.headers.get('access-control-allow-origin')).toBeNull();
+    // No Origin, the console, no NOTIFY_CORS_ORIGINS: shed as before, without CORS headers.
+    for (const res of [
+      await stalled(shedding, '/v1/notifications', {}),
+      await stalled(shedding, '/console/login', { origin: SITE }),
+      await stalled(shedPlain, '/v1/notifications', { origin: SITE }),
+    ]) {
+      expect(res.status).toBe(503);
+      expect(res.headers.get('access-control-allow-origin')).toBeNull();
+      expect(res.headers.get('access-control-expose-headers')).toBeNull();
+    }
   });
 
   it('without NOTIFY_CORS_ORIGINS there are no CORS headers at all', async () => {

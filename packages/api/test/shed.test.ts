@@ -14,6 +14,7 @@ import { waitFor } from '../../../test/support/wait.js';
 import { apiKeyInsert } from '../src/sql/api-key-insert.js';
 import { eventLoopPressure, shedOnEventLoopDelay } from '../src/middleware/pressure.js';
 import type { AppEnv } from '../src/env.js';
+import { busy } from './support.js';
 
 // Load shedding. NOTIFY_API_MAX_IN_FLIGHT: with the API's database work held up, requests past
 // the bound are answered 503 `overloaded` at once instead of queueing behind the others.
@@ -156,14 +157,6 @@ describe('a deadline on every /v1 request (requestDeadlineMs)', () => {
     expect(await repeat.json()).toMatchObject({ state: 'queued' });
   });
 });
-
-/** Blocks this process's event loop for `ms` (a busy loop: the CPU is taken, nothing else runs). */
-function busy(ms: number): void {
-  const end = performance.now() + ms;
-  while (performance.now() < end) {
-    // spin
-  }
-}
 
 /** The client runs in a child process, so its requests keep arriving while this process is blocked. */
 const CLIENT = `

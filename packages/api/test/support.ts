@@ -13,3 +13,11 @@ export async function seedTenantKeys<T extends string>(t: TestDatabase, tenants:
   }
   return keys;
 }
+
+/** Blocks this process's event loop for `ms` (a busy loop: the CPU is taken, nothing else runs). */
+export function busy(ms: number): void {
+  const end = performance.now() + ms;
+  while (performance.now() < end) {
+    // spin
+  }
+}

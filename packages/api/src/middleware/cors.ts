@@ -1,4 +1,4 @@
-import type { MiddlewareHandler } from 'hono';
+import type { Context, MiddlewareHandler } from 'hono';
 import { cors } from 'hono/cors';
 import type { AppEnv } from '../env.js';
 
@@ -31,9 +31,8 @@ const PREFLIGHT_MAX_AGE_S = 600;
  * The console (/console) never gets CORS: it is a same-origin site with cookies.
  */
 export function apiCors(origins: readonly string[], methodsOf: (path: string) => string[]): MiddlewareHandler<AppEnv> {
-  const any = origins.includes('*');
   const headers = cors({
-    origin: (origin) => (any ? '*' : origins.includes(origin) ? origin : null),
+    origin: allowedOrigin(origins),
     allowMethods: (_origin, c) => methodsOf(c.req.path).filter((m) => m !== 'OPTIONS' && m !== 'HEAD'),
     allowHeaders: ALLOW_HEADERS,
     exposeHeaders: EXPOSE_HEADERS,
@@ -46,5 +45,33 @@ export function apiCors(origins: readonly string[], methodsOf: (path: string) =>
       if (!preflight || methodsOf(c.req.path).length === 0) return next();
     }
     return headers(c, next);
+  };
+}
+
+/** Access-Control-Allow-Origin for a request's Origin: itself when listed, `*` when any is, else null (none). */
+function allowedOrigin(origins: readonly string[]): (origin: string) => string | null {
+  const any = origins.includes('*');
+  return (origin) => (any ? '*' : origins.includes(origin) ? origin : null);
+}
+
+/**
+ * The CORS headers of a /v1 answer given before `apiCors` runs: a request shed on event-loop delay
+ * or utilization (pressure.ts), answered first of all because that answer must cost least. The
+ * headers Hono's `cors` writes on any other answer (Access-Control-Allow-Origin for a listed
+ * origin, the exposed headers, `Vary: Origin`), so a page on a listed origin reads the 503 and its
+ * Retry-After instead of a network error. None for a request without Origin or outside /v1.
+ */
+export function earlyCorsHeaders(origins: readonly string[]): (c: Context<AppEnv>) => Record<string, string> | undefined {
+  const allow = allowedOrigin(origins);
+  const expose = EXPOSE_HEADERS.join(',');
+  return (c) => {
+    const origin = c.req.header('origin');
+    if (origin === undefined || !c.req.path.startsWith('/v1/')) return undefined;
+    const allowed = allow(origin);
+    return {
+      ...(allowed === null ? {} : { 'access-control-allow-origin': allowed }),
+      'access-control-expose-headers': expose,
+      vary: 'Origin',
+    };
   };
 }

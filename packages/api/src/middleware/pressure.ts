@@ -1,5 +1,5 @@
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
-import type { MiddlewareHandler } from 'hono';
+import type { Context, MiddlewareHandler } from 'hono';
 import type { AppEnv } from '../env.js';
 import { problem, problemResponse } from '../problem.js';
 
@@ -73,12 +73,16 @@ export function eventLoopPressure(options: { readonly sampleIntervalMs?: number 
  * With `maxUtilization` (0–1) also while the loop is busier than that (the process has more work
  * than CPU: its answers queue in the kernel although each loop turn is short), with Retry-After 1.
  * An accepted enqueue costs ~10× a shed answer, so shedding them keeps the answers flowing.
+ *
+ * `headersOf` adds headers of its own to a shed answer: the CORS headers (cors.ts,
+ * `earlyCorsHeaders`), which the middleware that writes them has not run yet.
  */
 export function shedOnEventLoopDelay(
   pressure: EventLoopPressure,
   maxDelayMs: number,
   onShed: (reason: ShedReason) => void,
   maxUtilization?: number,
+  headersOf?: (c: Context<AppEnv>) => Record<string, string> | undefined,
 ): MiddlewareHandler<AppEnv> {
   if (!Number.isFinite(maxDelayMs) || maxDelayMs <= 0) throw new RangeError(`maxEventLoopDelayMs must be > 0, got ${maxDelayMs}`);
   if (maxUtilization !== undefined && !(maxUtilization > 0 && maxUtilization <= 1))
@@ -89,14 +93,14 @@ export function shedOnEventLoopDelay(
       onShed('event_loop_delay');
       const retryAfter = String(Math.min(10, Math.max(1, Math.ceil(delay / 1000))));
       const detail = `event loop ${Math.round(delay)} ms late (limit ${maxDelayMs} ms); retry later`;
-      return problemResponse(problem('overloaded', detail, {}, c.req.path), { 'retry-after': retryAfter });
+      return problemResponse(problem('overloaded', detail, {}, c.req.path), { ...headersOf?.(c), 'retry-after': retryAfter });
     }
     if (maxUtilization !== undefined) {
       const busy = pressure.utilization();
       if (busy > maxUtilization) {
         onShed('event_loop_utilization');
         const detail = `event loop busy ${Math.round(busy * 100)} % of the time (limit ${Math.round(maxUtilization * 100)} %); retry later`;
-        return problemResponse(problem('overloaded', detail, {}, c.req.path), { 'retry-after': '1' });
+        return problemResponse(problem('overloaded', detail, {}, c.req.path), { ...headersOf?.(c), 'retry-after': '1' });
       }
     }
     return next();
