@@ -9,6 +9,7 @@ import { seedTenantKeys } from '../packages/api/test/support.js';
 import { deadGroupList } from '../packages/api/src/sql/dead-group-list.js';
 import { notificationList } from '../packages/api/src/sql/notification-list.js';
 import { notificationPage } from '../packages/api/src/console/sql/notification-page.js';
+import { notificationBulkRequeue } from '../packages/api/src/sql/notification-bulk-requeue.js';
 
 // A dead group's own list (GET /v1/notifications?dead_reason=&last_error_prefix= | has_last_error=false,
 // what the console's dead page links each group to) holds exactly the group: the notifications
@@ -195,6 +196,33 @@ describe("a dead group's list at 100,000 notifications", () => {
         );
         expect(plan).not.toMatch(/Sort|Seq Scan|Bitmap/);
       }
+    }
+  });
+
+  it("re-queues a group's oldest from the same index forward, without reading or sorting the rest of the group", async () => {
+    const groups = [
+      { deadReason: 'permanent', lastErrorPrefix: 'HTTP 410 Gone' },
+      { deadReason: 'exhausted', hasLastError: false },
+    ];
+    const client = await big.pool.connect();
+    try {
+      for (const filter of groups) {
+        const [statement] = await recordStatements((db) =>
+          notificationBulkRequeue(db, { tenantId: 'acme', filter, now: new Date(), budget: 3, limit: 26 }),
+        );
+        // EXPLAIN ANALYZE runs the UPDATE: in a transaction rolled back, so every group stays whole.
+        await client.query('BEGIN');
+        try {
+          const plan = await explain(client, `(ANALYZE, COSTS OFF, TIMING OFF) ${statement!.text}`, statement!.values);
+          expect(plan, plan).toMatch(/Index Scan using notifications_tenant_dead_idx on notifications( \w+)? \(actual rows=26 loops=1\)/);
+          expect(plan, plan).not.toMatch(/Sort|Seq Scan|Bitmap/);
+          expect(plan, plan).toMatch(/Update on notifications n \(actual rows=26 loops=1\)/);
+        } finally {
+          await client.query('ROLLBACK');
+        }
+      }
+    } finally {
+      client.release();
     }
   });
 });

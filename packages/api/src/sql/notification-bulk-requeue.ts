@@ -15,18 +15,20 @@ export interface NotificationBulkRequeueParams {
 /**
  * dead → queued, due now, for up to `limit` of the tenant's dead notifications matching the
  * filter, oldest first, skipping expired ones and rows another transaction holds. One statement;
- * each row also returns the dead reason it had.
+ * each row also returns the dead reason it had. A dead group's oldest are read from its index
+ * range forward (`orderBy`: the group without a last error is ordered on the index's expression
+ * too, else its every row was read and sorted), up to `limit` and those skipped.
  */
 export async function notificationBulkRequeue(
   db: SqlExecutor,
   params: NotificationBulkRequeueParams,
 ): Promise<(Notification & { previous_dead_reason: string })[]> {
-  const { where, values } = notificationFilterSql({ ...params.filter, state: 'dead' }, 5);
+  const { where, values, orderBy } = notificationFilterSql({ ...params.filter, state: 'dead' }, 5);
   const { rows } = await db.query<Notification & { previous_dead_reason: string }>(
     `WITH picked AS (
        SELECT id, dead_reason FROM notifications
         WHERE ${where} AND expires_at > $2
-        ORDER BY id
+        ORDER BY ${orderBy('ASC')}
         LIMIT $3
         FOR UPDATE SKIP LOCKED)
      UPDATE notifications n
