@@ -31,9 +31,11 @@ const PREFLIGHT_MAX_AGE_S = 600;
  * The console (/console) never gets CORS: it is a same-origin site with cookies.
  */
 export function apiCors(origins: readonly string[], methodsOf: (path: string) => string[]): MiddlewareHandler<AppEnv> {
+  // A preflight's methods, asked of the router once: to know it is a preflight of a known path, then for the header.
+  const preflightMethods = new WeakMap<Context, string[]>();
   const headers = cors({
     origin: allowedOrigin(origins),
-    allowMethods: (_origin, c) => methodsOf(c.req.path).filter((m) => m !== 'OPTIONS' && m !== 'HEAD'),
+    allowMethods: (_origin, c) => (preflightMethods.get(c) ?? methodsOf(c.req.path)).filter((m) => m !== 'OPTIONS' && m !== 'HEAD'),
     allowHeaders: ALLOW_HEADERS,
     exposeHeaders: EXPOSE_HEADERS,
     maxAge: PREFLIGHT_MAX_AGE_S,
@@ -41,8 +43,10 @@ export function apiCors(origins: readonly string[], methodsOf: (path: string) =>
   return async (c, next) => {
     if (c.req.header('origin') === undefined) return next();
     if (c.req.method === 'OPTIONS') {
-      const preflight = c.req.header('access-control-request-method') !== undefined;
-      if (!preflight || methodsOf(c.req.path).length === 0) return next();
+      if (c.req.header('access-control-request-method') === undefined) return next();
+      const methods = methodsOf(c.req.path);
+      if (methods.length === 0) return next();
+      preflightMethods.set(c, methods);
     }
     return headers(c, next);
   };
