@@ -11,7 +11,10 @@ import type { Scenario } from './types.js';
  * rate is the median round and each ratio the median of per-round ratios. The load runs in a child process whose peak RSS is reported.
  * Full mode adds diagnostic variants (notify_enqueue_item called directly, as other languages and
  * enqueue() off its plain path do; the statement unprepared; the NOTIFY trigger off; an intent
- * with data) that show what the gap is made of; they carry no target.
+ * with data) that show what the gap is made of; they carry no target. Compare the diagnostics
+ * with each other, not with the headline ratio: a variant's place in the round moves its rate by
+ * up to ~10 % at 16 clients (the same enqueue() read 0.65× in the noTrigger slot and 0.59× in the
+ * headline's, BENCHMARKS.md session 44). The headline pair runs side by side in both orders.
  */
 export const enqueueScenario: Scenario = {
   name: 'enqueue',
