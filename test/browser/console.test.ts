@@ -5,7 +5,8 @@ import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import puppeteer, { type Browser, type Page, type SerializedAXNode } from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { NotificationView } from '@notify/api';
+import { NotificationView, createApp } from '@notify/api';
+import { createDb } from '@notify/runtime';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { createTestKafka, type TestKafka } from '../support/kafka.js';
 import { type NotifyServer, startNotifyProcess } from '../support/notify-process.js';
@@ -553,6 +554,28 @@ describe('the console in Chromium', () => {
     expect(page.url()).toBe(`${notify.url}/console/templates`);
   });
 
+  it("6c. a failure's page names the request id of its log line and leads back", async () => {
+    // A console whose database does not answer (port 1), served beside the real one: signing in fails there.
+    const broken = createDb({ connectionString: 'postgres://postgres@127.0.0.1:1/none', max: 1, connectionWaitMs: 300 });
+    const failing = await serveFetch(createApp({ db: broken, config: { retry: { maxAttempts: 3, defaultTtlMs: 3_600_000 } } }).fetch);
+    try {
+      await page.goto(`${failing.url}/console/login`);
+      await page.type('#api_key', KEYS.acme);
+      const [res] = await Promise.all([page.waitForNavigation(), page.click('form button[type=submit]')]);
+      expect(res?.status()).toBe(500);
+      expect(await text('h1')).toBe('Something went wrong');
+      const reqId = res?.headers()['x-request-id'];
+      expect(reqId).toMatch(/^req_/);
+      expect(await text('main')).toContain(`it has been logged with request id ${reqId}.`);
+      await checkPage('failure');
+      await submit('main a');
+      expect(page.url()).toBe(`${failing.url}/console/login`);
+    } finally {
+      await failing.close();
+      await broken.destroy();
+    }
+  });
+
   it('7. signs out', async () => {
     await page.goto(`${notify.url}/console/notifications`);
     await submit('form[action="/console/logout"] button');
@@ -563,3 +586,32 @@ describe('the console in Chromium', () => {
     await checkPage('signed out');
   });
 });
+
+/** Serves `fetch` (a Hono app's) on a free port of 127.0.0.1 through node:http, request bodies included. */
+async function serveFetch(fetch: (request: Request) => Response | Promise<Response>): Promise<{ url: string; close: () => Promise<void> }> {
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      void (async () => {
+        const request = new Request(`http://${req.headers.host}${req.url}`, {
+          method: req.method,
+          headers: req.headers as Record<string, string>,
+          ...(chunks.length > 0 ? { body: Buffer.concat(chunks) } : {}),
+        });
+        const response = await fetch(request);
+        res.writeHead(response.status, Object.fromEntries(response.headers));
+        res.end(Buffer.from(await response.arrayBuffer()));
+      })();
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () =>
+      new Promise<void>((r) => {
+        server.close(() => r());
+        server.closeAllConnections(); // the browser keeps its connections open
+      }),
+  };
+}
