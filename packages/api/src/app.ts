@@ -124,8 +124,9 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   const logger = deps.logger ?? silentLogger;
   const metrics = deps.metrics ?? noMetrics;
   const onShed = (reason: string) => metrics.observeShed(reason);
-  // Shedding on event-loop delay comes first, before request ids and logging: the cheapest answer.
   const cors = deps.corsOrigins !== undefined && deps.corsOrigins.length > 0 ? deps.corsOrigins : undefined;
+  // Shedding on event-loop delay comes first, before request ids and logging: the cheapest answer
+  // (with the CORS headers a listed origin needs to read it).
   const first =
     deps.maxEventLoopDelayMs === undefined
       ? []
