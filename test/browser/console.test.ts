@@ -10,7 +10,7 @@ import { createDb } from '@notify/runtime';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { createTestKafka, type TestKafka } from '../support/kafka.js';
 import { type NotifyServer, startNotifyProcess } from '../support/notify-process.js';
-import { fetchPastShedding } from '../support/http.js';
+import { fetchPastShedding, serveFetch } from '../support/http.js';
 import { waitFor } from '../support/wait.js';
 
 // The console in a real browser: Debian's Chromium driven by puppeteer-core, against `notify start`
@@ -586,32 +586,3 @@ describe('the console in Chromium', () => {
     await checkPage('signed out');
   });
 });
-
-/** Serves `fetch` (a Hono app's) on a free port of 127.0.0.1 through node:http, request bodies included. */
-async function serveFetch(fetch: (request: Request) => Response | Promise<Response>): Promise<{ url: string; close: () => Promise<void> }> {
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      void (async () => {
-        const request = new Request(`http://${req.headers.host}${req.url}`, {
-          method: req.method,
-          headers: req.headers as Record<string, string>,
-          ...(chunks.length > 0 ? { body: Buffer.concat(chunks) } : {}),
-        });
-        const response = await fetch(request);
-        res.writeHead(response.status, Object.fromEntries(response.headers));
-        res.end(Buffer.from(await response.arrayBuffer()));
-      })();
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: () =>
-      new Promise<void>((r) => {
-        server.close(() => r());
-        server.closeAllConnections(); // the browser keeps its connections open
-      }),
-  };
-}

@@ -1,6 +1,4 @@
 import { spawn } from 'node:child_process';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import pg from 'pg';
@@ -10,6 +8,7 @@ import { createApp, generateApiKey, hashApiKey, noMetrics } from '@notify/api';
 import { fromKysely } from '@notify/outbox';
 import { createDb } from '@notify/runtime';
 import { createTestDatabase, type TestDatabase } from '../../../test/support/db.js';
+import { serveFetch } from '../../../test/support/http.js';
 import { waitFor } from '../../../test/support/wait.js';
 import { apiKeyInsert } from '../src/sql/api-key-insert.js';
 import { eventLoopPressure, shedOnEventLoopDelay } from '../src/middleware/pressure.js';
@@ -189,21 +188,6 @@ interface ClientResult {
   code?: string;
 }
 
-/** Serves `app` on a free port with a plain node:http server (the API package has no server adapter of its own). */
-async function serveApp(app: ReturnType<typeof createApp>): Promise<{ server: Server; url: string }> {
-  const server = createServer((req, res) => {
-    void (async () => {
-      const response = await app.fetch(
-        new Request(`http://127.0.0.1${req.url}`, { method: req.method, headers: req.headers as Record<string, string> }),
-      );
-      res.writeHead(response.status, Object.fromEntries(response.headers));
-      res.end(Buffer.from(await response.arrayBuffer()));
-    })();
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
-}
-
 describe('eventLoopPressure', () => {
   it('sees a stall while it lasts, before its next sample, and forgets it once the loop is on time', async () => {
     const pressure = eventLoopPressure({ sampleIntervalMs: 50 });
@@ -258,7 +242,7 @@ describe('maxEventLoopDelayMs', () => {
       maxEventLoopDelayMs: 100,
       metrics: { ...noMetrics, observeShed: (reason) => shed.push(reason), render: async () => '', contentType: 'text/plain' },
     });
-    const { server, url } = await serveApp(app);
+    const { url, close } = await serveFetch(app.fetch);
     try {
       const child = spawn(process.execPath, ['--input-type=module', '-e', CLIENT, `${url}${UNKNOWN}`, key, '5000'], {
         stdio: ['ignore', 'pipe', 'inherit'],
@@ -310,8 +294,7 @@ describe('maxEventLoopDelayMs', () => {
         { timeoutMs: 30_000, intervalMs: 50, message: 'three requests in a row served after the starvation' },
       );
     } finally {
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
+      await close();
     }
   }, 60_000);
 });
