@@ -3,7 +3,10 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createApp } from '@notify/api';
+import { createDb } from '@notify/runtime';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
+import { serveFetch } from '../support/http.js';
 import { type NotifyServer, startNotifyProcess } from '../support/notify-process.js';
 
 // NOTIFY_CORS_ORIGINS in a real browser: pages on two other origins (other ports of 127.0.0.1)
@@ -62,6 +65,7 @@ async function fetchFrom(
   origin: string,
   path: string,
   init: { method?: string; headers?: Record<string, string>; body?: string } = {},
+  api = notify.url,
 ): Promise<{ status: number; headers: Record<string, string>; body: string } | { error: string }> {
   const page: Page = await browser.newPage();
   try {
@@ -77,7 +81,7 @@ async function fetchFrom(
           return { error: String(err) };
         }
       },
-      `${notify.url}${path}`,
+      `${api}${path}`,
       init,
     );
   } finally {
@@ -121,6 +125,38 @@ describe('CORS for /v1 (NOTIFY_CORS_ORIGINS)', () => {
     // Refused at the preflight: nothing was queued for it.
     const { rows } = await t.pool.query("SELECT count(*)::int AS n FROM notifications WHERE recipient = 'eve@example.com'");
     expect(rows[0].n).toBe(0);
+  });
+
+  it('a page reads an overloaded answer: the preflight is not shed, the POST it announces is, with its Retry-After', async () => {
+    // The API in this process, its event loop reported 500 ms late throughout (NOTIFY_API_MAX_EVENT_LOOP_DELAY_MS=100),
+    // and a database that does not answer (port 1): nothing may reach it.
+    const db = createDb({ connectionString: 'postgres://postgres@127.0.0.1:1/none', max: 1, connectionWaitMs: 300 });
+    const api = await serveFetch(
+      createApp({
+        db,
+        config: { retry: { maxAttempts: 3, defaultTtlMs: 3_600_000 } },
+        corsOrigins: [allowedOrigin],
+        maxEventLoopDelayMs: 100,
+        eventLoopPressure: { delayMs: () => 500, utilization: () => 0, stop: () => {} },
+      }).fetch,
+    );
+    try {
+      const res = await fetchFrom(
+        allowedOrigin,
+        '/v1/notifications',
+        {
+          method: 'POST',
+          headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', 'idempotency-key': 'cors-shed-1' },
+          body: JSON.stringify({ channel: 'email', to: 'ada@example.com', body: 'Hello' }),
+        },
+        api.url,
+      );
+      expect(res).toMatchObject({ status: 503, headers: { 'retry-after': '1' } });
+      if ('status' in res) expect(JSON.parse(res.body)).toMatchObject({ code: 'overloaded' });
+    } finally {
+      await api.close();
+      await db.destroy();
+    }
   });
 
   it('the console stays same-origin only, even for a listed origin', async () => {

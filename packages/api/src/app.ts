@@ -7,11 +7,11 @@ import { apiKeyLookup } from './api-key-cache.js';
 import type { AppEnv } from './env.js';
 import { allowedMethods } from './allowed-methods.js';
 import { bearerAuth } from './middleware/bearer-auth.js';
-import { apiCors, earlyCorsHeaders } from './middleware/cors.js';
+import { apiCors, earlyCors } from './middleware/cors.js';
 import { requestContext } from './middleware/request-context.js';
 import { strictQuery } from './middleware/strict-query.js';
 import { shedOverload } from './middleware/shed.js';
-import { eventLoopPressure, shedOnEventLoopDelay } from './middleware/pressure.js';
+import { type EventLoopPressure, eventLoopPressure, shedOnEventLoopDelay } from './middleware/pressure.js';
 import { type ApiRateLimits, apiRateLimit } from './middleware/rate-limit.js';
 import { fromKysely } from '@notify/outbox';
 import type { RateLimit } from '@notify/providers';
@@ -59,6 +59,8 @@ export interface AppDeps {
    * the event loop is busier than this share of the time (0–1; unset: not).
    */
   readonly maxEventLoopUtilization?: number;
+  /** How late the event loop runs, read by that shedding. Default: this process's, measured from `createApp` on (`eventLoopPressure`). */
+  readonly eventLoopPressure?: EventLoopPressure;
   /** How tenant signing secrets are stored (NOTIFY_SECRETS_KEY, NOTIFY_SECRET_ROTATION_GRACE_MS). Default: no key (rotation refused), 24 h grace. */
   readonly secrets?: SecretsSettings;
   /**
@@ -132,11 +134,11 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
       ? []
       : [
           shedOnEventLoopDelay(
-            eventLoopPressure(),
+            deps.eventLoopPressure ?? eventLoopPressure(),
             deps.maxEventLoopDelayMs,
             onShed,
             deps.maxEventLoopUtilization,
-            cors && earlyCorsHeaders(cors),
+            cors && earlyCors(cors),
           ),
         ];
   const app = baseApp(logger, metrics, first);

@@ -1,6 +1,7 @@
 // The public surface of @notify/api: the HTTP API (createApp) and what the notify command reuses from it. Everything exported is documented where it is defined.
 export { createApp, createAdminApp, type AppDeps, type AdminAppDeps } from './app.js';
 export { apiRateLimit, type ApiRateLimits, type TokenRate } from './middleware/rate-limit.js';
+export type { EventLoopPressure } from './middleware/pressure.js';
 export type { RateLimitCheck } from './env.js';
 export type { AppEnv, AuthContext } from './env.js';
 export {

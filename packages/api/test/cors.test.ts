@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '@notify/runtime/testing';
-import { createApp } from '@notify/api';
+import { createApp, type EventLoopPressure } from '@notify/api';
 import { createTestDatabase, type TestDatabase } from '../../../test/support/db.js';
-import { busy, seedTenantKeys } from './support.js';
+import { seedTenantKeys } from './support.js';
 
 // The CORS headers of /v1 (NOTIFY_CORS_ORIGINS), request by request; test/browser/cors.test.ts
 // shows what Chromium makes of them.
@@ -90,34 +90,44 @@ describe('CORS on /v1', () => {
     expect(console.headers.get('access-control-allow-origin')).toBeNull();
   });
 
-  it('a request shed on event-loop delay, answered before everything else, carries them too', async () => {
-    const shedding = createApp({ db: t.db, clock, config, corsOrigins: [SITE], maxEventLoopDelayMs: 100 });
-    const shedPlain = createApp({ db: t.db, clock, config, maxEventLoopDelayMs: 100 });
-    // Each request right after a 300-ms stall of this process's loop: read before any timer runs, so it is shed.
-    const stalled = (on: typeof app, path: string, headers: Record<string, string>) => {
-      busy(300);
-      return on.request(path, { headers: { authorization: `Bearer ${key}`, ...headers } });
-    };
-    const listed = await stalled(shedding, '/v1/notifications', { origin: SITE });
+  it('a request shed on event-loop delay, answered before everything else, carries them too; a preflight is not shed', async () => {
+    // A loop 500 ms late all the time (shed.test.ts measures a real stall).
+    const late: EventLoopPressure = { delayMs: () => 500, utilization: () => 0, stop: () => {} };
+    const shedding = createApp({ db: t.db, clock, config, corsOrigins: [SITE], maxEventLoopDelayMs: 100, eventLoopPressure: late });
+    const shedPlain = createApp({ db: t.db, clock, config, maxEventLoopDelayMs: 100, eventLoopPressure: late });
+    const request = (on: typeof app, path: string, headers: Record<string, string>) =>
+      on.request(path, { headers: { authorization: `Bearer ${key}`, ...headers } });
+    const listed = await request(shedding, '/v1/notifications', { origin: SITE });
     expect(listed.status).toBe(503);
     expect(await listed.json()).toMatchObject({ code: 'overloaded' });
     expect(listed.headers.get('retry-after')).toBe('1');
     expect(listed.headers.get('access-control-allow-origin')).toBe(SITE);
     expect(listed.headers.get('access-control-expose-headers')!.split(',')).toContain('retry-after');
     expect(listed.headers.get('vary')).toBe('Origin');
-    const other = await stalled(shedding, '/v1/notifications', { origin: 'https://evil.example.net' });
+    const other = await request(shedding, '/v1/notifications', { origin: 'https://evil.example.net' });
     expect(other.status).toBe(503);
     expect(other.headers.get('access-control-allow-origin')).toBeNull();
     // No Origin, the console, no NOTIFY_CORS_ORIGINS: shed as before, without CORS headers.
     for (const res of [
-      await stalled(shedding, '/v1/notifications', {}),
-      await stalled(shedding, '/console/login', { origin: SITE }),
-      await stalled(shedPlain, '/v1/notifications', { origin: SITE }),
+      await request(shedding, '/v1/notifications', {}),
+      await request(shedding, '/console/login', { origin: SITE }),
+      await request(shedPlain, '/v1/notifications', { origin: SITE }),
     ]) {
       expect(res.status).toBe(503);
       expect(res.headers.get('access-control-allow-origin')).toBeNull();
       expect(res.headers.get('access-control-expose-headers')).toBeNull();
     }
+    // A browser reads a preflight's 503 as a network error: the preflight is answered as ever (it
+    // needs no key and no database), and the request it announces is shed with readable headers.
+    const pre = await preflight(shedding, '/v1/notifications', SITE);
+    expect(pre.status).toBe(204);
+    expect(pre.headers.get('access-control-allow-origin')).toBe(SITE);
+    expect(pre.headers.get('access-control-allow-methods')).toContain('POST');
+    expect(
+      (await preflight(shedding, '/v1/notifications', 'https://evil.example.net')).headers.get('access-control-allow-origin'),
+    ).toBeNull();
+    // Without NOTIFY_CORS_ORIGINS an OPTIONS is no preflight of ours: shed like any request.
+    expect((await preflight(shedPlain, '/v1/notifications', SITE)).status).toBe(503);
   });
 
   it('without NOTIFY_CORS_ORIGINS there are no CORS headers at all', async () => {

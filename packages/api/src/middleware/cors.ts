@@ -58,24 +58,43 @@ function allowedOrigin(origins: readonly string[]): (origin: string) => string |
   return (origin) => (any ? '*' : origins.includes(origin) ? origin : null);
 }
 
-/**
- * The CORS headers of a /v1 answer given before `apiCors` runs: a request shed on event-loop delay
- * or utilization (pressure.ts), answered first of all because that answer must cost least. The
- * headers Hono's `cors` writes on any other answer (Access-Control-Allow-Origin for a listed
- * origin, the exposed headers, `Vary: Origin`), so a page on a listed origin reads the 503 and its
- * Retry-After instead of a network error. None for a request without Origin or outside /v1.
- */
-export function earlyCorsHeaders(origins: readonly string[]): (c: Context<AppEnv>) => Record<string, string> | undefined {
+/** What the load shedding that runs before `apiCors` (pressure.ts) needs to know of CORS. */
+export interface EarlyCors {
+  /**
+   * A CORS preflight to /v1 (OPTIONS with Origin and Access-Control-Request-Method): never shed.
+   * A browser takes only a 2xx as a preflight's answer, so a shed one would reach the page as a
+   * network error, without the 503 or its Retry-After; answered by `apiCors` it costs no more than
+   * the shed answer (no key, no database), and the request it announces is shed readably instead.
+   */
+  isPreflight(c: Context<AppEnv>): boolean;
+  /**
+   * The CORS headers of a /v1 answer given before `apiCors` runs (a shed request): those Hono's
+   * `cors` writes on any other answer (Access-Control-Allow-Origin for a listed origin, the exposed
+   * headers, `Vary: Origin`), so a page on a listed origin reads the 503 and its Retry-After instead
+   * of a network error. None for a request without Origin or outside /v1.
+   */
+  headers(c: Context<AppEnv>): Record<string, string> | undefined;
+}
+
+/** `EarlyCors` for `origins` (NOTIFY_CORS_ORIGINS), as `apiCors` with the same origins answers. */
+export function earlyCors(origins: readonly string[]): EarlyCors {
   const allow = allowedOrigin(origins);
   const expose = EXPOSE_HEADERS.join(',');
-  return (c) => {
-    const origin = c.req.header('origin');
-    if (origin === undefined || !c.req.path.startsWith('/v1/')) return undefined;
-    const allowed = allow(origin);
-    return {
-      ...(allowed === null ? {} : { 'access-control-allow-origin': allowed }),
-      'access-control-expose-headers': expose,
-      vary: 'Origin',
-    };
+  return {
+    isPreflight: (c) =>
+      c.req.method === 'OPTIONS' &&
+      c.req.header('access-control-request-method') !== undefined &&
+      c.req.header('origin') !== undefined &&
+      c.req.path.startsWith('/v1/'),
+    headers(c) {
+      const origin = c.req.header('origin');
+      if (origin === undefined || !c.req.path.startsWith('/v1/')) return undefined;
+      const allowed = allow(origin);
+      return {
+        ...(allowed === null ? {} : { 'access-control-allow-origin': allowed }),
+        'access-control-expose-headers': expose,
+        vary: 'Origin',
+      };
+    },
   };
 }

@@ -1,6 +1,7 @@
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
-import type { Context, MiddlewareHandler } from 'hono';
+import type { MiddlewareHandler } from 'hono';
 import type { AppEnv } from '../env.js';
+import type { EarlyCors } from './cors.js';
 import { problem, problemResponse } from '../problem.js';
 
 /** Why a request was shed (the `reason` label of `notify_api_requests_shed_total`). */
@@ -74,33 +75,36 @@ export function eventLoopPressure(options: { readonly sampleIntervalMs?: number 
  * than CPU: its answers queue in the kernel although each loop turn is short), with Retry-After 1.
  * An accepted enqueue costs ~10× a shed answer, so shedding them keeps the answers flowing.
  *
- * `headersOf` adds headers of its own to a shed answer: the CORS headers (cors.ts,
- * `earlyCorsHeaders`), which the middleware that writes them has not run yet.
+ * With `cors` (NOTIFY_CORS_ORIGINS; cors.ts, `earlyCors`) a shed answer carries the CORS headers,
+ * which the middleware that writes them has not run yet, and a CORS preflight is never shed: a
+ * browser reads a preflight's 503 as a network error, so it goes on to be answered 204 and the
+ * request it announces is the one shed, readably.
  */
 export function shedOnEventLoopDelay(
   pressure: EventLoopPressure,
   maxDelayMs: number,
   onShed: (reason: ShedReason) => void,
   maxUtilization?: number,
-  headersOf?: (c: Context<AppEnv>) => Record<string, string> | undefined,
+  cors?: EarlyCors,
 ): MiddlewareHandler<AppEnv> {
   if (!Number.isFinite(maxDelayMs) || maxDelayMs <= 0) throw new RangeError(`maxEventLoopDelayMs must be > 0, got ${maxDelayMs}`);
   if (maxUtilization !== undefined && !(maxUtilization > 0 && maxUtilization <= 1))
     throw new RangeError(`maxEventLoopUtilization must be in (0, 1], got ${maxUtilization}`);
   return async (c, next) => {
+    if (cors?.isPreflight(c)) return next();
     const delay = pressure.delayMs();
     if (delay > maxDelayMs) {
       onShed('event_loop_delay');
       const retryAfter = String(Math.min(10, Math.max(1, Math.ceil(delay / 1000))));
       const detail = `event loop ${Math.round(delay)} ms late (limit ${maxDelayMs} ms); retry later`;
-      return problemResponse(problem('overloaded', detail, {}, c.req.path), { ...headersOf?.(c), 'retry-after': retryAfter });
+      return problemResponse(problem('overloaded', detail, {}, c.req.path), { ...cors?.headers(c), 'retry-after': retryAfter });
     }
     if (maxUtilization !== undefined) {
       const busy = pressure.utilization();
       if (busy > maxUtilization) {
         onShed('event_loop_utilization');
         const detail = `event loop busy ${Math.round(busy * 100)} % of the time (limit ${Math.round(maxUtilization * 100)} %); retry later`;
-        return problemResponse(problem('overloaded', detail, {}, c.req.path), { ...headersOf?.(c), 'retry-after': '1' });
+        return problemResponse(problem('overloaded', detail, {}, c.req.path), { ...cors?.headers(c), 'retry-after': '1' });
       }
     }
     return next();
