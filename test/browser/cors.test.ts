@@ -113,6 +113,14 @@ describe('CORS for /v1 (NOTIFY_CORS_ORIGINS)', () => {
     if ('status' in res) expect(JSON.parse(res.body)).toMatchObject({ code: 'unauthorized' });
   });
 
+  it("the page reads a wrong path's 404 and a wrong method's 405 (the preflight, the same on every path, let them through)", async () => {
+    const missing = await fetchFrom(allowedOrigin, '/v1/nothing-here', { headers: { authorization: `Bearer ${KEY}` } });
+    expect(missing).toMatchObject({ status: 404 });
+    const wrong = await fetchFrom(allowedOrigin, '/v1/notifications', { method: 'DELETE', headers: { authorization: `Bearer ${KEY}` } });
+    expect(wrong).toMatchObject({ status: 405 });
+    if ('status' in wrong) expect(JSON.parse(wrong.body)).toMatchObject({ code: 'method_not_allowed' });
+  });
+
   it('a page on another origin is refused by the browser: a GET and a POST (both preflighted: they carry a key)', async () => {
     const get = await fetchFrom(otherOrigin, '/v1/notifications', { headers: { authorization: `Bearer ${KEY}` } });
     expect(get).toEqual({ error: expect.stringMatching(/Failed to fetch/) });

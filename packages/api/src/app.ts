@@ -148,10 +148,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   app.get('/docs', (c) => c.html(docs));
   // CORS first, so that a shed, refused or rate-limited answer is readable by the page too.
   if (cors) {
-    app.use(
-      '/v1/*',
-      apiCors(cors, (path) => allowedMethods(app, path)),
-    );
+    app.use('/v1/*', apiCors(cors));
   }
   if (deps.maxInFlight !== undefined) app.use('/v1/*', shedOverload(deps.maxInFlight, onShed));
   if (deps.requestDeadlineMs !== undefined && deps.requestDeadlineMs > 0) {

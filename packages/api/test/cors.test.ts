@@ -34,23 +34,38 @@ const preflight = (on: typeof app, path: string, origin: string, method = 'POST'
   });
 
 describe('CORS on /v1', () => {
-  it('answers a preflight from a listed origin before authentication: the path methods, the headers a client sends, a max age', async () => {
+  it('answers a preflight from a listed origin before authentication: the methods, the headers a client sends, a max age', async () => {
     const res = await preflight(app, '/v1/notifications', SITE);
     expect(res.status).toBe(204);
     expect(res.headers.get('access-control-allow-origin')).toBe(SITE);
-    expect(res.headers.get('access-control-allow-methods')).toBe('GET,POST');
+    expect(res.headers.get('access-control-allow-methods')).toBe('GET,POST,PUT,PATCH,DELETE');
     expect(res.headers.get('access-control-allow-headers')!.split(',')).toEqual(
       expect.arrayContaining(['authorization', 'content-type', 'idempotency-key', 'traceparent']),
     );
     expect(res.headers.get('access-control-max-age')).toBe('600');
     expect(res.headers.get('vary')).toMatch(/Origin/);
-    const one = await preflight(app, '/v1/templates/welcome/versions/1', SITE, 'DELETE');
-    expect(one.headers.get('access-control-allow-methods')).toBe('GET,DELETE');
+    // The same answer on every /v1 path, one that exists or not: a preflight (no key, and an Origin
+    // anyone can send) tells nothing of which paths and methods there are.
+    for (const [path, method] of [
+      ['/v1/templates/welcome/versions/1', 'DELETE'],
+      ['/v1/nothing-here', 'GET'],
+      ['/v1/notifications', 'PATCH'],
+    ]) {
+      const other = await preflight(app, path!, SITE, method);
+      expect(other.status).toBe(204);
+      expect(other.headers.get('access-control-allow-methods')).toBe('GET,POST,PUT,PATCH,DELETE');
+    }
   });
 
-  it('a preflight from another origin gets no Access-Control-Allow-Origin (the browser refuses)', async () => {
-    const res = await preflight(app, '/v1/notifications', 'https://evil.example.net');
-    expect(res.headers.get('access-control-allow-origin')).toBeNull();
+  it('a preflight from another origin is an OPTIONS like any other: without a key a 401, and no CORS headers (the browser refuses)', async () => {
+    for (const path of ['/v1/notifications', '/v1/nothing-here']) {
+      const res = await preflight(app, path, 'https://evil.example.net');
+      expect(res.status).toBe(401);
+      expect(res.headers.get('access-control-allow-origin')).toBeNull();
+      expect(res.headers.get('access-control-allow-methods')).toBeNull();
+      expect(res.headers.get('access-control-expose-headers')).toBeNull();
+      expect(res.headers.get('vary')).toMatch(/Origin/);
+    }
   });
 
   it('every answer to a listed origin carries it, a 401 too, with the headers a page may read', async () => {
@@ -63,10 +78,16 @@ describe('CORS on /v1', () => {
     const refused = await app.request('/v1/notifications', { headers: { origin: SITE } });
     expect(refused.status).toBe(401);
     expect(refused.headers.get('access-control-allow-origin')).toBe(SITE);
+    const missing = await app.request('/v1/nothing-here', { headers: { origin: SITE, authorization: `Bearer ${key}` } });
+    expect(missing.status).toBe(404); // what the preflight of any path let through
+    expect(missing.headers.get('access-control-allow-origin')).toBe(SITE);
     const other = await app.request('/v1/notifications', {
       headers: { origin: 'https://evil.example.net', authorization: `Bearer ${key}` },
     });
+    expect(other.status).toBe(200);
     expect(other.headers.get('access-control-allow-origin')).toBeNull();
+    expect(other.headers.get('access-control-expose-headers')).toBeNull();
+    expect(other.headers.get('vary')).toMatch(/Origin/);
   });
 
   it('`*` allows any origin', async () => {
@@ -74,16 +95,13 @@ describe('CORS on /v1', () => {
     expect(res.headers.get('access-control-allow-origin')).toBe('*');
   });
 
-  it('leaves the rest as it was: an OPTIONS that is no preflight, an unknown path, a request without Origin, the console', async () => {
+  it('leaves the rest as it was: an OPTIONS that is no preflight, a request without Origin, the console', async () => {
     const options = await app.request('/v1/notifications', {
       method: 'OPTIONS',
       headers: { origin: SITE, authorization: `Bearer ${key}` },
     });
     expect(options.status).toBe(204);
     expect(options.headers.get('allow')).toBe('GET, HEAD, POST, OPTIONS');
-    const unknown = await preflight(app, '/v1/nothing-here', SITE);
-    expect(unknown.status).toBe(401); // a preflight of no route gets what any request there gets without a key
-    expect(unknown.headers.get('access-control-allow-methods')).toBeNull();
     const noOrigin = await app.request('/v1/notifications', { headers: { authorization: `Bearer ${key}` } });
     expect(noOrigin.headers.get('access-control-allow-origin')).toBeNull();
     const console = await app.request('/console/login', { headers: { origin: SITE } });
@@ -107,6 +125,8 @@ describe('CORS on /v1', () => {
     const other = await request(shedding, '/v1/notifications', { origin: 'https://evil.example.net' });
     expect(other.status).toBe(503);
     expect(other.headers.get('access-control-allow-origin')).toBeNull();
+    expect(other.headers.get('access-control-expose-headers')).toBeNull();
+    expect(other.headers.get('vary')).toBe('Origin');
     // No Origin, the console, no NOTIFY_CORS_ORIGINS: shed as before, without CORS headers.
     for (const res of [
       await request(shedding, '/v1/notifications', {}),
@@ -123,10 +143,8 @@ describe('CORS on /v1', () => {
     expect(pre.status).toBe(204);
     expect(pre.headers.get('access-control-allow-origin')).toBe(SITE);
     expect(pre.headers.get('access-control-allow-methods')).toContain('POST');
-    expect(
-      (await preflight(shedding, '/v1/notifications', 'https://evil.example.net')).headers.get('access-control-allow-origin'),
-    ).toBeNull();
-    // Without NOTIFY_CORS_ORIGINS an OPTIONS is no preflight of ours: shed like any request.
+    // Another origin's preflight, and any OPTIONS without NOTIFY_CORS_ORIGINS, is an OPTIONS like any other: shed.
+    expect((await preflight(shedding, '/v1/notifications', 'https://evil.example.net')).status).toBe(503);
     expect((await preflight(shedPlain, '/v1/notifications', SITE)).status).toBe(503);
   });
 
