@@ -1,4 +1,4 @@
-import { Hono, type MiddlewareHandler } from 'hono';
+import { type Context, Hono, type MiddlewareHandler } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { Kysely } from 'kysely';
 import type { Database } from '@notify/migrations';
@@ -234,21 +234,33 @@ function baseApp(logger: Logger, metrics: HttpMetrics, first: readonly Middlewar
     const instance = new URL(c.req.url).pathname;
     if (err instanceof HTTPException) {
       const code = HTTP_EXCEPTION_CODES[err.status] ?? 'internal_error';
-      return problemResponse(problem(code, err.message || 'request failed', {}, instance));
+      return withSetHeaders(c, problemResponse(problem(code, err.message || 'request failed', {}, instance)));
     }
     const { body, headers, expected } = problemFromError(err, instance);
     if (!expected) {
       logger.error({ reqId: c.get('reqId'), code: body.code, err: errorSummary(err) }, 'request failed');
     }
-    return problemResponse(body, headers);
+    return withSetHeaders(c, problemResponse(body, headers));
   });
   app.notFound((c) => {
     const { method, path } = c.req;
     const allowed = allowedMethods(app, path);
-    if (allowed.length === 0) return problemResponse(problem('not_found', `no route for ${method} ${path}`, {}, path));
+    if (allowed.length === 0) return withSetHeaders(c, problemResponse(problem('not_found', `no route for ${method} ${path}`, {}, path)));
     const allow = allowed.join(', ');
-    if (method === 'OPTIONS') return new Response(null, { status: 204, headers: { allow } });
-    return problemResponse(problem('method_not_allowed', `${method} is not allowed on ${path}; it takes ${allow}`, {}, path), { allow });
+    if (method === 'OPTIONS') return c.body(null, 204, { allow });
+    return withSetHeaders(
+      c,
+      problemResponse(problem('method_not_allowed', `${method} is not allowed on ${path}; it takes ${allow}`, {}, path), { allow }),
+    );
   });
   return app;
+}
+
+/**
+ * `res` with the headers the request's middleware set before it failed (`c.header`): the
+ * RateLimit-* headers of the token the request took (rate-limit.ts), which a 404, 405 or 422
+ * spends as a 200 does. A Response built anew would drop them.
+ */
+function withSetHeaders(c: Context<AppEnv>, res: Response): Response {
+  return c.newResponse(res.body, res);
 }

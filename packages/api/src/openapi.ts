@@ -134,6 +134,10 @@ const idParameter = {
 };
 
 const location = { Location: { description: '/v1/notifications/{id}', schema: { type: 'string' } } };
+const retryLocation = { Location: { description: '/v1/notifications/retries/{id}: the bulk retry', schema: { type: 'string' } } };
+const templateLocation = {
+  Location: { description: '/v1/templates/{name}/versions/{version}: the new version', schema: { type: 'string' } },
+};
 
 /**
  * The OpenAPI 3.1 document of the API, generated from the zod schemas in schemas.ts: the ones the
@@ -166,7 +170,12 @@ export function buildOpenApiDocument(): JsonSchema {
             'repeating the same request returns the original (200); the same key with a different request is a 422. ' +
             `Bodies over ${MAX_BODY_BYTES} bytes are refused (413). A W3C traceparent header is carried to the delivery.`,
           parameters: [
-            { name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string', minLength: 1, maxLength: 255 } },
+            {
+              name: 'Idempotency-Key',
+              in: 'header',
+              required: false,
+              schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x20-\\x7e]+$' },
+            },
             { name: 'traceparent', in: 'header', required: false, schema: { type: 'string' }, description: 'W3C trace context' },
           ],
           requestBody: { required: true, content: { 'application/json': { schema: ref('NotificationRequest') } } },
@@ -358,11 +367,18 @@ function managementPaths(): Record<string, JsonSchema> {
         description:
           'Each is re-queued like POST /v1/notifications/{id}/retry (expired ones stay dead), in one transaction. Answers with the count ' +
           'and a bulk id to follow. With an Idempotency-Key a repeat answers 200 with the first run; the same key with another filter is a 422.',
-        parameters: [{ name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string', minLength: 1, maxLength: 255 } }],
+        parameters: [
+          {
+            name: 'Idempotency-Key',
+            in: 'header',
+            required: false,
+            schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x20-\\x7e]+$' },
+          },
+        ],
         requestBody: body('BulkRetryRequest'),
         responses: {
-          '202': json('BulkRetryView', 'Re-queued'),
-          '200': json('BulkRetryView', 'A repeat with the same Idempotency-Key: the first run'),
+          '202': json('BulkRetryView', 'Re-queued', retryLocation),
+          '200': json('BulkRetryView', 'A repeat with the same Idempotency-Key: the first run', retryLocation),
           ...auth,
           ...badBody,
           '422': problemResponse(['validation_failed', 'idempotency_conflict']),
@@ -387,7 +403,7 @@ function managementPaths(): Record<string, JsonSchema> {
           "A version whose channel differs from the template's newest version is refused with 409 `template_channel_conflict`: a template keeps one channel.",
         requestBody: body('TemplateCreate'),
         responses: {
-          '201': json('TemplateVersion', 'Stored'),
+          '201': json('TemplateVersion', 'Stored', templateLocation),
           ...auth,
           ...badBody,
           ...problems('template_channel_conflict'),

@@ -54,7 +54,13 @@ export const MAX_BATCH_ITEMS = 1000;
 
 /** One item of a batch: a notification request, with its own idempotency key. */
 const BatchItemRequest = NotificationRequest.extend({
-  idempotency_key: z.string().min(1).max(255).optional().describe("This item's Idempotency-Key"),
+  idempotency_key: z
+    .string()
+    .min(1)
+    .max(255)
+    .regex(/^[\x20-\x7e]+$/)
+    .optional()
+    .describe("This item's Idempotency-Key: 1 to 255 printable ASCII characters, as the header"),
 }).describe('A notification request; idempotency_key plays the Idempotency-Key header for this item');
 
 /** The body of `POST /v1/notifications/batch`. */

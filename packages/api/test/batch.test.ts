@@ -81,6 +81,23 @@ describe('POST /v1/notifications/batch', () => {
     expect(conflict.items[0]).toMatchObject({ status: 422, problem: { code: 'idempotency_conflict', existing_id: first.id } });
   });
 
+  it("holds an item's idempotency_key to the Idempotency-Key header's rule: 1 to 255 printable ASCII characters", async () => {
+    const res = await post('/v1/notifications/batch', {
+      items: [
+        item({ idempotency_key: 'héllo' }),
+        item({ idempotency_key: 'line\nbreak' }),
+        item({ idempotency_key: 'a\u0001b', tenant_id: 'globex' }),
+        item({ idempotency_key: 'plain ascii, with spaces ~' }),
+      ],
+    });
+    const body = BatchResponse.parse(await res.json());
+    expect(body.items.map((i) => i.status)).toEqual([422, 422, 422, 202]);
+    expect(body.items[0]).toMatchObject({ problem: { code: 'validation_failed', errors: [{ path: 'idempotency_key' }] } });
+    expect(body.items[2]).toMatchObject({ problem: { errors: [{ path: 'tenant_id' }, { path: 'idempotency_key' }] } });
+    const { rows } = await t.pool.query("SELECT count(*)::int AS n FROM notifications WHERE idempotency_key ~ '[^ -~]'");
+    expect(rows[0].n).toBe(0);
+  });
+
   it('atomic: one refused item refuses the batch (422 batch_refused) and queues nothing', async () => {
     const count = async () =>
       (

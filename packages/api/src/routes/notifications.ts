@@ -136,11 +136,17 @@ export function notificationRoutes(deps: NotificationRoutesDeps): Hono<AppEnv> {
             extensions: { errors: [{ path: '(root)', message: 'expected an object' }] },
           });
         }
-        const reserved = RESERVED_ITEM_FIELDS.filter((f) => Object.hasOwn(item, f));
-        if (reserved.length === 0) return undefined;
-        return new ProblemError('validation_failed', `item ${i} sets a field the API sets itself`, {
-          extensions: { errors: reserved.map((f) => ({ path: f, message: `unrecognized key: the API sets ${f} itself` })) },
-        });
+        const issues: { path: string; message: string }[] = RESERVED_ITEM_FIELDS.filter((f) => Object.hasOwn(item, f)).map((f) => ({
+          path: f,
+          message: `unrecognized key: the API sets ${f} itself`,
+        }));
+        // The header's rule: a key a single request could not send again would be a key of the batch only.
+        const key = item.idempotency_key;
+        if (typeof key === 'string' && !IDEMPOTENCY_KEY.test(key)) {
+          issues.push({ path: 'idempotency_key', message: 'must be 1 to 255 printable ASCII characters, as the Idempotency-Key header' });
+        }
+        if (issues.length === 0) return undefined;
+        return new ProblemError('validation_failed', `item ${i} is not a valid notification request`, { extensions: { errors: issues } });
       });
       if (atomic && own.some((p) => p)) {
         throw new ProblemError('batch_refused', 'the atomic batch was refused, nothing was queued', {
