@@ -38,7 +38,7 @@ export function withDatabase(url: string, name: string): string {
 
 /**
  * Opens one client to `url`. Throws `DatabaseUnreachableError` (one line, the URL without its
- * password) when no server answers; a missing database (SQLSTATE 3D000) is rethrown as pg's own
+ * password) when it cannot connect; a missing database (SQLSTATE 3D000) is rethrown as pg's own
  * error for the caller to handle. The caller ends the client.
  */
 export async function connectPostgres(url: string, timeoutMs: number): Promise<pg.Client> {
@@ -48,13 +48,28 @@ export async function connectPostgres(url: string, timeoutMs: number): Promise<p
     await client.connect();
     return client;
   } catch (err) {
-    const e = err as NodeJS.ErrnoException;
-    if (e.code === '3D000') throw err; // database does not exist: the caller handles it
-    throw new DatabaseUnreachableError(
-      `cannot reach PostgreSQL at ${redactUrl(url)} (${e.code ?? e.message}); start it or set DATABASE_URL`,
-      { cause: err },
-    );
+    if ((err as { code?: unknown }).code === '3D000') throw err; // database does not exist: the caller handles it
+    throw new DatabaseUnreachableError(connectFailure(url, err), { cause: err });
   }
+}
+
+/**
+ * What went wrong connecting to `url`, as one line a person can act on. A server that answered
+ * with an error (a login refused, too many connections: it carries a SQLSTATE) is named as such,
+ * with PostgreSQL's own message; so is a failure of the connection's set-up (TLS: pg's message, no
+ * code); only a server that does not answer gets "start it".
+ */
+export function connectFailure(url: string, err: unknown): string {
+  const where = redactUrl(url);
+  const { code, message } = err as { code?: unknown; message?: unknown };
+  const text = typeof message === 'string' ? message.split('\n')[0] : String(err);
+  if (err instanceof pg.DatabaseError) {
+    return `PostgreSQL at ${where} refused the connection: ${text} (SQLSTATE ${String(code)}); check the user, password and database of DATABASE_URL`;
+  }
+  if (typeof code === 'string' || /timeout|terminated/i.test(text ?? '')) {
+    return `cannot reach PostgreSQL at ${where} (${typeof code === 'string' ? code : text}); start it or set DATABASE_URL`;
+  }
+  return `cannot connect to PostgreSQL at ${where}: ${text}; check DATABASE_URL (sslmode and the other connection settings)`;
 }
 
 /**

@@ -34,6 +34,52 @@ describe('runNotify exit codes', () => {
     });
   });
 
+  it.each([[['migrate']], [['api-keys', 'list']], [['dlq', 'redrive', '--topic-offset-range', '0:1-2', '--dry-run']]])(
+    '%j names a NOTIFY_* variable notify does not read (a typo) on stderr, then goes on',
+    async (argv) => {
+      const res = await run(argv, {
+        DATABASE_URL: 'postgres://postgres@127.0.0.1:1/nowhere',
+        KAFKA_BROKERS: '127.0.0.1:1',
+        NOTIFY_MIGRATE_LOCK_ATEMPTS: '3',
+      });
+      expect(res.err[0]).toBe(
+        'notify: warning: notify does not read NOTIFY_MIGRATE_LOCK_ATEMPTS (did you mean NOTIFY_MIGRATE_LOCK_ATTEMPTS?): it has no effect (docs/configuration.md lists every variable)',
+      );
+      expect(res.code).toBe(1); // then it went on, to a server that does not answer
+    },
+  );
+
+  it('usage: asked for (help) on stdout with 0; without a command on stderr with 2', async () => {
+    const asked = await run(['help'], {});
+    expect({ code: asked.code, err: asked.err }).toEqual({ code: 0, err: [] });
+    expect(asked.out[0]).toMatch(/^Usage: notify <command>/);
+    const none = await run([], {});
+    expect({ code: none.code, out: none.out }).toEqual({ code: 2, out: [] });
+    expect(none.err[0]).toMatch(/^Usage: notify <command>/);
+  });
+
+  it('start: a signal before start-up begins (while its modules load) ends it with 0, nothing started', async () => {
+    // The signal arrives as soon as a handler is in; DATABASE_URL points nowhere, so starting would be exit 1.
+    const handlers: string[] = [];
+    const proc: ProcessHooks = {
+      onSignal: (signal, handler) => {
+        handlers.push(signal);
+        if (signal === 'SIGTERM') handler();
+      },
+      exit: (code) => {
+        throw new Error(`exit(${code}) called`);
+      },
+    };
+    const err: string[] = [];
+    const code = await runNotify(
+      ['start', '--roles', 'api'],
+      { DATABASE_URL: 'postgres://postgres@127.0.0.1:1/nowhere', LOG_LEVEL: 'silent' },
+      { out: () => {}, err: (l) => err.push(l) },
+      proc,
+    );
+    expect({ code, err, handlers }).toEqual({ code: 0, err: [], handlers: ['SIGTERM', 'SIGINT'] });
+  });
+
   it('config-check --json also prints the error as JSON on stdout', async () => {
     const res = await run(['config-check', '--json'], { NOTIFY_MIGRATE_LOCK_ATTEMPTS: 'x' });
     expect(res.code).toBe(2);

@@ -76,8 +76,13 @@ function describe(err: unknown): string {
 async function dispatch(argv: readonly string[], env: Env, io: CliIo, proc: ProcessHooks): Promise<number> {
   const [command, ...rest] = argv;
   if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
+    // Asked for, it is the answer (stdout, 0); without a command, a usage error (stderr, 2).
+    if (command === undefined) {
+      io.err(USAGE);
+      return 2;
+    }
     io.out(USAGE);
-    return command === undefined ? 2 : 0;
+    return 0;
   }
   const usageError = (message: string) => new CliError(`${message}\n\n${USAGE}`, 2);
   const parse = <O extends Record<string, { type: 'string' | 'boolean'; multiple?: boolean }>>(options: O) => {
@@ -98,16 +103,34 @@ async function dispatch(argv: readonly string[], env: Env, io: CliIo, proc: Proc
       );
   };
 
+  /** The configuration of a command other than `start` (which logs it): an unknown NOTIFY_* variable (a typo) is named on stderr. */
+  const loadConfigNamingTypos = async () => {
+    const config = loadConfig(env);
+    const { unknownVariablesWarning } = await import('./start-warnings.js');
+    const unknown = unknownVariablesWarning(unknownVariables(env));
+    if (unknown) io.err(`notify: warning: ${unknown.message}`);
+    return config;
+  };
+
   switch (command) {
     case 'migrate': {
       noStray('migrate', parse({}).positionals, 0);
       const { runMigrate } = await import('./migrate.js');
-      await runMigrate(loadConfig(env), io);
+      await runMigrate(await loadConfigNamingTypos(), io);
       return 0;
     }
     case 'start': {
       const { values, positionals } = parse({ roles: { type: 'string' } });
       noStray('start', positionals, 0);
+      // Handlers go in first: loading the roles' modules (below) and start-up take seconds, and a
+      // signal meanwhile must not kill the process (exit 143): one before start-up begins ends it
+      // with 0 and nothing started, one during start-up stops the service once it is up.
+      let early: NodeJS.Signals | undefined;
+      let onSignal = (signal: NodeJS.Signals) => {
+        early ??= signal;
+      };
+      proc.onSignal('SIGTERM', () => onSignal('SIGTERM'));
+      proc.onSignal('SIGINT', () => onSignal('SIGINT'));
       const { parseRoles } = await import('./roles.js');
       const { startNotify } = await import('./start.js');
       const { unknownVariablesWarning } = await import('./start-warnings.js');
@@ -121,13 +144,10 @@ async function dispatch(argv: readonly string[], env: Env, io: CliIo, proc: Proc
       // on promise hooks for every promise in the process, and nothing here needs the active
       // context without an SDK (the dispatcher's log lines take traceId from the message's
       // traceparent header; docs/observability.md, "Tracing").
-      // Handlers go in before start-up, which takes seconds: a signal meanwhile stops it once it is up.
-      let early: NodeJS.Signals | undefined;
-      let onSignal = (signal: NodeJS.Signals) => {
-        early ??= signal;
-      };
-      proc.onSignal('SIGTERM', () => onSignal('SIGTERM'));
-      proc.onSignal('SIGINT', () => onSignal('SIGINT'));
+      if (early) {
+        logger.info({ signal: early }, 'signal before start-up: nothing started');
+        return 0;
+      }
       const running = await startNotify(config, roles, { logger, clock: systemClock });
       // Tests and scripts read the URLs from this line: "listening on <url>" is the API's (the
       // admin one without the api role), "/metrics on <url>" always the admin port's.
@@ -178,7 +198,7 @@ async function dispatch(argv: readonly string[], env: Env, io: CliIo, proc: Proc
       if (sub === 'create' || sub === 'list') noStray(`api-keys ${sub}`, positionals, 1);
       if (sub === 'revoke') noStray('api-keys revoke', positionals, 2);
       const { runApiKeysCreate, runApiKeysList, runApiKeysRevoke } = await import('./api-keys.js');
-      const config = loadConfig(env);
+      const config = await loadConfigNamingTypos();
       if (sub === 'create') {
         await runApiKeysCreate(
           config,
@@ -212,7 +232,7 @@ async function dispatch(argv: readonly string[], env: Env, io: CliIo, proc: Proc
       const { runDlqRedrive } = await import('./dlq/redrive.js');
       const ranges = parseOffsetRanges(values['topic-offset-range']);
       await runDlqRedrive(
-        loadConfig(env),
+        await loadConfigNamingTypos(),
         {
           ranges,
           reason: values.reason,

@@ -2,7 +2,14 @@ import type { Admin, Kafka } from 'kafkajs';
 import { type Kysely, Migrator } from 'kysely';
 import type pg from 'pg';
 import type { Database } from '@notify/migrations';
-import { DatabaseUnreachableError, SqlFileMigrationProvider, connectPostgres, databaseName, redactUrl } from '@notify/migrations';
+import {
+  DatabaseUnreachableError,
+  SqlFileMigrationProvider,
+  connectFailure,
+  connectPostgres,
+  databaseName,
+  redactUrl,
+} from '@notify/migrations';
 import { fromKysely } from '@notify/outbox';
 import { createDb } from '@notify/runtime';
 import { TOPICS, topicName } from '@notify/contract';
@@ -27,11 +34,7 @@ export async function checkDatabase(url: string, timeoutMs = 5_000): Promise<voi
   try {
     await client.query('SELECT 1');
   } catch (err) {
-    const e = err as NodeJS.ErrnoException;
-    throw new DatabaseUnreachableError(
-      `cannot reach PostgreSQL at ${redactUrl(url)} (${e.code ?? e.message}); start it or set DATABASE_URL`,
-      { cause: err },
-    );
+    throw new DatabaseUnreachableError(connectFailure(url, err), { cause: err });
   } finally {
     await client.end().catch(() => {});
   }

@@ -108,6 +108,23 @@ describe.concurrent('clear one-line failures', () => {
     expect(res.stderr).not.toContain('secret');
   });
 
+  it("a server that refuses the login: PostgreSQL's own reason, not 'start it', exit 1", async () => {
+    const url = new URL(t.url);
+    url.username = 'no_such_role_notify';
+    url.password = 'secret';
+    const res = await runNotifyCli(['migrate'], { DATABASE_URL: url.toString() });
+    expect(res.code).toBe(1);
+    const masked = url.toString().replace(':secret@', ':***@');
+    expect(lines(res.stderr)).toEqual([
+      expect.stringMatching(
+        new RegExp(
+          `^notify: PostgreSQL at ${masked.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} refused the connection: .*no_such_role_notify.* \\(SQLSTATE 28[0-9A-Z]{3}\\); check the user, password and database of DATABASE_URL$`,
+        ),
+      ),
+    ]);
+    expect(res.stderr).not.toContain('secret');
+  });
+
   it('start with an out-of-range setting names the variable, exit 2 (fix the configuration), before reaching anything', async () => {
     const res = await runNotifyCli(['start'], { DATABASE_URL: UNREACHABLE_PG, NOTIFY_MAX_ATTEMPTS: '0' });
     expect(res.code).toBe(2);
