@@ -261,6 +261,14 @@ describe('POST /v1/notifications', () => {
     expect(p.errors).toEqual([{ path: 'Idempotency-Key', message: expect.any(String) }]);
   });
 
+  it("422 validation_failed for a bad Idempotency-Key names the body's issues too, in one answer", async () => {
+    const p = await expectProblem(
+      await call('POST', '/v1/notifications', { body: webhook({ to: 'not a url' }), headers: { 'idempotency-key': 'héllo' } }),
+      'validation_failed',
+    );
+    expect(p.errors?.map((e) => e.path)).toEqual(['Idempotency-Key', 'to']);
+  });
+
   it('422 bad_expiry for an expiry in the past', async () => {
     const p = await expectProblem(
       await call('POST', '/v1/notifications', { body: webhook({ expires_at: '2020-01-01T00:00:00Z' }) }),

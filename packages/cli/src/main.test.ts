@@ -49,6 +49,16 @@ describe('runNotify exit codes', () => {
     },
   );
 
+  it.each([
+    [['api-keys', 'list', '--json'], 'api-keys list: it takes no option --json'],
+    [['api-keys', 'revoke', 'key_1', '--tenant', 'acme'], 'api-keys revoke: it takes no option --tenant'],
+    [['api-keys', 'list', '--name', 'x'], 'api-keys list: it takes no option --name'],
+  ])('%j: an option the subcommand does not take is a usage error (exit 2), not ignored', async (argv, message) => {
+    const res = await run(argv, { DATABASE_URL: 'postgres://postgres@127.0.0.1:1/nowhere' });
+    expect(res.code).toBe(2);
+    expect(res.err[0]!.split('\n')[0]).toBe(`notify: ${message}`);
+  });
+
   it('usage: asked for (help) on stdout with 0; without a command on stderr with 2', async () => {
     const asked = await run(['help'], {});
     expect({ code: asked.code, err: asked.err }).toEqual({ code: 0, err: [] });

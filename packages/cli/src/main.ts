@@ -197,6 +197,10 @@ async function dispatch(argv: readonly string[], env: Env, io: CliIo, proc: Proc
       const [sub, ...args] = positionals;
       if (sub === 'create' || sub === 'list') noStray(`api-keys ${sub}`, positionals, 1);
       if (sub === 'revoke') noStray('api-keys revoke', positionals, 2);
+      // Each subcommand takes its own options: one it does not take is a mistake, not something to ignore.
+      const takes: Record<string, readonly string[]> = { create: ['tenant', 'name', 'json'], revoke: [], list: ['tenant'] };
+      const foreign = Object.keys(values).filter((o) => sub !== undefined && takes[sub] !== undefined && !takes[sub].includes(o));
+      if (foreign.length > 0) throw usageError(`api-keys ${sub}: it takes no option --${foreign[0]}`);
       const { runApiKeysCreate, runApiKeysList, runApiKeysRevoke } = await import('./api-keys.js');
       const config = await loadConfigNamingTypos();
       if (sub === 'create') {

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import http from 'node:http';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { inject } from 'vitest';
@@ -189,6 +190,43 @@ describe.concurrent('clear one-line failures', () => {
     expect(lines(cidrs.stderr)).toEqual([
       'notify: invalid configuration: NOTIFY_WEBHOOK_ALLOW_CIDRS: "banana/99" is not a CIDR (e.g. 127.0.0.1/32 or fd00::/8)',
     ]);
+  });
+
+  it('the API refuses two Idempotency-Key header lines (Node would join them into one key), and takes one holding ", "', async () => {
+    const key = 'nk_cli_dupkey_0123456789abcdef';
+    const notify = await startNotifyProcess(['--roles', 'api'], {
+      DATABASE_URL: t.url,
+      KAFKA_BROKERS: '127.0.0.1:1',
+      PORT: '0',
+      NOTIFY_API_KEYS: `acme:${key}`,
+    });
+    // node:http sends an array value as one header line per element; fetch would join them first.
+    const post = (idempotencyKey: string | string[]) =>
+      new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const req = http.request(`${notify.url}/v1/notifications`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'idempotency-key': idempotencyKey },
+        });
+        req.on('response', (res) => {
+          let body = '';
+          res.setEncoding('utf8');
+          res.on('data', (d: string) => (body += d));
+          res.on('end', () => resolve({ status: res.statusCode!, body }));
+        });
+        req.on('error', reject);
+        req.end(JSON.stringify({ channel: 'email', to: 'ada@example.com', body: 'Hi' }));
+      });
+    try {
+      const two = await post(['dup-a', 'dup-b']);
+      expect(two.status).toBe(422);
+      expect(JSON.parse(two.body)).toMatchObject({ code: 'validation_failed', errors: [{ path: 'Idempotency-Key' }] });
+      const one = await post('dup-a, dup-b');
+      expect(one.status).toBe(202);
+      const { rows } = await t.pool.query("SELECT idempotency_key FROM notifications WHERE idempotency_key LIKE 'dup-%'");
+      expect(rows).toEqual([{ idempotency_key: 'dup-a, dup-b' }]);
+    } finally {
+      await notify.stop();
+    }
   });
 
   it('start warns, once, about NOTIFY_* variables it does not read, with the closest known name', async () => {

@@ -1,4 +1,4 @@
-import { Hono } from 'hono';
+import { type Context, Hono } from 'hono';
 import type { Kysely } from 'kysely';
 import { type Clock, type Logger } from '@notify/runtime';
 import { type Database } from '@notify/migrations';
@@ -41,6 +41,19 @@ const RESERVED_ITEM_FIELDS = ['tenant_id', 'traceparent'] as const;
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
+/**
+ * How many lines of the header `name` (lower case) the request carries. Node joins repeated ones
+ * into one value with ", ", which a key may hold itself, so only the raw lines tell two keys from
+ * one (@hono/node-server's `incoming`); without them (app.request in tests) one value counts once.
+ */
+function headerLines(c: Context<AppEnv>, name: string): number {
+  const raw = (c.env as { incoming?: { rawHeaders?: readonly string[] } } | undefined)?.incoming?.rawHeaders;
+  if (raw === undefined) return c.req.header(name) === undefined ? 0 : 1;
+  let lines = 0;
+  for (let i = 0; i < raw.length; i += 2) if (raw[i]!.toLowerCase() === name) lines++;
+  return lines;
+}
+
 function notFound(id: string): ProblemError {
   return new ProblemError('not_found', `no notification ${id}`);
 }
@@ -67,21 +80,22 @@ export function notificationRoutes(deps: NotificationRoutesDeps): Hono<AppEnv> {
       });
     }
     const reserved = RESERVED_FIELDS.filter((f) => Object.hasOwn(body, f));
-    if (reserved.length > 0) {
+    const key = c.req.header('idempotency-key');
+    const badKey = key !== undefined && (!IDEMPOTENCY_KEY.test(key) || headerLines(c, 'idempotency-key') > 1);
+    if (reserved.length > 0 || badKey) {
       // Refused, but with every other problem of the body too, as one answer (rare path).
       const rest = Object.fromEntries(Object.entries(body).filter(([k]) => !(RESERVED_FIELDS as readonly string[]).includes(k)));
       const other = await intentCheck(db, { intent: { ...rest, tenant_id: c.get('auth').tenantId }, now: deps.clock.now() });
-      throw new ProblemError('validation_failed', 'the request body is not a valid notification', {
-        extensions: {
-          errors: [...reserved.map((f) => ({ path: f, message: `unrecognized key: the API sets ${f} itself` })), ...(other?.errors ?? [])],
-        },
-      });
-    }
-    const key = c.req.header('idempotency-key');
-    if (key !== undefined && !IDEMPOTENCY_KEY.test(key)) {
-      throw new ProblemError('validation_failed', 'the Idempotency-Key header must be 1 to 255 printable ASCII characters', {
-        extensions: { errors: [{ path: 'Idempotency-Key', message: 'must be 1 to 255 printable ASCII characters' }] },
-      });
+      const errors = [
+        ...(badKey ? [{ path: 'Idempotency-Key', message: 'must be one header of 1 to 255 printable ASCII characters' }] : []),
+        ...reserved.map((f) => ({ path: f, message: `unrecognized key: the API sets ${f} itself` })),
+        ...(other?.errors ?? []),
+      ];
+      const detail =
+        errors.length === 1 && badKey
+          ? 'the Idempotency-Key header must be given once, 1 to 255 printable ASCII characters'
+          : 'the request body is not a valid notification';
+      throw new ProblemError('validation_failed', detail, { extensions: { errors } });
     }
     return withServerSpan('POST /v1/notifications', c.req.header('traceparent'), async (trace) => {
       c.set('trace', trace);
@@ -209,9 +223,9 @@ export function notificationRoutes(deps: NotificationRoutesDeps): Hono<AppEnv> {
     const auth = c.get('auth');
     const input = parseBody(BulkRetryRequest, c.get('json'), 'bulk retry');
     const key = c.req.header('idempotency-key');
-    if (key !== undefined && !IDEMPOTENCY_KEY.test(key)) {
-      throw new ProblemError('validation_failed', 'the Idempotency-Key header must be 1 to 255 printable ASCII characters', {
-        extensions: { errors: [{ path: 'Idempotency-Key', message: 'must be 1 to 255 printable ASCII characters' }] },
+    if (key !== undefined && (!IDEMPOTENCY_KEY.test(key) || headerLines(c, 'idempotency-key') > 1)) {
+      throw new ProblemError('validation_failed', 'the Idempotency-Key header must be given once, 1 to 255 printable ASCII characters', {
+        extensions: { errors: [{ path: 'Idempotency-Key', message: 'must be one header of 1 to 255 printable ASCII characters' }] },
       });
     }
     const f = input.filter;
