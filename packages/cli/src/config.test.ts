@@ -161,6 +161,13 @@ describe('settings checked before anything starts', () => {
       '10.1.2.3',
     ]);
   });
+  it('takes NOTIFY_SMTP_FROM as an address, bare or with a name, and refuses one without a domain (the Message-ID needs it)', () => {
+    expect(loadConfig({}).smtp.from).toBe('notify@localhost');
+    expect(loadConfig({ NOTIFY_SMTP_FROM: 'no-reply@acme.example' }).smtp.from).toBe('no-reply@acme.example');
+    expect(loadConfig({ NOTIFY_SMTP_FROM: 'Acme Support <no-reply@acme.example>' }).smtp.from).toBe('Acme Support <no-reply@acme.example>');
+    for (const value of ['notanemail', 'Acme <no-reply>', 'a@b@c', 'Acme no-reply@acme.example', '<a@b'])
+      expect(() => loadConfig({ NOTIFY_SMTP_FROM: value }), value).toThrow(/^NOTIFY_SMTP_FROM: expected an address/);
+  });
   it('takes NOTIFY_CORS_ORIGINS as origins a browser sends, or *, and refuses anything else by name', () => {
     expect(loadConfig({}).corsOrigins).toEqual([]);
     expect(loadConfig({ NOTIFY_CORS_ORIGINS: 'https://admin.example.com, http://localhost:5173' }).corsOrigins).toEqual([

@@ -115,6 +115,20 @@ function str(env: Env, name: string): string | undefined {
   return v === undefined || v.trim() === '' ? undefined : v.trim();
 }
 
+/**
+ * The From address of emails: `notify@example.com` or `Acme <notify@example.com>`. Its domain is
+ * the Message-ID's (smtp.ts), so a value without one is refused here rather than sent with
+ * `notify.invalid` ids.
+ */
+function smtpFrom(env: Env, name: string): string {
+  const raw = str(env, name);
+  if (raw === undefined) return 'notify@localhost';
+  if (!/^[^\s@<>]+@[^\s@<>]+$|^[^<>]*<[^\s@<>]+@[^\s@<>]+>$/.test(raw)) {
+    throw new ConfigError(name, `expected an address, notify@example.com or "Acme <notify@example.com>", got "${raw}"`);
+  }
+  return raw;
+}
+
 function int(env: Env, name: string, fallback: number, min: number, max: number): number {
   const raw = str(env, name);
   if (raw === undefined) return fallback;
@@ -363,7 +377,7 @@ export function loadConfig(env: Env): Config {
     },
     smtp: {
       url: url(env, 'NOTIFY_SMTP_URL', ['smtp:', 'smtps:']),
-      from: str(env, 'NOTIFY_SMTP_FROM') ?? 'notify@localhost',
+      from: smtpFrom(env, 'NOTIFY_SMTP_FROM'),
       poolSize: int(env, 'NOTIFY_SMTP_POOL_SIZE', 5, 1, 100),
       fallbackUrl: url(env, 'NOTIFY_SMTP_FALLBACK_URL', ['smtp:', 'smtps:']),
     },

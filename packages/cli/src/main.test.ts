@@ -59,6 +59,19 @@ describe('runNotify exit codes', () => {
     expect(res.err[0]!.split('\n')[0]).toBe(`notify: ${message}`);
   });
 
+  it('config-check --json with a usage error prints one object on stdout too', async () => {
+    for (const argv of [
+      ['config-check', '--json', '--roles', 'foo'],
+      ['config-check', '--json', 'extra'],
+    ]) {
+      const res = await run(argv, {});
+      expect(res.code).toBe(2);
+      expect(res.out.map((l) => JSON.parse(l) as unknown)).toEqual([
+        { ok: false, exitCode: 2, usageError: expect.stringMatching(/^(--roles|config-check): /) },
+      ]);
+    }
+  });
+
   it('usage: asked for (help) on stdout with 0; without a command on stderr with 2', async () => {
     const asked = await run(['help'], {});
     expect({ code: asked.code, err: asked.err }).toEqual({ code: 0, err: [] });

@@ -3,6 +3,7 @@ import { ConfigError, systemClock } from '@notify/runtime';
 import { type Env, loadConfig, unknownVariables } from './config.js';
 import { DatabaseUnreachableError } from '@notify/migrations';
 import { CliError, type CliIo } from './cli-error.js';
+import type { Role } from './roles.js';
 
 // Commands are imported when they run: `migrate` and `api-keys` need neither Kafka, the relay,
 // the dispatcher nor the HTTP stack, and a short command should start fast.
@@ -186,11 +187,21 @@ async function dispatch(argv: readonly string[], env: Env, io: CliIo, proc: Proc
       });
     }
     case 'config-check': {
-      const { values, positionals } = parse({ roles: { type: 'string' }, json: { type: 'boolean' } });
-      noStray('config-check', positionals, 0);
       const { parseRoles } = await import('./roles.js');
+      let args: { roles: readonly Role[]; json: boolean };
+      try {
+        const { values, positionals } = parse({ roles: { type: 'string' }, json: { type: 'boolean' } });
+        noStray('config-check', positionals, 0);
+        args = { roles: parseRoles(values.roles), json: values.json ?? false };
+      } catch (err) {
+        // With --json a script reads stdout: a usage error is one object there too (and its line on stderr).
+        if (rest.includes('--json') && err instanceof CliError) {
+          io.out(JSON.stringify({ ok: false, exitCode: err.exitCode, usageError: err.message.split('\n')[0] }));
+        }
+        throw err;
+      }
       const { runConfigCheck } = await import('./config-check.js');
-      return runConfigCheck(env, parseRoles(values.roles), { io, json: values.json ?? false });
+      return runConfigCheck(env, args.roles, { io, json: args.json });
     }
     case 'api-keys': {
       const { values, positionals } = parse({ tenant: { type: 'string' }, name: { type: 'string' }, json: { type: 'boolean' } });
