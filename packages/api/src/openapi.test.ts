@@ -55,7 +55,13 @@ describe('the OpenAPI document', () => {
         'RateLimit-Remaining',
         'RateLimit-Reset',
         'Retry-After',
+        'X-Request-Id',
       ]);
+      // Every answer names its request; every one but a 401 (no key, no token) and a 503 says what the token left.
+      for (const [status, answer] of Object.entries(op.responses as Record<string, { headers: Record<string, unknown> }>)) {
+        expect(answer.headers['X-Request-Id'], status).toBeDefined();
+        expect(answer.headers['RateLimit-Remaining'] !== undefined, status).toBe(status !== '401' && status !== '503');
+      }
       expect(op.responses['400'].description).toContain('invalid_query');
       expect(op.responses['429'].description).toContain('rate_limited');
       expect(op.responses['503'].headers['Retry-After']).toBeDefined();

@@ -322,10 +322,27 @@ function withCommonAnswers(doc: JsonSchema): JsonSchema {
           ? { ...answer, description: `${String(own.description)}; ${String(answer.description)}` }
           : answer;
       }
+      // Every answer names its request (request-context.ts); every one to a request that took a
+      // token says what is left (rate-limit.ts): not a 401 (no key, no bucket) nor a 503 shed
+      // before authentication.
+      for (const [status, answer] of Object.entries(operation.responses)) {
+        const headers = answer.headers as Record<string, JsonSchema> | undefined;
+        operation.responses[status] = {
+          ...answer,
+          headers: { ...headers, ...(status === '401' || status === '503' ? {} : rateLimitHeaders), 'X-Request-Id': requestIdHeader },
+        };
+      }
     }
   }
   return doc;
 }
+
+/** X-Request-Id on every answer: the caller's when it is sane, else a new one (the same id is in the log line of the request). */
+const requestIdHeader = {
+  description:
+    "The request's id: the caller's X-Request-Id when it is 1 to 128 characters of [A-Za-z0-9_.:-], else a new `req_…`; its log line carries it",
+  schema: { type: 'string' },
+};
 
 /**
  * The query parameters of each /v1 operation of `doc`, by method and Hono route path
