@@ -32,7 +32,7 @@ const at = new Date('2026-05-01T12:00:00Z');
 const later = new Date('2026-05-01T12:00:01.5Z');
 const TRACEPARENT = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
 
-/** The record with its headers as ordered entries: kafkajs writes headers in key order, so order is part of the bytes. */
+/** The record with its headers as ordered entries: kafkajs writes headers in key order, so the builders' order is part of their bytes (not of the contract: docs/message-contract.md). */
 function wire(m: ContractMessage) {
   return { topic: m.topic, key: m.key, value: m.value, headers: Object.entries(m.headers) };
 }

@@ -98,7 +98,9 @@ export function buildStatusEvent(subject: MessageSubject, fields: StatusEventFie
   };
 }
 
-// Header order is part of the golden bytes: kafkajs writes headers in object key order.
+// The builders write headers in this order (kafkajs writes them in object key order, so the golden
+// bytes pin it); on the wire the order is not part of the contract: the relay publishes the headers an
+// outbox row stores as jsonb, in PostgreSQL's key order. Consumers read headers by name.
 function baseHeaders(subject: MessageSubject, type: string): Record<string, string> {
   const headers: Record<string, string> = {
     [HEADERS.notificationId]: subject.id,

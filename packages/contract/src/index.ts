@@ -3,6 +3,7 @@
  *
  * Topics (the prefix is the service's NOTIFY_TOPIC_PREFIX, `notify` by default):
  * - `<prefix>.requests`       `DeliveryRequestV1`: attempt this notification now
+ * - `<prefix>.requests.high`  `DeliveryRequestV1` of a `priority: "high"` notification (its own lane)
  * - `<prefix>.retry.<tier>`   `DeliveryRequestV1` with a later `due_at` (delay topics)
  * - `<prefix>.events`         `StatusEventV1`: every state change
  * - `<prefix>.dlq`            the original bytes of an unusable message, with `dlq-*` headers

@@ -1,7 +1,7 @@
 import type { Channel, DeadReason, NotificationState, StatusEventType } from './enums.js';
 
 /**
- * `<prefix>.requests` and `<prefix>.retry.<tier>`: a request to make attempt number `attempt`.
+ * `<prefix>.requests`, `<prefix>.requests.high` and `<prefix>.retry.<tier>`: a request to make attempt number `attempt`.
  * JSON schema: `schemas/delivery-request.v1.json`. No body, no recipient: the dispatcher loads
  * the notification by id.
  */

@@ -69,6 +69,23 @@ describe('smtp provider against a real smtp-server', () => {
     expect((await provider.send(email(), never())).kind).toBe('sent');
   });
 
+  it("keeps the addresses a server's reply quotes out of the error (it becomes last_error and the events other teams read)", async () => {
+    for (const [stage, code, message] of [
+      ['rcpt', 550, '5.1.1 <ada@example.com>: Recipient address rejected: User unknown'],
+      ['rcpt', 451, '4.7.1 ada@example.com greylisted, try again'],
+      ['data', 554, '5.7.1 message from notify@mail.example.com to ada@example.com (user "Ada") refused'],
+    ] as const) {
+      sink.script({ stage, code, message });
+      const result = await provider.send(email(), never());
+      expect(result.kind).not.toBe('sent');
+      if (result.kind === 'sent') continue;
+      expect(result.error).not.toMatch(/@/);
+      expect(result.error).toContain('<address>');
+      expect(result.error).toMatch(new RegExp(`^SMTP ${code} after `));
+    }
+    expect((await provider.send(email(), never())).kind).toBe('sent');
+  });
+
   it('a 421 greeting on a fresh connection is transient', async () => {
     const fresh = await startSmtpSink();
     const p = createSmtpProvider({ url: fresh.url, from: 'notify@example.com' }, { logger: silentLogger });

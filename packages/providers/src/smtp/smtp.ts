@@ -65,8 +65,20 @@ function socketErrno(err: SmtpError): string | undefined {
 }
 
 function firstLine(text: string, max = 200): string {
-  const line = text.split(/\r?\n/, 1)[0] ?? '';
+  const line = withoutAddresses(text.split(/\r?\n/, 1)[0] ?? '');
   return line.length > max ? `${line.slice(0, max)}…` : line;
+}
+
+/** Anything shaped like an email address, in angle brackets or bare. */
+const ADDRESS = /<[^<>\s]*@[^<>\s]*>|[^\s<>"'(),;:[\]]+@[^\s<>"'(),;:[\]]+/g;
+
+/**
+ * A server's reply without the addresses it quotes (`550 5.1.1 <ada@example.com>: Recipient address
+ * rejected` is the usual form): the text becomes the attempt's error, `last_error`, and the
+ * `notification.*` events other teams read, which never carry recipients (docs/message-contract.md).
+ */
+function withoutAddresses(text: string): string {
+  return text.replace(ADDRESS, '<address>');
 }
 
 /**
