@@ -465,6 +465,26 @@ describe('the console in Chromium', () => {
     }
   });
 
+  it('5e. a long value without a space wraps in its cell at 1280 px: no table scrolls sideways there, no action leaves the view', async () => {
+    // An opt-out with a long reason for a long webhook URL: the notification to it dies suppressed.
+    const to = `${hookBase}/${'segment-'.repeat(40)}end`;
+    const added = await api('acme', '/v1/suppressions', {
+      method: 'POST',
+      body: JSON.stringify({ channel: 'webhook', to, reason: 'r'.repeat(480) }),
+    });
+    expect(added.status).toBe(201);
+    const id = await enqueue('acme', to);
+    await waitForState(id, 'dead');
+    for (const path of ['/console/dead', '/console/opt-outs', '/console/notifications', `/console/notifications/${id}`]) {
+      await page.goto(`${notify.url}${path}`);
+      const overflow = (await page.evaluate(
+        `[...document.querySelectorAll('.table')].map((r) => r.scrollWidth - r.clientWidth)`,
+      )) as number[];
+      expect(Math.max(0, ...overflow), `${path}: how far a table scrolls sideways`).toBe(0);
+    }
+    await shot('13-long-values');
+  });
+
   /** The pages 5c walks with the keyboard and 5d reads as a screen reader would: one of each kind. */
   const walked = () => [
     '/console/notifications',

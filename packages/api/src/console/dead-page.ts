@@ -57,7 +57,7 @@ export function deadPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
             (g, i) =>
               html`<tr>
                 <td>${g.dead_reason}</td>
-                <td>${g.error ?? html`<span class="muted">none</span>`}</td>
+                <td class="wrap">${g.error ?? html`<span class="muted">none</span>`}</td>
                 <td>
                   <a href="${deadGroupListUrl(g.dead_reason, g.error)}" aria-label="${g.count}: list the dead notifications of this group"
                     >${g.count}</a

@@ -39,6 +39,7 @@ main:focus{outline:none}
 .vh{position:absolute;width:1px;height:1px;overflow:hidden;clip-path:inset(50%);white-space:nowrap}
 .table{overflow-x:auto;margin:.5rem 0}
 table{border-collapse:collapse;width:100%;overflow-wrap:normal}
+td.wrap{overflow-wrap:anywhere;min-width:12rem}
 caption{text-align:left;font-weight:600;padding:.25rem 0}
 th,td{text-align:left;padding:.35rem .5rem;border-bottom:1px solid #c4c4c4;vertical-align:top}
 th{background:#f2f2f2}tbody th{background:#fff;font-weight:400}

@@ -196,11 +196,11 @@ export function notificationPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
               html`<tr>
                 <td><a href="/console/notifications/${n.id}">${n.id}</a></td>
                 <td>${n.channel}</td>
-                <td>${n.recipient}</td>
+                <td class="wrap">${n.recipient}</td>
                 <td>${stateBadge(n.state)}</td>
                 <td>${n.attempts}/${n.max_attempts}</td>
                 <td>${time(n.created_at)}</td>
-                <td>${short(n.last_error)}</td>
+                <td class="wrap">${short(n.last_error)}</td>
               </tr>`,
           ),
         )}
@@ -297,7 +297,7 @@ export function notificationPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
                 <td>${time(a.finished_at)}</td>
                 <td>${a.outcome}</td>
                 <td>${a.provider_status ?? ''}</td>
-                <td>${a.error ?? ''}</td>
+                <td class="wrap">${a.error ?? ''}</td>
               </tr>`,
           ),
           { hidden: true },

@@ -93,9 +93,9 @@ export function optOutPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
             (r) =>
               html`<tr>
                 <td>${r.channel}</td>
-                <td>${r.recipient}</td>
-                <td>${r.category === '*' ? 'all' : r.category}</td>
-                <td>${r.reason ?? ''}</td>
+                <td class="wrap">${r.recipient}</td>
+                <td class="wrap">${r.category === '*' ? 'all' : r.category}</td>
+                <td class="wrap">${r.reason ?? ''}</td>
                 <td>${time(r.created_at)}</td>
                 <td>
                   <form method="post" action="/console/opt-outs/remove">

@@ -180,7 +180,7 @@ export function templatePages(deps: ConsoleDeps): Hono<ConsoleEnv> {
               html`<tr>
                 <td>${v.version}</td>
                 <td>${v.channel}</td>
-                <td>${v.subject ?? ''}</td>
+                <td class="wrap">${v.subject ?? ''}</td>
                 <td>
                   <pre>${v.body}</pre>
                   ${
