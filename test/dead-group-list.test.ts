@@ -121,6 +121,11 @@ describe("a dead group's list", () => {
 
     const groups = await deadGroupList(exec, { tenantId: 'acme', limit: 100 });
     expect(groups.map((g) => `${g.dead_reason}|${g.error ?? ''}`).sort()).toEqual([...members.keys()].sort());
+    // Past the limit, every row still says how many groups there are.
+    const firstTwo = await deadGroupList(exec, { tenantId: 'acme', limit: 2 });
+    expect(firstTwo.map((g) => [g.dead_reason, g.error, g.groups])).toEqual(
+      groups.slice(0, 2).map((g) => [g.dead_reason, g.error, members.size]),
+    );
     for (const g of groups) {
       const expected = members.get(`${g.dead_reason}|${g.error ?? ''}`)!;
       const listed = await listAll('acme', groupQuery(g.dead_reason, g.error));

@@ -16,12 +16,12 @@ let t: TestDatabase;
 let app: ReturnType<typeof createApp>;
 let showing: ReturnType<typeof createApp>;
 const clock = new ManualClock(new Date('2026-06-01T12:00:00Z'));
-const keys = { acme: '', globex: '', initech: '', umbrella: '', hooli: '' };
+const keys = { acme: '', globex: '', initech: '', umbrella: '', hooli: '', wayne: '' };
 const keyIds = { acme: '' };
 
 beforeAll(async () => {
   t = await createTestDatabase();
-  for (const tenant of ['acme', 'globex', 'initech', 'umbrella', 'hooli'] as const) {
+  for (const tenant of ['acme', 'globex', 'initech', 'umbrella', 'hooli', 'wayne'] as const) {
     const k = generateApiKey();
     await apiKeyInsert(fromKysely(t.db), { id: k.id, tenantId: tenant, keyHash: hashApiKey(k.key), name: tenant, now: clock.now() });
     keys[tenant] = k.key;
@@ -363,6 +363,27 @@ describe('console, what an operator found', () => {
     const again = await app.request('/console/dead/retry', { method: 'POST', headers: s.headers, body: asBrowser(fields) });
     expect(again.status).toBe(200);
     expect(await again.text()).toContain('none is dead any more');
+  });
+
+  it('says when there are more dead groups than it shows, and leads to the others by reason', async () => {
+    const ids = await insertNotifications(
+      'wayne',
+      Array.from({ length: 101 }, (_, i) => `w${i}@example.com`),
+    );
+    await t.pool.query(
+      `UPDATE notifications SET state = 'dead', dead_reason = 'permanent', next_attempt_at = NULL, attempts = 1,
+              last_error = 'SMTP 550 mailbox ' || recipient
+        WHERE id = ANY($1)`,
+      [ids],
+    );
+    const s = await signIn('wayne');
+    const dead = await (await app.request('/console/dead', { headers: s.headers })).text();
+    expect(dead.match(/action="\/console\/dead\/retry"/g)).toHaveLength(100);
+    const more = /<p class="notice" id="more-groups">([\s\S]*?)<\/p>/.exec(dead)?.[1] ?? '';
+    expect(more.replace(/\s+/g, ' ')).toMatch(/The 100 largest of 101 groups\. The others, by reason:/);
+    expect(more).toContain('href="/console/notifications?state=dead&amp;dead_reason=permanent"');
+    // A tenant with fewer groups gets no such line.
+    expect(await (await app.request('/console/dead', { headers: (await signIn('globex')).headers })).text()).not.toContain('more-groups');
   });
 
   it('bulk-retries the dead group without a last error alone, not every dead notification of its reason', async () => {
@@ -755,7 +776,7 @@ describe('console, paging both ways and searching recipients', () => {
       const body = await (await app.request(url, { headers: s.headers })).text();
       const link = (rel: string) => new RegExp(`<a href="([^"]+)" rel="${rel}">`).exec(body)?.[1]?.replace(/&amp;/g, '&');
       return {
-        to: [...body.matchAll(/<td>(user\d+@example\.com|\+\d+)<\/td>/g)].map((m) => m[1]!),
+        to: [...body.matchAll(/<td(?: class="wrap")?>(user\d+@example\.com|\+\d+)<\/td>/g)].map((m) => m[1]!),
         next: link('next'),
         previous: link('prev'),
       };

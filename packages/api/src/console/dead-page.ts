@@ -11,6 +11,9 @@ import { type Html, counted, csrfField, table } from './layout.js';
 import { listUrl } from './paging.js';
 import { deadGroupCount } from './sql/dead-group-count.js';
 
+/** The largest groups the dead page shows; it says how many there are when there are more. */
+const DEAD_GROUPS_SHOWN = 100;
+
 /** The fields that name a dead group: its row's Retry form and the confirmation. */
 const groupFields = (reason: string, error: string | null) => ({
   dead_reason: reason,
@@ -40,7 +43,7 @@ export function deadPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
 
   app.get('/dead', async (c) => {
     const s = c.get('session');
-    const groups = await deadGroupList(deps.exec, { tenantId: s.tenantId, limit: 100 });
+    const groups = await deadGroupList(deps.exec, { tenantId: s.tenantId, limit: DEAD_GROUPS_SHOWN });
     return page(
       c,
       { title: 'Dead notifications', active: '/console/dead' },
@@ -80,7 +83,21 @@ export function deadPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
           ),
           { hidden: true },
         )}
-        ${groups.length === 0 ? html`<p>No dead notifications.</p>` : ''}`,
+        ${groups.length === 0 ? html`<p>No dead notifications.</p>` : ''}
+        ${
+          groups.length > 0 && groups[0]!.groups > groups.length
+            ? html`<p class="notice" id="more-groups">
+                The ${groups.length} largest of ${groups[0]!.groups.toLocaleString('en')} groups. The others, by reason:
+                ${DEAD_REASONS.map(
+                  (r, i) =>
+                    html`${i > 0 ? ', ' : ''}<a
+                        href="${listUrl('/console/notifications', new URLSearchParams({ state: 'dead', dead_reason: r }))}"
+                        >${r}</a
+                      >`,
+                )}.
+              </p>`
+            : ''
+        }`,
     );
   });
 
