@@ -365,6 +365,22 @@ describe('console, what an operator found', () => {
     expect(await again.text()).toContain('none is dead any more');
   });
 
+  it("a refused template form keeps its 'Activate this version' box as it was, and the form says what unchecked means", async () => {
+    const s = await signIn('wayne');
+    for (const activate of ['1', undefined]) {
+      const res = await app.request('/console/templates', {
+        method: 'POST',
+        headers: s.headers,
+        body: new URLSearchParams({ _csrf: s.csrf, name: 'bad name!', channel: 'sms', body: 'hi', ...(activate ? { activate } : {}) }),
+      });
+      expect(res.status).toBe(422);
+      const box = /<input type="checkbox" id="t-activate" name="activate"[^>]*>/.exec(await res.text())![0];
+      expect(box.includes('checked'), `activate=${activate}`).toBe(activate === '1');
+    }
+    const page = await (await app.request('/console/templates', { headers: s.headers })).text();
+    expect(page).toContain('sends its newest version');
+  });
+
   it('says when there are more dead groups than it shows, and leads to the others by reason', async () => {
     const ids = await insertNotifications(
       'wayne',

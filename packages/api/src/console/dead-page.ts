@@ -106,7 +106,11 @@ export function deadPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
     const form = await c.req.parseBody();
     const reason = formText(form, 'dead_reason');
     if (!(DEAD_REASONS as readonly string[]).includes(reason))
-      return page(c, { title: 'Not done', status: 422, error: 'Unknown dead reason.' }, html``);
+      return page(
+        c,
+        { title: 'Not done', status: 422, error: 'Unknown dead reason.' },
+        html`<p><a href="/console/dead">Back to the dead notifications</a></p>`,
+      );
     // A group is one (reason, error) pair of the dead page: its error may be none, which is not "any".
     const error = form.has_error === '1' ? exactFormText(form, 'error') : null;
     const group = deadGroupText(reason, error);

@@ -1,5 +1,5 @@
 import { Hono } from 'hono';
-import { html } from 'hono/html';
+import { html, raw } from 'hono/html';
 import { CHANNELS, fromKysely } from '@notify/outbox';
 import { createTemplateVersion, previewTemplate } from '../management/templates.js';
 import { TemplateCreate } from '../management-schemas.js';
@@ -114,7 +114,11 @@ export function templatePages(deps: ConsoleDeps): Hono<ConsoleEnv> {
             ><textarea id="t-sample" name="sample_data" ${invalid('sample_data')}>${form.sample_data ?? ''}</textarea>
           </p>
           <p>
-            <label><input type="checkbox" name="activate" value="1" /> Activate this version</label>
+            <input type="checkbox" id="t-activate" name="activate" value="1" ${form.activate === '1' ? raw('checked') : ''} />
+            <label for="t-activate">Activate this version</label>
+          </p>
+          <p class="muted">
+            Unchecked, the active version stays; a template none of whose versions was ever activated sends its newest version, this one.
           </p>
           <p><button type="submit">Store version</button></p>
         </form>`,
@@ -152,7 +156,7 @@ export function templatePages(deps: ConsoleDeps): Hono<ConsoleEnv> {
         return listPage(
           c,
           refusal(err),
-          Object.fromEntries(['name', 'channel', 'subject', 'body', 'html_body', 'sample_data'].map((k) => [k, str(k)])),
+          Object.fromEntries(['name', 'channel', 'subject', 'body', 'html_body', 'sample_data', 'activate'].map((k) => [k, str(k)])),
         );
       }
       throw err;
