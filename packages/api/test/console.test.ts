@@ -131,6 +131,29 @@ describe('console', () => {
     expect(shown).toContain('Private body');
   });
 
+  it('shows what shapes a delivery: priority, ordering, the scheduled time, the category, the metadata (escaped)', async () => {
+    const sendAt = new Date(clock.now().getTime() + 3_600_000).toISOString();
+    const id = await enqueue('acme', {
+      channel: 'email',
+      to: 'shape@example.com',
+      body: 'x',
+      priority: 'high',
+      ordering: 'strict',
+      send_at: sendAt,
+      category: 'billing',
+      metadata: { order: '<b>42</b>' },
+    });
+    const page = await (await app.request(`/console/notifications/${id}`, { headers: (await signIn('acme')).headers })).text();
+    const dd = (term: string) => new RegExp(`<dt>${term}</dt>\\s*<dd>([\\s\\S]*?)</dd>`).exec(page)?.[1]?.replace(/\\s+/g, ' ').trim();
+    expect(dd('Priority and ordering')).toBe('high, strict');
+    expect(dd('Scheduled for')).toContain(sendAt.slice(0, 16).replace('T', ' '));
+    expect(dd('Category')).toBe('billing');
+    expect(dd('Metadata')).toBe('<code>order</code> = &lt;b&gt;42&lt;/b&gt;');
+    const plain = await enqueue('acme', { channel: 'email', to: 'plain@example.com', body: 'x' });
+    const other = await (await app.request(`/console/notifications/${plain}`, { headers: (await signIn('acme')).headers })).text();
+    expect(other).toMatch(/<dt>Metadata<\/dt>\s*<dd>\s*<span class="muted">none<\/span>/);
+  });
+
   it('ends the session at sign-out and when its key is revoked', async () => {
     const s = await signIn('acme');
     const out = await app.request('/console/logout', { method: 'POST', headers: s.headers, body: new URLSearchParams({ _csrf: s.csrf }) });

@@ -261,6 +261,20 @@ export function notificationPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
           <dd>${stateBadge(n.state)}${n.dead_reason ? html` <span>reason: ${n.dead_reason}</span>` : ''}</dd>
           <dt>Channel and recipient</dt>
           <dd>${n.channel} → ${n.recipient}</dd>
+          <dt>Priority and ordering</dt>
+          <dd>${n.priority}, ${n.ordering}</dd>
+          <dt>Scheduled for</dt>
+          <dd>${n.send_at === null ? html`<span class="muted">none: sent when due</span>` : time(n.send_at)}</dd>
+          <dt>Category</dt>
+          <dd>${n.category ?? html`<span class="muted">none</span>`}</dd>
+          <dt>Metadata</dt>
+          <dd>
+            ${
+              Object.keys(n.metadata).length === 0
+                ? html`<span class="muted">none</span>`
+                : Object.entries(n.metadata).map(([k, v], i) => html`${i > 0 ? '; ' : ''}<code>${k}</code> = ${v}`)
+            }
+          </dd>
           <dt>Attempts</dt>
           <dd>${n.attempts} of ${n.max_attempts}</dd>
           <dt>Created</dt>
