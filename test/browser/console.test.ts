@@ -601,7 +601,7 @@ describe('the console in Chromium', () => {
     await submit('form[action="/console/logout"] button');
     expect(page.url()).toBe(`${notify.url}/console/login`);
     await page.goto(`${notify.url}/console/notifications`);
-    expect(page.url()).toBe(`${notify.url}/console/login`);
+    expect(page.url()).toBe(`${notify.url}/console/login?next=%2Fconsole%2Fnotifications`);
     await shot('11-signed-out');
     await checkPage('signed out');
   });

@@ -73,11 +73,48 @@ describe('console', () => {
     expect(await bad.text()).toContain('not valid');
   });
 
-  it('sends pages without a session to the sign-in page', async () => {
-    const res = await app.request('/console/notifications');
+  it('sends pages without a session to the sign-in page, which leads back to them after signing in', async () => {
+    const res = await app.request('/console/notifications?state=dead');
     expect(res.status).toBe(303);
-    expect(res.headers.get('location')).toBe('/console/login');
-    expect((await app.request('/console/login')).status).toBe(200);
+    expect(res.headers.get('location')).toBe('/console/login?next=%2Fconsole%2Fnotifications%3Fstate%3Ddead');
+    const login = await (await app.request(res.headers.get('location')!)).text();
+    expect(login).toContain('<input type="hidden" name="next" value="/console/notifications?state=dead" />');
+    expect(login).not.toContain('Your session has ended');
+    const signedIn = await app.request('/console/login', {
+      method: 'POST',
+      body: new URLSearchParams({ api_key: keys.acme, next: '/console/notifications?state=dead' }),
+    });
+    expect(signedIn.headers.get('location')).toBe('/console/notifications?state=dead');
+    // Never off the console, nor to the sign-in or sign-out: then the notifications.
+    for (const next of [
+      'https://evil.example/console/x',
+      '//evil.example/console/x',
+      '/console/logout',
+      '/consolex',
+      '/console/\\evil',
+      'javascript:alert(1)',
+    ]) {
+      const res = await app.request('/console/login', { method: 'POST', body: new URLSearchParams({ api_key: keys.acme, next }) });
+      expect(res.headers.get('location'), next).toBe('/console/notifications');
+    }
+  });
+
+  it('says a session has ended when its cookie comes back (expired, signed out, key revoked), and clears the cookie', async () => {
+    const s = await signIn('acme');
+    await t.pool.query("DELETE FROM console_sessions WHERE tenant_id = 'acme'"); // ended elsewhere (an expiry or a revoked key reads the same)
+    // A form sent after the session ended: back to the page it was sent from, not saved.
+    const res = await app.request('/console/opt-outs', {
+      method: 'POST',
+      headers: { ...s.headers, referer: 'http://notify.example/console/opt-outs?to=ada' },
+      body: new URLSearchParams({ _csrf: s.csrf, channel: 'email', to: 'ended@example.com' }),
+    });
+    expect(res.status).toBe(303);
+    expect(res.headers.get('location')).toBe('/console/login?ended=1&next=%2Fconsole%2Fopt-outs%3Fto%3Dada');
+    expect(res.headers.get('set-cookie')).toMatch(/notify_console=;.*Max-Age=0/);
+    const login = await (await app.request(res.headers.get('location')!)).text();
+    expect(login).toContain('Your session has ended');
+    expect(login).toContain('to go back to the page you were on');
+    expect((await t.pool.query("SELECT 1 FROM suppressions WHERE recipient = 'ended@example.com'")).rowCount).toBe(0);
   });
 
   it('refuses a state-changing form without the CSRF token', async () => {
