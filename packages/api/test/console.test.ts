@@ -16,12 +16,12 @@ let t: TestDatabase;
 let app: ReturnType<typeof createApp>;
 let showing: ReturnType<typeof createApp>;
 const clock = new ManualClock(new Date('2026-06-01T12:00:00Z'));
-const keys = { acme: '', globex: '', initech: '', umbrella: '', hooli: '', wayne: '' };
+const keys = { acme: '', globex: '', initech: '', umbrella: '', hooli: '', wayne: '', stark: '' };
 const keyIds = { acme: '' };
 
 beforeAll(async () => {
   t = await createTestDatabase();
-  for (const tenant of ['acme', 'globex', 'initech', 'umbrella', 'hooli', 'wayne'] as const) {
+  for (const tenant of ['acme', 'globex', 'initech', 'umbrella', 'hooli', 'wayne', 'stark'] as const) {
     const k = generateApiKey();
     await apiKeyInsert(fromKysely(t.db), { id: k.id, tenantId: tenant, keyHash: hashApiKey(k.key), name: tenant, now: clock.now() });
     keys[tenant] = k.key;
@@ -439,6 +439,43 @@ describe('console, what an operator found', () => {
     }
     const page = await (await app.request('/console/templates', { headers: s.headers })).text();
     expect(page).toContain('sends its newest version');
+  });
+
+  it("a retry's confirmation says when the recipient's opt-out is still in force (it would die suppressed again)", async () => {
+    const [id] = await insertNotifications('stark', ['Opted.Out@example.com']);
+    await t.pool.query(
+      `UPDATE notifications SET state = 'dead', dead_reason = 'suppressed', next_attempt_at = NULL, attempts = 1,
+              last_error = 'the recipient opted out of every email message' WHERE id = $1`,
+      [id],
+    );
+    await t.pool.query(
+      `INSERT INTO suppressions (tenant_id, channel, recipient, category, reason, created_at) VALUES ('stark', 'email', 'opted.out@example.com', '*', NULL, now())`,
+    );
+    const s = await signIn('stark');
+    const confirm = async () =>
+      (
+        await (
+          await app.request(`/console/notifications/${id}/retry`, {
+            method: 'POST',
+            headers: s.headers,
+            body: new URLSearchParams({ _csrf: s.csrf }),
+          })
+        ).text()
+      ).replace(/\s+/g, ' ');
+    expect(await confirm()).toMatch(
+      /the recipient's opt-out \(every email message, since .*\) is still in force: it will die as suppressed again/,
+    );
+    const dead = await (await app.request('/console/dead', { headers: s.headers })).text();
+    const group = await (
+      await app.request('/console/dead/retry', {
+        method: 'POST',
+        headers: s.headers,
+        body: asBrowser(hiddenFields(dead, '/console/dead/retry')),
+      })
+    ).text();
+    expect(group.replace(/\s+/g, ' ')).toContain('except those whose opt-out is still in force');
+    await t.pool.query("DELETE FROM suppressions WHERE tenant_id = 'stark'");
+    expect(await confirm()).toContain('the recipient may receive it.');
   });
 
   it('says when there are more dead groups than it shows, and leads to the others by reason', async () => {

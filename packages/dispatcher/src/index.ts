@@ -22,7 +22,7 @@ export {
   type SuppressionDeleteParams,
 } from '@notify/runtime';
 export { templateGet, type TemplateGetParams, type TemplateRecord } from './content/sql/template-get.js';
-export { suppressionMatch, type SuppressionMatchParams, type SuppressionRecord } from './content/sql/suppression-match.js';
+export { suppressionMatch, type SuppressionMatchParams, type SuppressionRecord } from '@notify/runtime';
 export { suppressionMatchMany, type SuppressionMatchManyParams } from './content/sql/suppression-match-many.js';
 // The dispatcher: consumer, delivery handler, retries (issue 4). Besides createDispatcher, the
 // pieces the lab test composes without Kafka (handler, middleware, scheduler, planOutcome,

@@ -32,4 +32,5 @@ export {
 } from './content/sql/template-insert.js';
 export { suppressionInsert, type SuppressionInsertParams } from './content/sql/suppression-insert.js';
 export { suppressionDelete, type SuppressionDeleteParams } from './content/sql/suppression-delete.js';
+export { suppressionMatch, type SuppressionMatchParams, type SuppressionRecord } from './content/sql/suppression-match.js';
 export { parseSecretsKey, sealSecret, openSecret, SecretsKeyError } from './secret-box.js';

@@ -146,7 +146,13 @@ export function deadPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
             This re-queues <strong id="confirm-count">${count}</strong> dead notification${count === 1 ? '' : 's'} of the group: ${group}.
           </p>
           <p>
-            They become due now, each with up to ${counted(deps.retry.maxAttempts, 'more attempt')}: their recipients may receive them.
+            They become due now, each with up to ${counted(deps.retry.maxAttempts, 'more attempt')}: their recipients may receive
+            them${
+              reason === 'suppressed'
+                ? html`, except those whose opt-out is still in force: they die as suppressed again (remove the opt-out first, under
+                    <a href="/console/opt-outs">Opt-outs</a>)`
+                : ''
+            }.
             ${dead > retryable ? `${dead - retryable} of the group have expired and stay dead.` : ''}
             ${retryable > count ? `Only the oldest ${count} of ${retryable} are re-queued; retry the group again for the rest.` : ''}
           </p>`,

@@ -1,5 +1,6 @@
 import { type Context, Hono } from 'hono';
 import { html } from 'hono/html';
+import { suppressionMatch } from '@notify/runtime';
 import {
   CHANNELS,
   type Channel,
@@ -339,14 +340,28 @@ export function notificationPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
       : undefined;
   };
 
-  const confirmAction = (c: Context<ConsoleEnv>, n: Notification, action: 'retry' | 'cancel') => {
+  const confirmAction = async (c: Context<ConsoleEnv>, n: Notification, action: 'retry' | 'cancel') => {
     const who = html`notification <strong>${n.id}</strong> (${n.channel} → <strong>${n.recipient}</strong>)`;
+    // An opt-out still in force stops the retry as it stopped the send: say so rather than "may receive it".
+    const optOut =
+      action === 'retry'
+        ? await suppressionMatch(deps.exec, { tenantId: n.tenant_id, channel: n.channel, recipient: n.recipient, category: n.category })
+        : null;
     const summary =
       action === 'retry'
         ? html`<p>This re-queues ${who}, dead (${n.dead_reason}) after ${n.attempts} of ${counted(n.max_attempts, 'attempt')}.</p>
             <p>
               It becomes due now with up to ${counted(deps.retry.maxAttempts, 'more attempt')} (the cap becomes
-              ${n.attempts + deps.retry.maxAttempts}): the recipient may receive it.
+              ${n.attempts + deps.retry.maxAttempts})${
+                optOut
+                  ? html`, but the recipient's opt-out
+                      (${optOut.category === '*' ? `every ${n.channel} message` : `category ${optOut.category}`}, since
+                      ${time(optOut.createdAt)}) is still in force: it will die as suppressed again unless the opt-out is removed (<a
+                        href="/console/opt-outs"
+                        >Opt-outs</a
+                      >).`
+                  : ': the recipient may receive it.'
+              }
             </p>`
         : html`<p>This cancels ${who}, queued, ${counted(n.attempts, 'attempt')} made, next attempt ${time(n.next_attempt_at)}.</p>
             <p>
@@ -375,7 +390,7 @@ export function notificationPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
     const back = html`<p><a href="/console/notifications/${n.id}">Back</a></p>`;
     if (!isConfirmed(form)) {
       const refused = refusal(n, action);
-      return refused === undefined ? confirmAction(c, n, action) : page(c, { title: 'Not done', status: 422, error: refused }, back);
+      return refused === undefined ? await confirmAction(c, n, action) : page(c, { title: 'Not done', status: 422, error: refused }, back);
     }
     // Confirmed twice, or after the notification moved on (retried, died again, cancelled): act on nothing.
     const stale = () => c.redirect(`/console/notifications/${n.id}?done=stale`, 303);

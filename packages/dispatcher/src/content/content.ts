@@ -1,6 +1,6 @@
 import type { Delivery } from '@notify/providers';
 import type { DeliveryNotification } from '../sql/notification-get-many.js';
-import type { SuppressionRecord } from './sql/suppression-match.js';
+import type { SuppressionRecord } from '@notify/runtime';
 
 /**
  * What the dispatcher does with a notification before calling its provider: resolve the

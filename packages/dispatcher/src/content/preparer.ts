@@ -5,7 +5,7 @@ import { createBatchLoader } from '../batch-loader.js';
 import type { Delivery } from '@notify/providers';
 import type { ContentPreparer, Prepared } from './content.js';
 import { type TemplateRecord, templateGet } from './sql/template-get.js';
-import type { SuppressionMatchParams, SuppressionRecord } from './sql/suppression-match.js';
+import type { SuppressionMatchParams, SuppressionRecord } from '@notify/runtime';
 import { suppressionMatchMany } from './sql/suppression-match-many.js';
 import { renderTemplate } from '@notify/runtime';
 

@@ -1,5 +1,5 @@
 import { type Notification, prepared, type SqlExecutor } from '@notify/outbox';
-import type { SuppressionRecord } from '../content/sql/suppression-match.js';
+import type { SuppressionRecord } from '@notify/runtime';
 
 /** Parameters of `notificationGetMany`. */
 export interface NotificationGetManyParams {

@@ -1,6 +1,6 @@
 import { prepared, type SqlExecutor } from '@notify/outbox';
 import { normalizeRecipient } from '@notify/runtime';
-import type { SuppressionMatchParams, SuppressionRecord } from './suppression-match.js';
+import type { SuppressionMatchParams, SuppressionRecord } from '@notify/runtime';
 
 /** Parameters of `suppressionMatchMany`. */
 export interface SuppressionMatchManyParams {

@@ -1,5 +1,5 @@
 import type { Channel, SqlExecutor } from '@notify/outbox';
-import { normalizeRecipient } from '@notify/runtime';
+import { normalizeRecipient } from '../recipient.js';
 
 /** Parameters of `suppressionMatch`. */
 export interface SuppressionMatchParams {
