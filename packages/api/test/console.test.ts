@@ -545,14 +545,24 @@ describe('console, what an operator found', () => {
     expect(await res.text()).toContain('cannot be stored');
   });
 
-  it('shows the day "until" names, and ignores a date that does not exist', async () => {
+  it('shows the day "until" names, and refuses a date it cannot use rather than list everything', async () => {
     const id = await enqueue('globex', { channel: 'email', to: 'day@example.com', body: 'x' });
     const day = clock.now().toISOString().slice(0, 10);
     const s = await signIn('globex');
     const same = await (await app.request(`/console/notifications?from=${day}&until=${day}`, { headers: s.headers })).text();
     expect(same).toContain(id);
-    const bogus = await (await app.request('/console/notifications?until=2026-02-30', { headers: s.headers })).text();
-    expect(bogus).toContain(id);
+    for (const [query, field, says] of [
+      ['until=2026-02-30', 'f-until', 'until: not a date from 1970 on'],
+      ['from=2026-13-45', 'f-from', 'Created from: not a date from 1970 on'],
+      ['from=2026-05-02&until=2026-05-01', 'f-until', 'until: before the start'],
+    ] as const) {
+      const res = await app.request(`/console/notifications?${query}`, { headers: s.headers });
+      expect(res.status, query).toBe(422);
+      const page = await res.text();
+      expect(page, query).toContain(says);
+      expect(page, query).not.toContain(id);
+      expect(invalidFields(page), query).toEqual([field]);
+    }
   });
 
   it('holds a template version made in the console to the API’s limits', async () => {

@@ -31,6 +31,8 @@ const SEARCH_LABELS: Readonly<Record<string, string>> = {
   state: 'State',
   last_error_prefix: 'Last error',
   has_last_error: 'Last error recorded',
+  from: 'Created from',
+  until: 'until',
 };
 
 const DAY_MS = 86_400_000;
@@ -92,12 +94,23 @@ export function notificationPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
     const deadReason = (DEAD_REASONS as readonly string[]).includes(q.dead_reason ?? '') ? q.dead_reason : undefined;
     const lastErrorPrefix = q.last_error_prefix || undefined;
     const hasLastError = q.has_last_error === 'true' || q.has_last_error === 'false' ? q.has_last_error : undefined;
-    const refused = deadFilterIssues({
-      state,
-      dead_reason: deadReason,
-      last_error_prefix: lastErrorPrefix,
-      has_last_error: hasLastError,
-    })[0];
+    // A date the list cannot use is said, not ignored (a mistyped one would list everything).
+    const dateIssue =
+      q.from && !createdFrom
+        ? { path: 'from', message: 'not a date from 1970 on (YYYY-MM-DD)' }
+        : q.until && !createdTo
+          ? { path: 'until', message: 'not a date from 1970 on (YYYY-MM-DD)' }
+          : createdFrom && createdTo && createdFrom >= createdTo
+            ? { path: 'until', message: 'before the start (Created from): no day is in between' }
+            : undefined;
+    const refused =
+      dateIssue ??
+      deadFilterIssues({
+        state,
+        dead_reason: deadReason,
+        last_error_prefix: lastErrorPrefix,
+        has_last_error: hasLastError,
+      })[0];
     const at = cursorParam(q);
     const cursorId = at ? decodeCursor(at.token) : undefined;
     const { rows: shown, ...more } = refused
@@ -144,7 +157,7 @@ export function notificationPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
       html`<option value="${value}" ${current === value ? 'selected' : ''}>${label}</option>`;
     // The field to correct: the reason when it is missing, else the one the refusal names.
     const invalid = (field: string) =>
-      invalidIf(refused !== undefined && (deadReason === undefined ? 'dead_reason' : refused.path) === field);
+      invalidIf(refused !== undefined && (dateIssue?.path ?? (deadReason === undefined ? 'dead_reason' : refused.path)) === field);
     return page(
       c,
       {
@@ -175,8 +188,8 @@ export function notificationPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
             ><select id="f-has-last-error" name="has_last_error" ${invalid('has_last_error')}>
               ${option('', hasLastError ?? '')} ${option('true', hasLastError, 'yes')} ${option('false', hasLastError, 'none')}
             </select>
-            <label for="f-from">Created from</label><input id="f-from" name="from" type="date" value="${q.from ?? ''}" />
-            <label for="f-until">until</label><input id="f-until" name="until" type="date" value="${q.until ?? ''}" />
+            <label for="f-from">Created from</label><input id="f-from" name="from" type="date" value="${q.from ?? ''}" ${invalid('from')} />
+            <label for="f-until">until</label><input id="f-until" name="until" type="date" value="${q.until ?? ''}" ${invalid('until')} />
             <button type="submit">Search</button>
           </fieldset>
         </form>
