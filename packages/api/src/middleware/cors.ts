@@ -57,9 +57,14 @@ export function apiCors(origins: readonly string[]): MiddlewareHandler<AppEnv> {
       c.header('vary', 'Origin', { append: true });
       return;
     }
-    if (c.req.method === 'OPTIONS' && c.req.header('access-control-request-method') === undefined) return next();
+    if (c.req.method === 'OPTIONS' && !isPreflightRequest(c)) return next();
     return headers(c, next);
   };
+}
+
+/** A CORS preflight: an OPTIONS saying which method the request it announces will use. */
+function isPreflightRequest(c: Context<AppEnv>): boolean {
+  return c.req.method === 'OPTIONS' && c.req.header('access-control-request-method') !== undefined;
 }
 
 /** Access-Control-Allow-Origin for a request's Origin: itself when listed, `*` when any is, else null (none). */
@@ -95,7 +100,7 @@ export function earlyCors(origins: readonly string[]): EarlyCors {
     return origin === undefined || !c.req.path.startsWith('/v1/') ? null : allow(origin);
   };
   return {
-    isPreflight: (c) => c.req.method === 'OPTIONS' && c.req.header('access-control-request-method') !== undefined && listed(c) !== null,
+    isPreflight: (c) => isPreflightRequest(c) && listed(c) !== null,
     headers(c): Record<string, string> | undefined {
       if (c.req.header('origin') === undefined || !c.req.path.startsWith('/v1/')) return undefined;
       const allowed = listed(c);

@@ -41,17 +41,24 @@ const RESERVED_ITEM_FIELDS = ['tenant_id', 'traceparent'] as const;
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
+/** The issue and the problem detail of an Idempotency-Key header the API refuses. */
+const KEY_ISSUE = { path: 'Idempotency-Key', message: 'must be one header of 1 to 255 printable ASCII characters' };
+const KEY_DETAIL = 'the Idempotency-Key header must be given once, 1 to 255 printable ASCII characters';
+
 /**
- * How many lines of the header `name` (lower case) the request carries. Node joins repeated ones
- * into one value with ", ", which a key may hold itself, so only the raw lines tell two keys from
- * one (@hono/node-server's `incoming`); without them (app.request in tests) one value counts once.
+ * The request's Idempotency-Key and whether it is refused: not 1 to 255 printable ASCII
+ * characters, or given on more than one header line. Node joins repeated lines into one value with
+ * ", ", which a key may hold itself, so only the raw lines (@hono/node-server's `incoming`) tell two
+ * keys from one; without them (app.request in tests) one value counts as one line.
  */
-function headerLines(c: Context<AppEnv>, name: string): number {
-  const raw = (c.env as { incoming?: { rawHeaders?: readonly string[] } } | undefined)?.incoming?.rawHeaders;
-  if (raw === undefined) return c.req.header(name) === undefined ? 0 : 1;
+function idempotencyKeyOf(c: Context<AppEnv>): { readonly key: string | undefined; readonly refused: boolean } {
+  const key = c.req.header('idempotency-key');
+  if (key === undefined) return { key, refused: false };
+  if (!IDEMPOTENCY_KEY.test(key)) return { key, refused: true };
+  const raw = (c.env as { incoming?: { rawHeaders?: readonly string[] } } | undefined)?.incoming?.rawHeaders ?? [];
   let lines = 0;
-  for (let i = 0; i < raw.length; i += 2) if (raw[i]!.toLowerCase() === name) lines++;
-  return lines;
+  for (let i = 0; i < raw.length; i += 2) if (raw[i]!.toLowerCase() === 'idempotency-key') lines++;
+  return { key, refused: lines > 1 };
 }
 
 function notFound(id: string): ProblemError {
@@ -80,21 +87,17 @@ export function notificationRoutes(deps: NotificationRoutesDeps): Hono<AppEnv> {
       });
     }
     const reserved = RESERVED_FIELDS.filter((f) => Object.hasOwn(body, f));
-    const key = c.req.header('idempotency-key');
-    const badKey = key !== undefined && (!IDEMPOTENCY_KEY.test(key) || headerLines(c, 'idempotency-key') > 1);
+    const { key, refused: badKey } = idempotencyKeyOf(c);
     if (reserved.length > 0 || badKey) {
       // Refused, but with every other problem of the body too, as one answer (rare path).
       const rest = Object.fromEntries(Object.entries(body).filter(([k]) => !(RESERVED_FIELDS as readonly string[]).includes(k)));
       const other = await intentCheck(db, { intent: { ...rest, tenant_id: c.get('auth').tenantId }, now: deps.clock.now() });
       const errors = [
-        ...(badKey ? [{ path: 'Idempotency-Key', message: 'must be one header of 1 to 255 printable ASCII characters' }] : []),
+        ...(badKey ? [KEY_ISSUE] : []),
         ...reserved.map((f) => ({ path: f, message: `unrecognized key: the API sets ${f} itself` })),
         ...(other?.errors ?? []),
       ];
-      const detail =
-        errors.length === 1 && badKey
-          ? 'the Idempotency-Key header must be given once, 1 to 255 printable ASCII characters'
-          : 'the request body is not a valid notification';
+      const detail = errors.length === 1 && badKey ? KEY_DETAIL : 'the request body is not a valid notification';
       throw new ProblemError('validation_failed', detail, { extensions: { errors } });
     }
     return withServerSpan('POST /v1/notifications', c.req.header('traceparent'), async (trace) => {
@@ -222,12 +225,8 @@ export function notificationRoutes(deps: NotificationRoutesDeps): Hono<AppEnv> {
   app.post('/retry', jsonBody(), async (c) => {
     const auth = c.get('auth');
     const input = parseBody(BulkRetryRequest, c.get('json'), 'bulk retry');
-    const key = c.req.header('idempotency-key');
-    if (key !== undefined && (!IDEMPOTENCY_KEY.test(key) || headerLines(c, 'idempotency-key') > 1)) {
-      throw new ProblemError('validation_failed', 'the Idempotency-Key header must be given once, 1 to 255 printable ASCII characters', {
-        extensions: { errors: [{ path: 'Idempotency-Key', message: 'must be one header of 1 to 255 printable ASCII characters' }] },
-      });
-    }
+    const { key, refused } = idempotencyKeyOf(c);
+    if (refused) throw new ProblemError('validation_failed', KEY_DETAIL, { extensions: { errors: [KEY_ISSUE] } });
     const f = input.filter;
     const result = await bulkRetry({
       db: deps.db,
