@@ -47,6 +47,11 @@ export { apiKeyInsert, type ApiKeyInsertParams } from './sql/api-key-insert.js';
 export { apiKeyList, type ApiKeyListParams } from './sql/api-key-list.js';
 export { apiKeyRevoke, type ApiKeyRevokeParams } from './sql/api-key-revoke.js';
 export { tenantEnsure } from './sql/tenant-ensure.js';
+export {
+  webhookSecretSealLegacy,
+  type WebhookSecretSealLegacyParams,
+  type WebhookSecretSealLegacyResult,
+} from './sql/webhook-secret-seal-legacy.js';
 export { consoleApp, type ConsoleOptions } from './console/console.js';
 export type { PipelineProbe } from './console/pipeline.js';
 export { BULK_RETRY_MAX, bulkRetry, type BulkRetryParams, type BulkRetryResult } from './notification-actions.js';

@@ -21,6 +21,8 @@ Commands:
                                         issue an API key; it is printed once, only its hash is stored
   api-keys revoke <key-id>              revoke a key (refused within NOTIFY_API_KEY_CACHE_MS)
   api-keys list [--tenant T]            list keys (ids and states, never the keys)
+  webhook-secrets seal [--dry-run]      seal every tenant's legacy plaintext webhook signing secret
+                                        under NOTIFY_SECRETS_KEY (the same secret keeps signing)
   dlq redrive --topic-offset-range P:FROM-TO [--topic-offset-range …] [--reason TEXT]
               [--source-topic T] [--dry-run] [--force]
                                         re-publish dead letters of <prefix>.dlq to the topic
@@ -232,6 +234,15 @@ async function dispatch(argv: readonly string[], env: Env, io: CliIo, proc: Proc
       }
       throw new CliError(`api-keys: expected create, revoke or list${sub ? `, got "${sub}"` : ''}`, 2);
     }
+    case 'webhook-secrets': {
+      const { values, positionals } = parse({ 'dry-run': { type: 'boolean' } });
+      const [sub] = positionals;
+      if (sub !== 'seal') throw new CliError(`webhook-secrets: expected seal${sub ? `, got "${sub}"` : ''}`, 2);
+      noStray('webhook-secrets seal', positionals, 1);
+      const { runWebhookSecretsSeal } = await import('./webhook-secrets.js');
+      await runWebhookSecretsSeal(await loadConfigNamingTypos(), { dryRun: values['dry-run'] ?? false }, { io, clock: systemClock });
+      return 0;
+    }
     case 'dlq': {
       const { values, positionals } = parse({
         'topic-offset-range': { type: 'string', multiple: true },
@@ -260,6 +271,6 @@ async function dispatch(argv: readonly string[], env: Env, io: CliIo, proc: Proc
       return 0;
     }
     default:
-      throw new CliError(`unknown command "${command}"; expected migrate, start, config-check, api-keys, dlq or help`, 2);
+      throw new CliError(`unknown command "${command}"; expected migrate, start, config-check, api-keys, webhook-secrets, dlq or help`, 2);
   }
 }

@@ -5,6 +5,8 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { inject } from 'vitest';
 import { ensureDatabase, withDatabase } from '@notify/migrations';
 import { createApp, hashApiKey } from '@notify/api';
+import { createTenantSecretSource } from '@notify/providers';
+import { openSecret, sealSecret, systemClock } from '@notify/runtime';
 import { createTestDatabase, type TestDatabase } from '../../../test/support/db.js';
 import { runNotifyCli, startNotifyProcess } from '../../../test/support/notify-process.js';
 
@@ -319,5 +321,106 @@ describe.concurrent('notify api-keys', () => {
     const res = await runNotifyCli(['api-keys', 'revoke', 'key_nope'], { DATABASE_URL: t.url });
     expect(res.code).toBe(1);
     expect(lines(res.stderr)).toEqual(['notify: api-keys revoke: no key key_nope']);
+  });
+});
+
+describe('notify webhook-secrets seal', () => {
+  const KEY = randomBytes(32);
+  const env = (db: TestDatabase, key: Buffer | null = KEY) => ({
+    DATABASE_URL: db.url,
+    ...(key ? { NOTIFY_SECRETS_KEY: key.toString('base64') } : {}),
+  });
+
+  it("seals each tenant's plaintext secret as its current one (the same secret), clears the column; dry run and a second run change nothing", async () => {
+    const db = await createTestDatabase();
+    try {
+      const now = new Date();
+      await db.pool.query(
+        `INSERT INTO tenants (id, created_at, webhook_signing_secret)
+         VALUES ('legacy-a', $1, 'whsec_AAAA'), ('legacy-b', $1, 'whsec_BBBB'), ('modern', $1, NULL)`,
+        [now],
+      );
+      const dry = await runNotifyCli(['webhook-secrets', 'seal', '--dry-run'], env(db));
+      expect(dry.code).toBe(0);
+      expect(lines(dry.stdout)).toEqual(['would seal legacy-a', 'would seal legacy-b']);
+      expect(lines(dry.stderr)).toEqual(['2 tenant(s) would seal (dry run: nothing written)']);
+      const untouched = await db.pool.query('SELECT count(*)::int AS n FROM tenants WHERE webhook_signing_secret IS NOT NULL');
+      expect(untouched.rows[0].n).toBe(2);
+
+      const res = await runNotifyCli(['webhook-secrets', 'seal'], env(db));
+      expect(res.code).toBe(0);
+      expect(lines(res.stdout)).toEqual(['sealed legacy-a', 'sealed legacy-b']);
+      expect(res.stdout + res.stderr).not.toContain('whsec_');
+      const { rows: left } = await db.pool.query('SELECT id FROM tenants WHERE webhook_signing_secret IS NOT NULL');
+      expect(left).toEqual([]);
+      const { rows: sealed } = await db.pool.query<{ tenant_id: string; sealed: string; expires_at: Date | null }>(
+        'SELECT tenant_id, sealed, expires_at FROM tenant_webhook_secrets ORDER BY tenant_id',
+      );
+      expect(sealed.map((r) => [r.tenant_id, r.expires_at])).toEqual([
+        ['legacy-a', null],
+        ['legacy-b', null],
+      ]);
+      // The same secret, bound to its tenant: it opens under the key for that tenant only.
+      expect(openSecret(KEY, sealed[0]!.sealed, 'legacy-a')).toBe('whsec_AAAA');
+      expect(openSecret(KEY, sealed[1]!.sealed, 'legacy-b')).toBe('whsec_BBBB');
+      expect(() => openSecret(KEY, sealed[0]!.sealed, 'legacy-b')).toThrow();
+      // What the dispatcher signs with is that one secret.
+      const signWith = createTenantSecretSource({ db: db.db, clock: systemClock, secretsKey: KEY });
+      expect(await signWith('legacy-a')).toEqual(['whsec_AAAA']);
+
+      const again = await runNotifyCli(['webhook-secrets', 'seal'], env(db));
+      expect(again.code).toBe(0);
+      expect(again.stdout).toBe('');
+      expect(lines(again.stderr)).toEqual(['no tenant has a plaintext webhook secret']);
+    } finally {
+      await db.close();
+    }
+  });
+
+  it('leaves a tenant that also has a sealed current secret, names it, and exits 1', async () => {
+    const db = await createTestDatabase();
+    try {
+      await db.pool.query(
+        `INSERT INTO tenants (id, created_at, webhook_signing_secret) VALUES ('both', now(), 'whsec_CCCC'), ('plain', now(), 'whsec_DDDD')`,
+      );
+      await db.pool.query(`INSERT INTO tenant_webhook_secrets (tenant_id, sealed, created_at) VALUES ('both', $1, now())`, [
+        sealSecret(KEY, 'whsec_EEEE', 'both'),
+      ]);
+      const res = await runNotifyCli(['webhook-secrets', 'seal'], env(db));
+      expect(res.code).toBe(1);
+      expect(lines(res.stdout)).toEqual(['sealed plain']);
+      expect(lines(res.stderr)).toEqual([
+        "left both: it has a sealed current secret as well as the plaintext one; POST /v1/webhook-secret/rotate with that tenant's key clears the plaintext",
+        '1 tenant(s) sealed',
+        'notify: webhook-secrets seal: 1 tenant(s) left as they were',
+      ]);
+      const { rows } = await db.pool.query('SELECT id, webhook_signing_secret FROM tenants ORDER BY id');
+      expect(rows).toEqual([
+        { id: 'both', webhook_signing_secret: 'whsec_CCCC' },
+        { id: 'plain', webhook_signing_secret: null },
+      ]);
+    } finally {
+      await db.close();
+    }
+  });
+
+  it('refuses without NOTIFY_SECRETS_KEY (exit 2, nothing written), and a stray argument or another subcommand', async () => {
+    const db = await createTestDatabase();
+    try {
+      await db.pool.query(`INSERT INTO tenants (id, created_at, webhook_signing_secret) VALUES ('legacy', now(), 'whsec_FFFF')`);
+      const noKey = await runNotifyCli(['webhook-secrets', 'seal'], env(db, null));
+      expect(noKey.code).toBe(2);
+      expect(lines(noKey.stderr)[0]).toMatch(/^notify: webhook-secrets seal: set NOTIFY_SECRETS_KEY/);
+      const { rows } = await db.pool.query('SELECT webhook_signing_secret FROM tenants');
+      expect(rows).toEqual([{ webhook_signing_secret: 'whsec_FFFF' }]);
+      const stray = await runNotifyCli(['webhook-secrets', 'seal', 'now'], env(db));
+      expect(stray.code).toBe(2);
+      expect(lines(stray.stderr)[0]).toBe('notify: webhook-secrets seal: unexpected argument "now"');
+      const other = await runNotifyCli(['webhook-secrets', 'rotate'], env(db));
+      expect(other.code).toBe(2);
+      expect(lines(other.stderr)[0]).toBe('notify: webhook-secrets: expected seal, got "rotate"');
+    } finally {
+      await db.close();
+    }
   });
 });
