@@ -8,6 +8,7 @@ import { createKafka } from './kafka-client.js';
 import { REDACT_PATHS, createLogger } from './observability/logger.js';
 import {
   autovacuumGaps,
+  plaintextWebhookSecrets,
   checkDatabase,
   checkMigrations,
   connectKafkaAdmin,
@@ -21,6 +22,7 @@ import { notifySettingsRead } from './sql/notify-settings-read.js';
 import {
   type StartWarning,
   autovacuumWarning,
+  plaintextSecretsWarning,
   newerSchemaWarning,
   roleConfigWarnings,
   settingsChangeWarning,
@@ -206,6 +208,7 @@ async function checkPostgres(config: Config, timeoutMs: number, warn: (w: StartW
         (async () => {
           await checkMigrations(db);
           warn(autovacuumWarning(await autovacuumGaps(db)));
+          warn(plaintextSecretsWarning(await plaintextWebhookSecrets(db)));
           return unknownMigrations(db);
         })(),
         timeoutMs,

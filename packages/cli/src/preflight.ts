@@ -104,6 +104,19 @@ export async function autovacuumGaps(db: Kysely<Database>): Promise<string[]> {
   ];
 }
 
+/**
+ * How many tenants still keep a webhook signing secret in plaintext (`tenants.webhook_signing_secret`,
+ * from before sealed secrets): `notify start` and `notify config-check` warn about them, and
+ * `notify webhook-secrets seal` seals them.
+ */
+export async function plaintextWebhookSecrets(db: Kysely<Database>): Promise<number> {
+  const { rows } = await fromKysely(db).query<{ n: number }>(
+    'SELECT count(*)::int AS n FROM tenants WHERE webhook_signing_secret IS NOT NULL',
+    [],
+  );
+  return rows[0]!.n;
+}
+
 /** Connects an admin client and asks the cluster for its brokers. Throws a one-line `CliError` when Kafka does not answer. */
 export async function connectKafkaAdmin(kafka: Kafka, brokers: readonly string[]): Promise<Admin> {
   const admin = kafka.admin();

@@ -59,6 +59,17 @@ export function autovacuumWarning(gaps: readonly string[]): StartWarning | undef
   };
 }
 
+/** Tenants whose webhook signing secret is still stored in plaintext (`plaintextWebhookSecrets`); undefined when none is. */
+export function plaintextSecretsWarning(tenants: number): StartWarning | undefined {
+  if (tenants === 0) return undefined;
+  return {
+    fields: { tenants },
+    message:
+      `${tenants} tenant${tenants === 1 ? ' keeps its' : 's keep their'} webhook signing secret in plaintext (tenants.webhook_signing_secret): ` +
+      'seal them with `notify webhook-secrets seal`, the same secret keeps signing (docs/operations.md, "Sealing legacy webhook secrets")',
+  };
+}
+
 /** What a start would change in `notify_settings` (`settingsChanges`); undefined when it changes nothing. */
 export function settingsChangeWarning(changes: readonly string[], verb = 'this start changes'): StartWarning | undefined {
   if (changes.length === 0) return undefined;

@@ -22,10 +22,18 @@ import { createMetrics } from './observability/metrics.js';
 import { createPipelineProbe, dispatcherLagGroups } from './observability/pipeline-probe.js';
 import { CliError } from './cli-error.js';
 import { type Role, needsKafka } from './roles.js';
-import { autovacuumWarning, newerSchemaWarning, roleConfigWarnings, settingsChangeWarning, topicPlanWarnings } from './start-warnings.js';
+import {
+  autovacuumWarning,
+  newerSchemaWarning,
+  plaintextSecretsWarning,
+  roleConfigWarnings,
+  settingsChangeWarning,
+  topicPlanWarnings,
+} from './start-warnings.js';
 import { createKafka, lazyKafkaAdmin } from './kafka-client.js';
 import {
   autovacuumGaps,
+  plaintextWebhookSecrets,
   checkDatabase,
   checkMigrations,
   connectKafkaAdmin,
@@ -104,6 +112,8 @@ export async function startNotify(config: Config, roles: readonly Role[], deps: 
     if (newer) logger.warn(newer.fields, newer.message);
     const vacuum = autovacuumWarning(await autovacuumGaps(db));
     if (vacuum) logger.warn(vacuum.fields, vacuum.message);
+    const plaintext = plaintextSecretsWarning(await plaintextWebhookSecrets(db));
+    if (plaintext) logger.warn(plaintext.fields, plaintext.message);
     // Every enqueuer (the API, enqueue() in a domain service, notify_enqueue from SQL) reads these,
     // and the last start wins: say so when this one changes them.
     const settings = storedSettingsOf(config);

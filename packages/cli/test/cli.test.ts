@@ -377,6 +377,30 @@ describe('notify webhook-secrets seal', () => {
     }
   });
 
+  it('start warns about tenants with a plaintext secret, naming the command, never the secret', async () => {
+    const db = await createTestDatabase();
+    try {
+      await db.pool.query(
+        `INSERT INTO tenants (id, created_at, webhook_signing_secret) VALUES ('p1', now(), 'whsec_P1'), ('p2', now(), 'whsec_P2')`,
+      );
+      const notify = await startNotifyProcess(['--roles', 'api'], { DATABASE_URL: db.url, KAFKA_BROKERS: '127.0.0.1:1', PORT: '0' });
+      try {
+        const warned = notify
+          .output()
+          .split('\n')
+          .filter((l) => l.includes('in plaintext'));
+        expect(warned).toHaveLength(1);
+        expect(JSON.parse(warned[0]!)).toMatchObject({ level: 'warn', tenants: 2 });
+        expect(warned[0]).toContain('notify webhook-secrets seal');
+        expect(notify.output()).not.toContain('whsec_');
+      } finally {
+        expect(await notify.stop()).toBe(0);
+      }
+    } finally {
+      await db.close();
+    }
+  });
+
   it('leaves a tenant that also has a sealed current secret, names it, and exits 1', async () => {
     const db = await createTestDatabase();
     try {

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ensureTopics } from '@notify/cli';
 import { topicName } from '@notify/contract';
@@ -80,6 +81,26 @@ describe('notify config-check', () => {
     expect(text.code).toBe(0);
     expect(text.stdout).toMatch(/^ {2}ok +topics +\d+ of \d+ present with the expected partitions$/m);
     expect(text.stdout.trim().split('\n').at(-1)).toMatch(/^notify config-check: ok/);
+  });
+
+  it('a tenant with a plaintext webhook secret: a warning that names the seal command, exit 0; none once sealed', async () => {
+    await t.pool.query(`INSERT INTO tenants (id, created_at, webhook_signing_secret) VALUES ('legacy-cc', now(), 'whsec_plain')`);
+    try {
+      const res = await runNotifyCli(['config-check', '--json', '--roles', 'api'], env);
+      expect(res.code).toBe(0);
+      expect(res.stdout).not.toContain('whsec_plain');
+      const messages = (JSON.parse(res.stdout) as Report).warnings.map((w) => w.message);
+      expect(messages).toContainEqual(
+        expect.stringMatching(/^1 tenant keeps its webhook signing secret in plaintext .*`notify webhook-secrets seal`/),
+      );
+      const sealed = await runNotifyCli(['webhook-secrets', 'seal'], { ...env, NOTIFY_SECRETS_KEY: randomBytes(32).toString('base64') });
+      expect(sealed.code).toBe(0);
+      const after = await runNotifyCli(['config-check', '--json', '--roles', 'api'], env);
+      expect((JSON.parse(after.stdout) as Report).warnings.map((w) => w.message)).not.toContainEqual(expect.stringContaining('plaintext'));
+    } finally {
+      await t.pool.query(`DELETE FROM tenant_webhook_secrets WHERE tenant_id = 'legacy-cc'`);
+      await t.pool.query(`DELETE FROM tenants WHERE id = 'legacy-cc'`);
+    }
   });
 
   it('topics with another partition count than the configuration: a warning naming them, exit 0, the same warning as notify start', async () => {
