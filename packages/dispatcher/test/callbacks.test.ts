@@ -9,6 +9,7 @@ import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { parseStatusEvent, type StatusEventV1 } from '@notify/contract';
 import { fromKysely } from '@notify/outbox';
+import { startHttpReceiver } from '@notify/providers/testing';
 import { silentLogger, systemClock } from '@notify/runtime';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -272,6 +273,29 @@ describe('status callbacks', () => {
       expect((await deliveries(tenant))[0]).toMatchObject({ attempts: 1, last_status: status });
     }
     expect(gone.calls).toHaveLength(1);
+  });
+
+  it('a receiver that answered 200 and then cut its body off, or let it trickle past the timeout, got the callback: delivered, not sent again', async () => {
+    const cut = await startHttpReceiver({ defaultResponse: { status: 200, body: 'o', bodyEnd: 'reset' } });
+    const trickle = await startHttpReceiver({ defaultResponse: { status: 200, body: 'o', bodyEnd: 'never' } });
+    try {
+      await register('cb-cut', `${cut.url}/callbacks`, ['notification.sent']);
+      await register('cb-trickle', `${trickle.url}/callbacks`, ['notification.sent']);
+      await send('cb-cut', 1);
+      await send('cb-trickle', 1);
+      for (const tenant of ['cb-cut', 'cb-trickle']) {
+        await waitFor(async () => (await deliveries(tenant))[0]?.state === 'delivered', {
+          timeoutMs: 30_000,
+          message: `${tenant} delivered`,
+        });
+        expect((await deliveries(tenant))[0]).toMatchObject({ attempts: 1, last_status: '200' });
+      }
+      expect(cut.requests).toHaveLength(1);
+      expect(trickle.requests).toHaveLength(1);
+    } finally {
+      await cut.close();
+      await trickle.close();
+    }
   });
 
   it('dead-letters a malformed status event and keeps consuming', async () => {

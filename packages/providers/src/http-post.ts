@@ -73,7 +73,10 @@ export interface HttpPostRequest {
 /** Response headers: names lower-cased, a repeated header as an array. */
 export type HttpResponseHeaders = Readonly<Record<string, string | string[] | undefined>>;
 
-/** The answer. `body` holds at most `maxResponseBytes`; `truncated` says whether more was sent. */
+/**
+ * The answer. `body` holds at most `maxResponseBytes`; `truncated` says the body is not whole: it
+ * was longer, or it was cut off (a reset, the signal or `timeoutMs`) after the status arrived.
+ */
 export interface HttpPostResponse {
   readonly status: number;
   readonly headers: HttpResponseHeaders;
@@ -116,7 +119,9 @@ function abortError(): Error {
  * to the errno node:http gave, see UNDICI_ERRNOS), an `AbortError` as soon as `signal` aborts or
  * an `HttpTimeoutError` once `timeoutMs` has passed, even while the request waits for a
  * connection. Reads at most `maxResponseBytes` of the answer and then destroys the connection, so
- * a hostile receiver cannot make us buffer without limit.
+ * a hostile receiver cannot make us buffer without limit. Once the answer's status and headers have
+ * arrived it resolves, `truncated`, also when its body then fails or is still arriving when the
+ * signal or `timeoutMs` ends it (the connection is destroyed): the status is the receiver's verdict.
  */
 export function httpPost(request: HttpPostRequest): Promise<HttpPostResponse> {
   const { url, signal, maxResponseBytes } = request;
@@ -139,11 +144,14 @@ export function httpPost(request: HttpPostRequest): Promise<HttpPostResponse> {
       clearTimeout(timer);
       return true;
     };
-    const fail = (err: Error) => {
-      if (settle()) reject(err);
-    };
     const finish = (truncated: boolean) => {
       if (settle()) resolve({ status, headers, body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size), truncated });
+    };
+    // Once the status has arrived it is the answer, whatever then ends the body (a reset, the
+    // signal, timeoutMs): a webhook answered 200 was accepted, and failing it would send it again.
+    const fail = (err: Error) => {
+      if (status !== 0) finish(true);
+      else if (settle()) reject(err);
     };
     // undici drops a request that waits for a connection only once it gets one; settle at once.
     const end = (err: Error) => {

@@ -4,6 +4,7 @@ import https from 'node:https';
 import type { AddressInfo, LookupFunction, Socket } from 'node:net';
 import { HttpTimeoutError, createHttpAgent, httpPost } from '@notify/providers';
 import { waitFor } from '../../../test/support/wait.js';
+import { startHttpReceiver } from '@notify/providers/testing';
 
 /** A receiver that counts connections and can hold answers until the test releases them. */
 interface CountingReceiver {
@@ -345,6 +346,30 @@ describe('httpPost over an undici agent', () => {
       code: 'ECONNRESET',
       cause: { code: 'UND_ERR_SOCKET' },
     });
+  });
+
+  it('resolves with the status once it arrived, truncated, when the body is then cut off or still arriving at the timeout or abort', async () => {
+    const receiver = await startHttpReceiver();
+    cleanups.push(() => receiver.close());
+    const agent = createHttpAgent({ connectionsPerOrigin: 2 });
+    cleanups.push(() => agent.destroy());
+    const url = new URL(receiver.url);
+    receiver.script(
+      { status: 200, headers: { 'x-a': '1' }, body: 'acc', bodyEnd: 'reset' },
+      { status: 200, body: 'slow', bodyEnd: 'never' },
+      { status: 503, headers: { 'retry-after': '5' }, body: 'slow', bodyEnd: 'never' },
+    );
+    const post = (signal: AbortSignal, timeoutMs?: number) =>
+      httpPost({ url, headers: {}, body: 'x', signal, agent, maxResponseBytes: 64, ...(timeoutMs ? { timeoutMs } : {}) });
+    expect(await post(never())).toMatchObject({ status: 200, headers: { 'x-a': '1' }, truncated: true });
+    expect(await post(never(), 100)).toMatchObject({ status: 200, truncated: true });
+    expect(await post(AbortSignal.timeout(100))).toMatchObject({ status: 503, headers: { 'retry-after': '5' }, truncated: true });
+    // The trickling answers' connections are dropped, not left to trickle.
+    await waitFor(() => receiver.open === 0, { timeoutMs: 5_000, message: 'the trickling answers to be cut off' });
+    // Before the status, the same failures still reject.
+    receiver.script('reset', 'hang');
+    await expect(post(never())).rejects.toMatchObject({ code: 'ECONNRESET' });
+    await expect(post(never(), 100)).rejects.toBeInstanceOf(HttpTimeoutError);
   });
 
   it('https: verifies the certificate (a self-signed receiver is refused before any request) and sends SNI for a name', async () => {

@@ -91,6 +91,18 @@ describe('sms-http provider against a local Twilio-style gateway', () => {
     });
   });
 
+  it('a 201 whose body is cut off or still arriving at the timeout is sent: the gateway accepted the message', async () => {
+    gateway.script({ status: 201, body: '{"sid":', bodyEnd: 'reset' }, { status: 201, body: '{"sid":', bodyEnd: 'never' });
+    expect(await provider.send(sms(), never())).toEqual({ kind: 'sent', providerStatus: '201' });
+    expect(await provider.send(sms(), AbortSignal.timeout(100))).toEqual({ kind: 'sent', providerStatus: '201' });
+    gateway.script({ status: 503, body: '{"code":', bodyEnd: 'reset' });
+    expect(await provider.send(sms(), never())).toEqual({
+      kind: 'transient',
+      error: 'sms gateway answered HTTP 503',
+      providerStatus: '503',
+    });
+  });
+
   it('a reset or an unreachable gateway is transient with the errno', async () => {
     gateway.script('reset');
     expect(await provider.send(sms(), never())).toMatchObject({ kind: 'transient', providerStatus: 'ECONNRESET' });

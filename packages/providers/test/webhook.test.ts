@@ -265,6 +265,38 @@ describe('webhook failure mapping against a real receiver', () => {
     expect(dns).toMatchObject({ kind: 'transient', providerStatus: 'ENOTFOUND' });
   });
 
+  it('judges an answer by its status once it arrived, however its body ends (cut off, or still arriving at the timeout)', async () => {
+    // Found from the outside: a receiver that answered 200 and then reset the connection, or whose
+    // body was still trickling in at the timeout, got the notification again and again (transient
+    // ECONNRESET / timeout), and one that always did so ended dead 'exhausted' although it accepted
+    // every attempt.
+    const clock = new ManualClock('2026-05-01T12:00:00Z');
+    const p = webhook({ allowCidrs: ['127.0.0.1/32'], timeoutMs: 300 }, clock);
+    receiver.script(
+      { status: 200, body: 'accep', bodyEnd: 'reset' },
+      { status: 200, body: 'still coming', bodyEnd: 'never' },
+      { status: 202, body: 'still coming', bodyEnd: 'never' },
+      { status: 503, headers: { 'retry-after': '30' }, body: 'x', bodyEnd: 'reset' },
+      { status: 410, body: 'gone', bodyEnd: 'never' },
+    );
+    expect(await p.send(delivery(receiver.url), never())).toEqual({ kind: 'sent', providerStatus: '200' });
+    // The adapter's own timeoutMs ends the body, then the dispatcher's signal does.
+    expect(await p.send(delivery(receiver.url), never())).toEqual({ kind: 'sent', providerStatus: '200' });
+    expect(await p.send(delivery(receiver.url), AbortSignal.timeout(100))).toEqual({ kind: 'sent', providerStatus: '202' });
+    expect(await p.send(delivery(receiver.url), never())).toEqual({
+      kind: 'transient',
+      error: 'webhook receiver failed: HTTP 503',
+      providerStatus: '503',
+      notBefore: new Date('2026-05-01T12:00:30Z'),
+    });
+    expect(await p.send(delivery(receiver.url), never())).toMatchObject({ kind: 'permanent', providerStatus: '410' });
+    await waitFor(() => receiver.open === 0, { timeoutMs: 5_000, message: 'the trickling answers to be cut off' });
+    // Before an answer, a reset and a timeout are still transient.
+    receiver.script('reset', 'hang');
+    expect(await p.send(delivery(receiver.url), never())).toMatchObject({ kind: 'transient', providerStatus: 'ECONNRESET' });
+    expect(await p.send(delivery(receiver.url), never())).toMatchObject({ kind: 'transient', providerStatus: 'timeout' });
+  });
+
   it('reads at most maxResponseBytes of an endless answer, then drops the connection', async () => {
     receiver.script('endless');
     const p = webhook({ allowCidrs: ['127.0.0.1/32'], maxResponseBytes: 1024 });

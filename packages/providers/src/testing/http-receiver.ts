@@ -18,13 +18,23 @@ export interface ReceivedRequest {
 
 /**
  * How the receiver answers one request:
- * - `{ status, headers?, body? }`: that answer;
+ * - `{ status, headers?, body? }`: that answer; with `bodyEnd: 'reset'` the connection is destroyed
+ *   after the status, headers and `body`, and with `bodyEnd: 'never'` the body never ends (until
+ *   the client hangs up): an answer cut off, or trickling in, after its status;
  * - `'hang'`: read the request, never answer (until `close()`);
  * - `'reset'`: destroy the connection without an answer (the client sees ECONNRESET);
  * - `'endless'`: answer 200 and stream a body that never ends (until the client hangs up).
  */
 export type ScriptedResponse =
-  { readonly status: number; readonly headers?: Readonly<Record<string, string>>; readonly body?: string } | 'hang' | 'reset' | 'endless';
+  | {
+      readonly status: number;
+      readonly headers?: Readonly<Record<string, string>>;
+      readonly body?: string;
+      readonly bodyEnd?: 'reset' | 'never';
+    }
+  | 'hang'
+  | 'reset'
+  | 'endless';
 
 /** A real local HTTP server with scripted answers: a webhook receiver or an SMS gateway in tests. */
 export interface HttpReceiver {
@@ -104,6 +114,17 @@ export async function startHttpReceiver(options: HttpReceiverOptions = {}): Prom
         return;
       }
       res.writeHead(answer.status, answer.headers ?? {});
+      if (answer.bodyEnd === 'reset') {
+        // Flush what was written, then cut the connection mid-body.
+        res.write(answer.body ?? '', () => req.socket.destroy());
+        return;
+      }
+      if (answer.bodyEnd === 'never') {
+        open++;
+        res.on('close', () => open--);
+        res.write(answer.body ?? '');
+        return;
+      }
       res.end(answer.body ?? '');
     });
   });
