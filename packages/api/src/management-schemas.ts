@@ -171,7 +171,11 @@ export const WebhookSecretRotated = z
     id: z.string(),
     secret: z.string().describe('whsec_…: shown only in this response; store it in your receiver now'),
     created_at: instant,
-    previous_expires_at: instant.nullable().describe('Until then the previous secret signs too; null when there was none'),
+    previous_expires_at: instant
+      .nullable()
+      .describe(
+        'Until then the previous secret signs too; null when there was none (a tenant signed with NOTIFY_WEBHOOK_SECRET keeps it until then, when the API has it)',
+      ),
   })
   .strict();
 export type WebhookSecretRotated = z.infer<typeof WebhookSecretRotated>;

@@ -23,9 +23,12 @@ import { tenantSigningSecretsGet } from '@notify/providers';
 let t: TestDatabase;
 let app: ReturnType<typeof createApp>;
 let keyless: ReturnType<typeof createApp>;
+/** An API whose process has NOTIFY_WEBHOOK_SECRET, the secret of tenants without their own. */
+let withGlobal: ReturnType<typeof createApp>;
+const GLOBAL_SECRET = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
 const clock = new ManualClock(new Date('2026-06-01T00:00:00Z'));
 const secretsKey = randomBytes(32);
-const keys = { acme: '', globex: '' };
+const keys = { acme: '', globex: '', initech: '' };
 const logged: string[] = [];
 const capturing: Logger = {
   error: (o, m) => void logged.push(JSON.stringify([o, m])),
@@ -37,7 +40,7 @@ const capturing: Logger = {
 
 beforeAll(async () => {
   t = await createTestDatabase();
-  for (const tenant of ['acme', 'globex'] as const) {
+  for (const tenant of ['acme', 'globex', 'initech'] as const) {
     const k = generateApiKey();
     await apiKeyInsert(fromKysely(t.db), { id: k.id, tenantId: tenant, keyHash: hashApiKey(k.key), name: tenant, now: clock.now() });
     keys[tenant] = k.key;
@@ -45,6 +48,13 @@ beforeAll(async () => {
   const config = { retry: { maxAttempts: 3, defaultTtlMs: 3_600_000 } };
   app = createApp({ db: t.db, clock, config, logger: capturing, secrets: { key: secretsKey, rotationGraceMs: 60_000 } });
   keyless = createApp({ db: t.db, clock, config });
+  withGlobal = createApp({
+    db: t.db,
+    clock,
+    config,
+    logger: capturing,
+    secrets: { key: secretsKey, rotationGraceMs: 60_000, globalSecret: GLOBAL_SECRET },
+  });
 });
 afterAll(async () => {
   await t?.close();
@@ -318,6 +328,25 @@ describe('webhook signing secret', () => {
     const stored = await tenantSigningSecretsGet(fromKysely(t.db), { tenantId: tenant, now: clock.now() });
     return stored.map((s) => s.plain ?? openSecret(secretsKey, s.sealed!, tenant));
   }
+
+  it("a tenant's first rotation keeps NOTIFY_WEBHOOK_SECRET, which signed its webhooks until then, for the grace period", async () => {
+    expect(await signingSecrets('initech')).toEqual([]); // none of its own: the dispatcher signs with the global secret
+    const res = await call('POST', '/v1/webhook-secret/rotate', { tenant: 'initech', on: withGlobal });
+    expect(res.status).toBe(201);
+    const first = WebhookSecretRotated.parse(await res.json());
+    expect(first.previous_expires_at).toBe(new Date(clock.now().getTime() + 60_000).toISOString());
+    expect(await signingSecrets('initech')).toEqual([first.secret, GLOBAL_SECRET]);
+    const list = WebhookSecretList.parse(await (await call('GET', '/v1/webhook-secret', { tenant: 'initech' })).json());
+    expect(list.data.map((s) => s.expires_at)).toEqual([null, first.previous_expires_at]);
+    expect(JSON.stringify(list)).not.toContain('whsec_');
+    // The second rotation keeps the first secret, not the global one again.
+    const second = WebhookSecretRotated.parse(
+      await (await call('POST', '/v1/webhook-secret/rotate', { tenant: 'initech', on: withGlobal })).json(),
+    );
+    expect(await signingSecrets('initech')).toEqual([second.secret, first.secret, GLOBAL_SECRET]);
+    clock.advance(60_001);
+    expect(await signingSecrets('initech')).toEqual([second.secret]);
+  });
 
   it('a rotation chooses the grace of the previous secrets; 0 ends them at once', async () => {
     const first = WebhookSecretRotated.parse(

@@ -199,7 +199,11 @@ export async function startNotify(config: Config, roles: readonly Role[], deps: 
         clock,
         logger: logger.child({ role: 'api' }),
         metrics,
-        secrets: { key: config.webhook.secretsKey, rotationGraceMs: config.secretRotationGraceMs },
+        secrets: {
+          key: config.webhook.secretsKey,
+          rotationGraceMs: config.secretRotationGraceMs,
+          globalSecret: config.webhook.signingSecret,
+        },
         rateLimits: config.apiRateLimits,
         apiKeyCacheMs: config.apiKeyCacheMs,
         // A statement on a connection whose server stopped answering waits past the pool's bound.

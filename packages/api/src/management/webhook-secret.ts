@@ -13,6 +13,11 @@ export interface SecretsSettings {
   readonly key: Buffer | undefined;
   /** NOTIFY_SECRET_ROTATION_GRACE_MS: how long the previous secret keeps signing. */
   readonly rotationGraceMs: number;
+  /**
+   * NOTIFY_WEBHOOK_SECRET, which signs the webhooks of a tenant without a secret of its own: a
+   * tenant's first rotation keeps it signing for the grace period, as it keeps any previous secret.
+   */
+  readonly globalSecret?: string | undefined;
 }
 
 /** A new Standard Webhooks secret: `whsec_` + base64 of 32 random bytes. */
@@ -48,6 +53,7 @@ export async function rotateWebhookSecret(
       tenantId,
       sealed: sealSecret(key, secret, tenantId),
       sealLegacy: (plain) => sealSecret(key, plain, tenantId),
+      sealedGlobal: settings.globalSecret === undefined ? undefined : sealSecret(key, settings.globalSecret, tenantId),
       now,
       graceUntil,
     }),

@@ -7,6 +7,11 @@ export interface WebhookSecretRotateParams {
   readonly sealed: string;
   /** The legacy plaintext secret sealed the same way, in case the tenant still has one (read under the lock). */
   readonly sealLegacy: (plain: string) => string;
+  /**
+   * NOTIFY_WEBHOOK_SECRET sealed for this tenant, when the API has one: what signed the tenant's
+   * webhooks while it had no secret of its own, kept for the grace period by its first rotation.
+   */
+  readonly sealedGlobal: string | undefined;
   readonly now: Date;
   /** The previous secret's last moment of signing. */
   readonly graceUntil: Date;
@@ -16,7 +21,9 @@ export interface WebhookSecretRotateParams {
  * Rotates in the caller's transaction: the tenant's row is locked (concurrent rotations queue);
  * the current sealed secret gets `expires_at = graceUntil`; a legacy plaintext secret
  * (tenants.webhook_signing_secret) is sealed into a row with the same grace and the column
- * cleared; the new secret is inserted as current. Returns its id and the previous one's end.
+ * cleared; a tenant with neither, whose webhooks NOTIFY_WEBHOOK_SECRET signed, gets that secret
+ * (`sealedGlobal`) as a row with the same grace, so its receivers are not cut off at once; the new
+ * secret is inserted as current. Returns its id and the previous one's end.
  */
 export async function webhookSecretRotate(
   db: SqlExecutor,
@@ -43,6 +50,15 @@ export async function webhookSecretRotate(
       params.graceUntil,
     ]);
     await db.query('UPDATE tenants SET webhook_signing_secret = NULL WHERE id = $1', [params.tenantId]);
+    previous = true;
+  }
+  if (!previous && params.sealedGlobal !== undefined) {
+    await db.query('INSERT INTO tenant_webhook_secrets (tenant_id, sealed, created_at, expires_at) VALUES ($1, $2, $3, $4)', [
+      params.tenantId,
+      params.sealedGlobal,
+      params.now,
+      params.graceUntil,
+    ]);
     previous = true;
   }
   const { rows } = await db.query<{ id: string }>(
