@@ -51,11 +51,13 @@ export {
   type TokenBucket,
   type RateLimitDeps,
 } from './rate-limit.js';
-export { createProviders, createFallbackProviders, type ProvidersConfig, type ProviderRegistryDeps } from './registry.js';
+export { createProviders, createFallbackProviders, providerOrigins, type ProvidersConfig, type ProviderRegistryDeps } from './registry.js';
 export {
   endpointId,
   endpointTargetOf,
+  notificationEndpointTargets,
   urlOrigin,
+  type ProviderOrigins,
   ENDPOINT_STATES,
   type EndpointState,
   type EndpointTarget,

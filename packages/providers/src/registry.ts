@@ -9,6 +9,7 @@ import { createTenantSecretSource } from './webhook/tenant-secrets.js';
 import { createWebhookProvider } from './webhook/webhook.js';
 import type { EndpointHealthConfig } from './endpoints/gate.js';
 import { webhookSecretKey } from './webhook/signature.js';
+import { type ProviderOrigins, urlOrigin } from './endpoints/endpoint.js';
 
 /** The channel settings `createProviders` reads (the service's `Config` from `loadConfig` fits). */
 export interface ProvidersConfig {
@@ -170,4 +171,23 @@ export function createFallbackProviders(config: ProvidersConfig, deps: ProviderR
     }
   }
   return fallbacks;
+}
+
+/**
+ * The endpoint origins of the email and SMS providers `createProviders` and
+ * `createFallbackProviders` build from `config` (each the origin of its server's URL, without
+ * credentials): a channel without a primary has none, and a fallback only beside a primary.
+ */
+export function providerOrigins(config: Pick<ProvidersConfig, 'smtp' | 'sms'>): ProviderOrigins {
+  const origins: { -readonly [C in keyof ProviderOrigins]: ProviderOrigins[C] } = {};
+  for (const [channel, urls] of [
+    ['email', config.smtp],
+    ['sms', config.sms],
+  ] as const) {
+    const primary = urls.url === undefined ? undefined : urlOrigin(urls.url);
+    if (primary === undefined) continue;
+    const fallback = urls.fallbackUrl === undefined ? undefined : urlOrigin(urls.fallbackUrl);
+    origins[channel] = fallback === undefined ? { primary } : { primary, fallback };
+  }
+  return origins;
 }

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, silentLogger, systemClock } from '@notify/runtime';
 import { loadConfig } from '@notify/cli';
-import { createFallbackProviders, createProviders } from '@notify/providers';
+import { createFallbackProviders, createProviders, notificationEndpointTargets, providerOrigins } from '@notify/providers';
 import { verifyWebhookSignature } from '@notify/providers/testing';
 import { type HttpReceiver, type SmtpSink, contractDelivery, startHttpReceiver, startSmtpSink } from '@notify/providers/testing';
 import { type TestDatabase, createTestDatabase } from '../../../test/support/db.js';
@@ -138,6 +138,38 @@ describe('createFallbackProviders', () => {
     } finally {
       await fallbacks.sms?.close?.();
       await fallbackGateway.close();
+    }
+  });
+});
+
+describe('providerOrigins', () => {
+  it('names the origins the built providers deliver to (no credentials), so notificationEndpointTargets finds the endpoints the dispatcher keeps', async () => {
+    const config = loadConfig({
+      NOTIFY_SMTP_URL: 'smtp://mailer:smtp-pw@mx.example:587',
+      NOTIFY_SMTP_FALLBACK_URL: 'smtps://mx2.example',
+      NOTIFY_SMS_URL: 'https://api.gateway.example/2010-04-01',
+      NOTIFY_SMS_ACCOUNT_ID: 'AC1',
+      NOTIFY_SMS_AUTH_TOKEN: 't',
+    });
+    const [providers, fallbacks] = [createProviders(config, deps()), createFallbackProviders(config, deps())];
+    try {
+      const origins = providerOrigins(config);
+      expect(origins).toEqual({
+        email: { primary: providers.email!.origin, fallback: fallbacks.email!.origin },
+        sms: { primary: providers.sms!.origin },
+      });
+      expect(origins.email).toEqual({ primary: 'smtp://mx.example:587', fallback: 'smtps://mx2.example:465' });
+      // The dispatcher's order: the provider, then its fallback; a webhook's own URL origin.
+      const of = (channel: 'email' | 'sms' | 'webhook', recipient: string) =>
+        notificationEndpointTargets({ tenantId: 'acme', channel, recipient }, origins).map((e) => `${e.provider} ${e.origin}`);
+      expect(of('email', 'ada@example.com')).toEqual(['primary smtp://mx.example:587', 'fallback smtps://mx2.example:465']);
+      expect(of('sms', '+14155550100')).toEqual(['primary https://api.gateway.example:443']);
+      expect(of('webhook', 'https://user:pw@hooks.example/path?q=1')).toEqual(['primary https://hooks.example:443']);
+      expect(of('webhook', '[erased]')).toEqual([]);
+      expect(notificationEndpointTargets({ tenantId: 'acme', channel: 'email', recipient: 'ada@example.com' }, {})).toEqual([]);
+      expect(providerOrigins(loadConfig({ NOTIFY_SMTP_FALLBACK_URL: 'smtp://mx2.example' }))).toEqual({});
+    } finally {
+      await Promise.all([...Object.values(providers), ...Object.values(fallbacks)].map(async (p) => p?.close?.()));
     }
   });
 });

@@ -72,3 +72,33 @@ export function endpointTargetOf(
   const origin = provider.origin ?? (provider.channel === 'webhook' ? (webhookOrigin(delivery.to) ?? undefined) : undefined);
   return origin === undefined ? undefined : { tenantId: delivery.tenantId, channel: provider.channel, origin, provider: role };
 }
+
+/**
+ * The fixed origins of the email and SMS providers (and their fallbacks) a configuration builds:
+ * what `providerOrigins` reads from it, for a process that shows endpoints without building
+ * providers (the console). Webhook has none: its endpoint is each delivery's URL.
+ */
+export type ProviderOrigins = Partial<Record<Exclude<Channel, 'webhook'>, { readonly primary: string; readonly fallback?: string }>>;
+
+/**
+ * The endpoints a notification's delivery is tried at, in the dispatcher's order
+ * (packages/dispatcher/src/handler.ts): a webhook's URL origin; a channel's provider, then its
+ * fallback. Each is `endpointTargetOf`'s answer for that provider, so the ids are the ones the
+ * dispatcher's gate keeps. Empty when there is none (a malformed or erased webhook URL, a channel
+ * whose provider `origins` does not name).
+ */
+export function notificationEndpointTargets(
+  notification: { readonly tenantId: string; readonly channel: Channel; readonly recipient: string },
+  origins: ProviderOrigins,
+): EndpointTarget[] {
+  const delivery = { tenantId: notification.tenantId, to: notification.recipient };
+  const { channel } = notification;
+  const candidates: [Pick<Provider, 'channel' | 'origin'>, ProviderRole][] =
+    channel === 'webhook'
+      ? [[{ channel }, 'primary']]
+      : (['primary', 'fallback'] as const).flatMap((role) => {
+          const origin = origins[channel]?.[role];
+          return origin === undefined ? [] : [[{ channel, origin }, role]];
+        });
+  return candidates.flatMap(([provider, role]) => endpointTargetOf(provider, delivery, role) ?? []);
+}
