@@ -485,6 +485,54 @@ describe('the console in Chromium', () => {
     await shot('13-long-values');
   });
 
+  it('5g. the pipeline charts keep their text readable on a 375-px screen (at least 10 CSS px, inside the chart, no label over another)', async () => {
+    try {
+      await page.setViewport({ width: 375, height: 800 });
+      await page.goto(`${notify.url}/console/health`);
+      const charts = (await page.evaluate(`[...document.querySelectorAll('figure')].map((figure) => {
+        const svg = figure.querySelector('svg');
+        const box = svg.getBoundingClientRect();
+        const texts = [...svg.querySelectorAll('text')].map((t) => {
+          const r = t.getBoundingClientRect();
+          // What the text renders at: its font size times the scale from the SVG's units to CSS pixels.
+          return { text: t.textContent, px: parseFloat(getComputedStyle(t).fontSize) * t.getScreenCTM().a,
+                   height: r.height, inside: r.left >= box.left - 0.5 && r.right <= box.right + 0.5, left: r.left, right: r.right, top: r.top };
+        });
+        const legend = [...figure.querySelectorAll('.legend li, figcaption')].map((el) => parseFloat(getComputedStyle(el).fontSize));
+        return { id: svg.id || svg.getAttribute('aria-labelledby'), width: box.width, texts, legend };
+      })`)) as {
+        id: string;
+        width: number;
+        texts: { text: string; px: number; height: number; inside: boolean; left: number; right: number; top: number }[];
+        legend: number[];
+      }[];
+      expect(charts.length).toBeGreaterThanOrEqual(2);
+      for (const chart of charts) {
+        expect(chart.width, chart.id).toBeLessThanOrEqual(375);
+        expect(chart.texts.length, chart.id).toBeGreaterThan(0);
+        for (const t of chart.texts) {
+          expect.soft(t.px, `${chart.id}: “${t.text}” rendered size`).toBeGreaterThanOrEqual(10);
+          expect.soft(t.height, `${chart.id}: “${t.text}” rendered height`).toBeGreaterThanOrEqual(10);
+          expect.soft(t.inside, `${chart.id}: “${t.text}” inside the chart`).toBe(true);
+        }
+        // Labels on one line do not run into each other.
+        const lines = new Map<number, typeof chart.texts>();
+        for (const t of chart.texts) lines.set(Math.round(t.top), [...(lines.get(Math.round(t.top)) ?? []), t]);
+        for (const line of lines.values()) {
+          const sorted = [...line].sort((a, b) => a.left - b.left);
+          for (let i = 1; i < sorted.length; i++)
+            expect
+              .soft(sorted[i]!.left, `${chart.id}: “${sorted[i]!.text}” after “${sorted[i - 1]!.text}”`)
+              .toBeGreaterThanOrEqual(sorted[i - 1]!.right);
+        }
+        for (const px of chart.legend) expect.soft(px, `${chart.id}: legend and caption`).toBeGreaterThanOrEqual(10);
+      }
+      await shot('16-pipeline-health-375px');
+    } finally {
+      await page.setViewport({ width: 1280, height: 900 });
+    }
+  });
+
   /** The pages 5c walks with the keyboard and 5d reads as a screen reader would: one of each kind. */
   const walked = () => [
     '/console/notifications',

@@ -62,7 +62,9 @@ header :focus-visible{outline-color:#fff}
 .notice{border-left:4px solid #0b57d0;background:#eef3fc;padding:.5rem 1rem}
 .error{border-left:4px solid #8c1d18;background:#fce8e6;padding:.5rem 1rem}
 pre{background:#f2f2f2;padding:.5rem;overflow:auto;white-space:pre-wrap}
-svg text{font:12px system-ui,sans-serif;fill:#1b1b1b}
+svg text{font:13px system-ui,sans-serif;fill:#1b1b1b}
+figure{margin:1rem 0}.legend{list-style:none;display:flex;flex-wrap:wrap;gap:.25rem 1rem;margin:0 0 .25rem;padding:0}
+.swatch{display:inline-block;width:.8rem;height:.8rem;margin-right:.3rem;vertical-align:-.05rem}
 `;
 
 const NAV: readonly (readonly [string, string])[] = [

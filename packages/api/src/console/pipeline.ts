@@ -54,10 +54,22 @@ function chartSummary(opts: { bars: readonly Bar[]; keys: readonly string[]; uni
   return parts.join(' ');
 }
 
+/** The colour of a segment's key. */
+const colourOf = (key: string) => OUTCOME_COLOURS[key] ?? '#0b57d0';
+
+/** A percentage of the chart's width, for an SVG length. */
+const pct = (v: number) => `${v.toFixed(2)}%`;
+
 /**
  * A stacked bar chart as inline SVG (no client script): one bar per entry, a legend, a <title>
  * per segment for pointer users, and `role="img"` named by its title and described by a summary
  * in words (`chartSummary`); `table` names the table that holds the same figures.
+ *
+ * The SVG has no viewBox: its lengths across are percentages of its width and its text is in CSS
+ * pixels, so the text keeps its size however narrow the screen (with a 720-wide viewBox, 12-unit
+ * text shrank to 5.7 px on a 375-px phone). Many bars (a time series) stand up, with a label
+ * under every few, at most six; a few (one per topic) lie across, each under its own label, so
+ * a long name has the width of the chart. The legend is HTML beside it, where it wraps.
  */
 export function barChart(opts: {
   id: string;
@@ -67,55 +79,80 @@ export function barChart(opts: {
   unit: string;
   table?: string;
 }): Html {
-  const width = 720;
-  const height = 180;
-  const left = 40;
-  const bottom = 20;
-  const max = Math.max(1, ...opts.bars.map((b) => b.segments.reduce((s, x) => s + x.value, 0)));
-  const step = (width - left) / Math.max(1, opts.bars.length);
-  const scale = (v: number) => (v / max) * (height - bottom - 10);
-  const rects = opts.bars.flatMap((b, i) => {
-    let y = height - bottom;
+  const total = (b: Bar) => b.segments.reduce((s, x) => s + x.value, 0);
+  const max = Math.max(1, ...opts.bars.map(total));
+  const segments = (b: Bar, place: (from: number, share: number) => { x: string; y: number; width: string; height: number }) => {
+    let from = 0;
     return b.segments
       .filter((s) => s.value > 0)
       .map((s) => {
-        const h = scale(s.value);
-        y -= h;
-        return html`<rect
-          x="${(left + i * step + 1).toFixed(1)}"
-          y="${y.toFixed(1)}"
-          width="${Math.max(1, step - 2).toFixed(1)}"
-          height="${h.toFixed(1)}"
-          fill="${OUTCOME_COLOURS[s.key] ?? '#0b57d0'}"
+        const share = s.value / max;
+        const r = place(from, share);
+        from += share;
+        return html`<rect x="${r.x}" y="${r.y.toFixed(1)}" width="${r.width}" height="${r.height.toFixed(1)}" fill="${colourOf(s.key)}"
           ><title>${b.label}: ${s.value} ${s.key}</title></rect
         >`;
       });
-  });
-  const ticks = opts.bars
-    .map((b, i) => ({ b, i }))
-    .filter(({ i }) => opts.bars.length <= 12 || i % 10 === 0)
-    // Centred under its own bar: started at the bar's left edge, a long label ran on under the next ones.
-    .map(({ b, i }) => html`<text x="${(left + (i + 0.5) * step).toFixed(1)}" y="${height - 5}" text-anchor="middle">${b.label}</text>`);
-  const legend = opts.keys.map(
-    (k, i) =>
-      html`<rect x="${left + i * 110}" y="0" width="10" height="10" fill="${OUTCOME_COLOURS[k] ?? '#0b57d0'}"></rect
-        ><text x="${left + i * 110 + 14}" y="10">${k}</text>`,
-  );
+  };
+  let height: number;
+  let marks: readonly Html[];
+  if (opts.bars.length <= 12) {
+    // Across: a row of 34 px per bar, its label and figure above it.
+    const row = 34;
+    height = opts.bars.length * row + 4;
+    marks = opts.bars.map((b, i) => {
+      const top = i * row;
+      return html`<text x="0" y="${top + 13}">${b.label}: ${total(b)}</text>
+        <line x1="0" y1="${top + 18}" x2="0" y2="${top + 32}" stroke="#6b6b6b"></line>
+        ${segments(b, (from, share) => ({ x: pct(from * 100), y: top + 18, width: pct(share * 100), height: 14 }))}`;
+    });
+  } else {
+    // Standing: the highest figure above the plot, six labels at most under it.
+    const top = 20;
+    const base = 150;
+    height = base + 20;
+    const step = 100 / opts.bars.length;
+    const every = Math.ceil(opts.bars.length / 6);
+    const ticks = opts.bars.flatMap((b, i) => {
+      if (i % every !== 0) return [];
+      // The first label starts at its bar's edge: centred, it would leave the chart on the left.
+      const [x, anchor] = i === 0 ? [pct(i * step), 'start'] : [pct((i + 0.5) * step), 'middle'];
+      return [html`<text x="${x}" y="${height - 4}" text-anchor="${anchor}">${b.label}</text>`];
+    });
+    marks = [
+      html`<text x="0" y="12">${max}</text>
+        <line x1="0" y1="${top}" x2="100%" y2="${top}" stroke="#c4c4c4" stroke-dasharray="4 4"></line>
+        <line x1="0" y1="${base}" x2="100%" y2="${base}" stroke="#6b6b6b"></line>`,
+      ...opts.bars.flatMap((b, i) =>
+        segments(b, (from, share) => ({
+          x: pct((i + 0.1) * step),
+          y: base - (from + share) * (base - top),
+          width: pct(step * 0.8),
+          height: share * (base - top),
+        })),
+      ),
+      ...ticks,
+    ];
+  }
+  const legend =
+    opts.keys.length > 1
+      ? html`<ul class="legend">
+          ${opts.keys.map((k) => html`<li><span class="swatch" style="background:${colourOf(k)}"></span>${k}</li>`)}
+        </ul>`
+      : '';
   return html`<figure>
+    ${legend}
     <svg
       role="img"
       aria-labelledby="${opts.id}-title"
       aria-describedby="${opts.id}-desc"
-      viewBox="0 0 ${width} ${height}"
       width="100%"
-      style="max-width:${width}px"
+      height="${height}"
+      style="max-width:720px;display:block"
     >
       <title id="${opts.id}-title">${opts.title}</title>
       <desc id="${opts.id}-desc">${chartSummary(opts)}</desc>
-      <text x="0" y="${height - bottom}">0</text>
-      <text x="0" y="20">${max}</text>
-      <line x1="${left}" y1="${height - bottom}" x2="${width}" y2="${height - bottom}" stroke="#6b6b6b"></line>
-      ${legend}${rects}${ticks}
+      ${marks}
     </svg>
     <figcaption>${opts.title} (${opts.unit})</figcaption>
   </figure>`;
