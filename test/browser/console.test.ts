@@ -34,6 +34,9 @@ let kafka: TestKafka;
 let notify: NotifyServer;
 let receiver: Server;
 let hookBase: string;
+/** A second receiver, its own endpoint (origin): it answers 503 to everything, so its circuit opens. */
+let failing: Server;
+let failingBase: string;
 let browser: Browser;
 let page: Page;
 /** Paths under /gone answer 410 (a permanent failure) while this is true, 200 afterwards. */
@@ -55,6 +58,12 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
   hookBase = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+  failing = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => res.writeHead(503).end('unavailable'));
+  });
+  await new Promise<void>((r) => failing.listen(0, '127.0.0.1', r));
+  failingBase = `http://127.0.0.1:${(failing.address() as AddressInfo).port}`;
   notify = await startNotifyProcess([], {
     DATABASE_URL: t.url,
     KAFKA_BROKERS: kafka.brokers.join(','),
@@ -84,6 +93,7 @@ afterAll(async () => {
   if (topics.length > 0) await kafka.admin.deleteTopics({ topics }).catch(() => {});
   await kafka?.close();
   await new Promise((r) => receiver?.close(r));
+  await new Promise((r) => failing?.close(r));
   await t?.close();
 }, 60_000);
 
@@ -483,6 +493,56 @@ describe('the console in Chromium', () => {
       expect(Math.max(0, ...overflow), `${path}: how far a table scrolls sideways`).toBe(0);
     }
     await shot('13-long-values');
+  });
+
+  it("5f. shows an endpoint's open circuit on its notification and on the health page, disables and enables it there", async () => {
+    // Six transient failures in a row (each notification has one attempt) open the circuit of the failing receiver's origin.
+    for (let i = 0; i < 6; i++) await waitForState(await enqueue('acme', `${failingBase}/hooks/customer-y-${i}`), 'dead');
+    const endpoint = await waitFor(
+      async () => {
+        const list = (await (await api('acme', '/v1/endpoints?state=open')).json()) as { data: { id: string; origin: string }[] };
+        return list.data.find((e) => e.origin === failingBase);
+      },
+      { timeoutMs: 30_000, intervalMs: 100, message: 'the failing receiver’s circuit to open' },
+    );
+    // A notification to it, due in an hour: the page says the circuit is open and what that means for it.
+    const waiting = await enqueueLater('acme', `${failingBase}/hooks/customer-y`);
+    await page.goto(`${notify.url}/console/notifications/${waiting}`);
+    const state = await text('#endpoint-state');
+    expect(state).toContain(`circuit open ${failingBase} since`);
+    expect(state).toMatch(/6 failures in a row, last 503/);
+    expect(state).toContain('Waiting: while the circuit is open its attempts are put off without spending one');
+    // Near the notification's state: the badge just above it.
+    const [stateTop, endpointTop] = (await page.evaluate(
+      `[document.querySelector('dd .badge'), document.querySelector('#endpoint-state')].map((el) => el.getBoundingClientRect().top)`,
+    )) as number[];
+    expect(endpointTop! - stateTop!).toBeLessThan(80);
+    await shot('14-notification-endpoint-open');
+    await checkPage('notification, endpoint circuit open');
+    // Its link leads to the endpoint's row on the health page.
+    await submit(`#endpoint-state a[href="/console/health#${endpoint.id}"]`);
+    expect(await page.evaluate(`document.querySelector(':target')?.id`)).toBe(endpoint.id);
+    expect(await text(`tr[id="${endpoint.id}"]`)).toMatch(/circuit open/);
+    expect(await text('#endpoints-summary')).toMatch(/^1 endpoint not delivering/);
+    await shot('15-health-endpoints');
+    await checkPage('pipeline health, an endpoint not delivering');
+    // Disable it after a confirmation: the notification would now end dead at its next attempt.
+    await submit(`form[action="/console/endpoints/${endpoint.id}/disable"] button`);
+    expect(await text('h1')).toBe('Disable this endpoint?');
+    await checkPage('confirm disable endpoint');
+    await submit('#confirm');
+    expect(await text('[role=status]')).toContain('Endpoint disabled');
+    expect(await text(`tr[id="${endpoint.id}"]`)).toMatch(/disabled/);
+    expect(((await (await api('acme', `/v1/endpoints/${endpoint.id}`)).json()) as { state: string }).state).toBe('disabled');
+    await page.goto(`${notify.url}/console/notifications/${waiting}`);
+    expect(await text('#endpoint-state')).toContain('Paused: at its next attempt');
+    // Enable it: every endpoint is ok again, and the page says so.
+    await page.goto(`${notify.url}/console/health`);
+    await submit(`form[action="/console/endpoints/${endpoint.id}/enable"] button`);
+    await submit('#confirm');
+    expect(await text('#endpoints-summary')).toBe("All of this tenant's endpoints are ok: no circuit is open and none is disabled.");
+    await page.goto(`${notify.url}/console/notifications/${waiting}`);
+    expect(await page.$('#endpoint-state')).toBeNull();
   });
 
   it('5g. the pipeline charts keep their text readable on a 375-px screen (at least 10 CSS px, inside the chart, no label over another)', async () => {

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '@notify/runtime/testing';
 import { createApp, generateApiKey, hashApiKey } from '@notify/api';
-import { fromKysely, newNotificationId } from '@notify/outbox';
+import { type Channel, fromKysely, newNotificationId } from '@notify/outbox';
+import { endpointId } from '@notify/providers';
 import { createDb } from '@notify/runtime';
 import { createTestDatabase, type TestDatabase } from '../../../test/support/db.js';
 import { explain, recordStatements } from '../../../test/support/plans.js';
@@ -15,13 +16,15 @@ import { apiKeyRevoke } from '../src/sql/api-key-revoke.js';
 let t: TestDatabase;
 let app: ReturnType<typeof createApp>;
 let showing: ReturnType<typeof createApp>;
+/** A console told the email providers' endpoint origins, as `notify start` tells it (`providerOrigins`). */
+let withOrigins: ReturnType<typeof createApp>;
 const clock = new ManualClock(new Date('2026-06-01T12:00:00Z'));
-const keys = { acme: '', globex: '', initech: '', umbrella: '', hooli: '', wayne: '', stark: '' };
+const keys = { acme: '', globex: '', initech: '', umbrella: '', hooli: '', wayne: '', stark: '', tyrell: '', cyberdyne: '' };
 const keyIds = { acme: '' };
 
 beforeAll(async () => {
   t = await createTestDatabase();
-  for (const tenant of ['acme', 'globex', 'initech', 'umbrella', 'hooli', 'wayne', 'stark'] as const) {
+  for (const tenant of ['acme', 'globex', 'initech', 'umbrella', 'hooli', 'wayne', 'stark', 'tyrell', 'cyberdyne'] as const) {
     const k = generateApiKey();
     await apiKeyInsert(fromKysely(t.db), { id: k.id, tenantId: tenant, keyHash: hashApiKey(k.key), name: tenant, now: clock.now() });
     keys[tenant] = k.key;
@@ -30,6 +33,12 @@ beforeAll(async () => {
   const config = { retry: { maxAttempts: 3, defaultTtlMs: 3_600_000 } };
   app = createApp({ db: t.db, clock, config });
   showing = createApp({ db: t.db, clock, config, console: { showContent: true } });
+  withOrigins = createApp({
+    db: t.db,
+    clock,
+    config,
+    console: { endpointOrigins: { email: { primary: 'smtp://mx.example:25', fallback: 'smtp://mx2.example:25' } } },
+  });
 });
 afterAll(async () => {
   await t?.close();
@@ -1038,3 +1047,200 @@ describe('console, recipient search plans', () => {
     }
   });
 });
+
+/** Stores an endpoint as the dispatchers' gate would have left it (`state` with the columns its CHECKs tie to it). */
+async function storeEndpoint(
+  tenant: string,
+  channel: Channel,
+  origin: string,
+  state: 'ok' | 'open' | 'disabled',
+  opts: { provider?: 'primary' | 'fallback'; probeAt?: Date } = {},
+): Promise<string> {
+  const id = endpointId({ tenantId: tenant, channel, origin });
+  const now = clock.now();
+  const since = new Date(now.getTime() - 600_000);
+  await t.pool.query(
+    `INSERT INTO endpoints (id, tenant_id, channel, origin, provider, state, consecutive_failures, failing_since, last_error_code,
+                            last_failure_at, opened_at, probe_at, disabled_at, disabled_by)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+     ON CONFLICT (id) DO UPDATE SET state = EXCLUDED.state, consecutive_failures = EXCLUDED.consecutive_failures,
+       failing_since = EXCLUDED.failing_since, last_error_code = EXCLUDED.last_error_code, opened_at = EXCLUDED.opened_at,
+       probe_at = EXCLUDED.probe_at, disabled_at = EXCLUDED.disabled_at, disabled_by = EXCLUDED.disabled_by`,
+    [
+      id,
+      tenant,
+      channel,
+      origin,
+      opts.provider ?? 'primary',
+      state,
+      state === 'ok' ? 0 : 7,
+      state === 'ok' ? null : since,
+      state === 'ok' ? null : '503',
+      state === 'ok' ? null : now,
+      state === 'open' ? since : null,
+      state === 'open' ? (opts.probeAt ?? new Date(now.getTime() + 30_000)) : null,
+      state === 'disabled' ? now : null,
+      state === 'disabled' ? 'auto' : null,
+    ],
+  );
+  return id;
+}
+
+/** About the text a browser shows of some markup: tags gone, every run of whitespace one space, none inside brackets or before punctuation. */
+const words = (markup: string) =>
+  markup
+    .replace(/<[^>]+>/g, ' ')
+    .replace(/&#39;/g, "'")
+    .replace(/\s+/g, ' ')
+    .replace(/ ([;:,.)])/g, '$1')
+    .replace(/\( /g, '(');
+
+describe('console, endpoints that are not delivering (open circuit, disabled)', () => {
+  it("the health page lists the tenant's open and disabled endpoints, or says all are ok, or that there are none", async () => {
+    const s = await signIn('tyrell');
+    const section = async () => {
+      const page = await (await app.request('/console/health', { headers: s.headers })).text();
+      return { page, text: words(/<h2 id="endpoints">[\s\S]*?(?=<h2>Outbox)/.exec(page)?.[0] ?? '') };
+    };
+    expect((await section()).text).toContain('This tenant has no endpoints yet');
+    await storeEndpoint('tyrell', 'webhook', 'https://fine.example:443', 'ok');
+    expect((await section()).text).toContain("All of this tenant's endpoints are ok: no circuit is open and none is disabled.");
+    // Another tenant's broken endpoint is not this tenant's concern.
+    await storeEndpoint('cyberdyne', 'webhook', 'https://cyberdyne-only.example:443', 'disabled');
+    expect((await section()).page).not.toContain('cyberdyne-only');
+
+    const probeAt = new Date(clock.now().getTime() + 45_000);
+    const open = await storeEndpoint('tyrell', 'webhook', 'https://flaky.example:443', 'open', { probeAt });
+    const disabled = await storeEndpoint('tyrell', 'email', 'smtp://mx.example:25', 'disabled');
+    const { page, text } = await section();
+    expect(text).toContain('2 endpoints not delivering');
+    expect(page).toContain('<caption id="endpoints-not-ok-caption"');
+    const row = (id: string) => words(new RegExp(`<tr id="${id}">([\\s\\S]*?)</tr>`).exec(page)?.[1] ?? '');
+    expect(row(open)).toMatch(
+      new RegExp(
+        `^ https://flaky\\.example:443 webhook circuit open ${iso(clock.now().getTime() - 600_000)} 7 failures in a row, last 503 a probe goes at ${iso(probeAt.getTime())}; deliveries resume when one succeeds Enable Disable $`,
+      ),
+    );
+    expect(row(disabled)).toMatch(
+      /^ smtp:\/\/mx\.example:25 email disabled .* \(automatically, after failing since .*\) 7 failures in a row, last 503 when an operator enables it Enable $/,
+    );
+    expect(page).toMatch(new RegExp(`<th scope="row" class="wrap">https://flaky.example:443</th>`));
+    expect(page).not.toContain('https://fine.example');
+  });
+
+  it("a notification's page says when its endpoint's circuit is open or it is disabled, and what that means for it", async () => {
+    const detail = async (id: string, on = app) => {
+      const page = await (await on.request(`/console/notifications/${id}`, { headers: (await signIn('tyrell', on)).headers })).text();
+      const dd = /<dd id="endpoint-state"[^>]*>([\s\S]*?)<\/dd>/.exec(page);
+      return { page, endpoint: dd ? words(dd[1]!) : undefined };
+    };
+    // Open: a queued notification waits for the probe, without spending an attempt.
+    const probeAt = new Date(clock.now().getTime() + 45_000);
+    const open = await storeEndpoint('tyrell', 'webhook', 'https://flaky.example:443', 'open', { probeAt });
+    const waiting = await enqueue('tyrell', { channel: 'webhook', to: 'https://flaky.example/hooks/customer-x?sig=1', body: '{}' });
+    const w = await detail(waiting);
+    expect(w.endpoint).toContain('circuit open https://flaky.example:443 since');
+    expect(w.endpoint).toContain(
+      `Waiting: while the circuit is open its attempts are put off without spending one; the next probe goes at ${iso(probeAt.getTime())}, and it is delivered once a probe succeeds`,
+    );
+    expect(w.page).toContain(`<a href="/console/health#${open}">https://flaky.example:443</a>`);
+    // Right after the state, before the rest.
+    expect(w.page.indexOf('id="endpoint-state"')).toBeLessThan(w.page.indexOf('<dt>Channel and recipient</dt>'));
+    // Disabled: it will end dead at its next attempt unless enabled; a dead one would die again.
+    await storeEndpoint('tyrell', 'webhook', 'https://gone.example:443', 'disabled');
+    const paused = await enqueue('tyrell', { channel: 'webhook', to: 'https://gone.example/x', body: '{}' });
+    expect((await detail(paused)).endpoint).toMatch(
+      /^ disabled https:\/\/gone\.example:443 since .* Paused: at its next attempt \(.*\) it ends dead \(endpoint_disabled\) without being sent, unless an operator enables the endpoint first\. $/,
+    );
+    await t.pool.query(
+      `UPDATE notifications SET state = 'dead', dead_reason = 'endpoint_disabled', next_attempt_at = NULL, attempts = 1 WHERE id = $1`,
+      [paused],
+    );
+    expect((await detail(paused)).endpoint).toContain(
+      'A retry would end dead again (endpoint_disabled) unless the endpoint is enabled first.',
+    );
+    // An endpoint that is ok, or another tenant's broken one on the same origin, says nothing.
+    await storeEndpoint('tyrell', 'webhook', 'https://fine.example:443', 'ok');
+    expect(
+      (await detail(await enqueue('tyrell', { channel: 'webhook', to: 'https://fine.example/x', body: '{}' }))).endpoint,
+    ).toBeUndefined();
+    await storeEndpoint('cyberdyne', 'webhook', 'https://shared.example:443', 'disabled');
+    expect(
+      (await detail(await enqueue('tyrell', { channel: 'webhook', to: 'https://shared.example/x', body: '{}' }))).endpoint,
+    ).toBeUndefined();
+  });
+
+  it('an email notification follows the provider, then its fallback, as the dispatcher tries them', async () => {
+    const detail = async (id: string) => {
+      const page = await (
+        await withOrigins.request(`/console/notifications/${id}`, { headers: (await signIn('cyberdyne', withOrigins)).headers })
+      ).text();
+      const dd = /<dd id="endpoint-state"[^>]*>([\s\S]*?)<\/dd>/.exec(page);
+      return dd ? words(dd[1]!) : undefined;
+    };
+    const id = await enqueue('cyberdyne', { channel: 'email', to: 'ada@example.com', body: 'x' });
+    expect(await detail(id)).toBeUndefined();
+    await storeEndpoint('cyberdyne', 'email', 'smtp://mx.example:25', 'open');
+    // The fallback has no row yet (never answered): it admits, so the notification goes there.
+    expect(await detail(id)).toContain('circuit open smtp://mx.example:25 since');
+    expect(await detail(id)).toContain('Its attempts go to the fallback, smtp://mx2.example:25, meanwhile.');
+    await storeEndpoint('cyberdyne', 'email', 'smtp://mx2.example:25', 'disabled', { provider: 'fallback' });
+    const both = await detail(id);
+    expect(both).toContain('disabled smtp://mx2.example:25 (fallback) since');
+    expect(both).toContain('Waiting: while the circuit is open its attempts are put off without spending one;');
+    // Without the origins (an API started alone) the console cannot know an email's endpoint: it says nothing of it.
+    const plain = await (await app.request(`/console/notifications/${id}`, { headers: (await signIn('cyberdyne')).headers })).text();
+    expect(plain).not.toContain('id="endpoint-state"');
+  });
+
+  it('enables and disables an endpoint after a confirmation, records who did it, and acts on nothing stale or foreign', async () => {
+    const s = await signIn('tyrell');
+    const id = await storeEndpoint('tyrell', 'webhook', 'https://toggle.example:443', 'open');
+    const confirm = await interstitial(s, `/console/endpoints/${id}/enable`, { _csrf: s.csrf });
+    expect(words(confirm)).toContain('This enables endpoint https://toggle.example:443 (webhook), circuit open since');
+    expect(confirm).toContain(`<a href="/console/health#${id}" id="back">Back</a>`);
+    const done = await confirmAgain(s, `/console/endpoints/${id}/enable`, confirm);
+    expect(done.status).toBe(303);
+    expect(done.headers.get('location')).toBe('/console/health?done=endpoint-enabled#endpoints');
+    const row = async () => (await t.pool.query('SELECT state, consecutive_failures FROM endpoints WHERE id = $1', [id])).rows[0];
+    expect(await row()).toEqual({ state: 'ok', consecutive_failures: 0 });
+    const actions = await t.pool.query('SELECT action, from_state, to_state, api_key_id FROM endpoint_actions WHERE endpoint_id = $1', [
+      id,
+    ]);
+    expect(actions.rows).toEqual([{ action: 'enable', from_state: 'open', to_state: 'ok', api_key_id: expect.stringMatching(/./) }]);
+    // A confirmation of a state that has moved on (the circuit opened again, then was shown as open): nothing is done.
+    await storeEndpoint('tyrell', 'webhook', 'https://toggle.example:443', 'open');
+    const disable = await interstitial(s, `/console/endpoints/${id}/disable`, { _csrf: s.csrf });
+    expect(words(disable)).toContain('end dead (endpoint_disabled) at their next attempt');
+    await storeEndpoint('tyrell', 'webhook', 'https://toggle.example:443', 'ok');
+    const stale = await confirmAgain(s, `/console/endpoints/${id}/disable`, disable);
+    expect(stale.headers.get('location')).toBe(`/console/health?done=stale#${id}`);
+    expect((await row()).state).toBe('ok');
+    // The CSRF token is checked, and another tenant's endpoint is a 404.
+    expect(
+      (
+        await app.request(`/console/endpoints/${id}/disable`, {
+          method: 'POST',
+          headers: s.headers,
+          body: new URLSearchParams({ confirm: '1' }),
+        })
+      ).status,
+    ).toBe(403);
+    const theirs = await storeEndpoint('cyberdyne', 'webhook', 'https://theirs.example:443', 'open');
+    const foreign = await app.request(`/console/endpoints/${theirs}/enable`, {
+      method: 'POST',
+      headers: s.headers,
+      body: new URLSearchParams({ _csrf: s.csrf, confirm: '1', seen: 'open.' }),
+    });
+    expect(foreign.status).toBe(404);
+    expect((await t.pool.query('SELECT state FROM endpoints WHERE id = $1', [theirs])).rows[0].state).toBe('open');
+  });
+});
+
+/** An instant as the console writes it in a <time>: `2026-06-01 12:00:00Z`. */
+function iso(ms: number): string {
+  return new Date(ms)
+    .toISOString()
+    .replace('T', ' ')
+    .replace(/\.\d+Z$/, 'Z');
+}

@@ -14,7 +14,14 @@ import {
   createDispatcher,
   createRetentionService,
 } from '@notify/dispatcher';
-import { type Provider, createEndpointGate, createFallbackProviders, createProviders, createTenantSecretSource } from '@notify/providers';
+import {
+  type Provider,
+  createEndpointGate,
+  createFallbackProviders,
+  createProviders,
+  createTenantSecretSource,
+  providerOrigins,
+} from '@notify/providers';
 import { dispatcherConfigFrom, relayConfigFrom } from './role-configs.js';
 import { answerClientError, createAdminApp, createApp } from '@notify/api';
 import { watchDispatcher, watchRelay } from './observability/lifecycle-metrics.js';
@@ -219,6 +226,7 @@ export async function startNotify(config: Config, roles: readonly Role[], deps: 
         console: {
           showContent: config.consoleShowContent,
           pipeline,
+          endpointOrigins: providerOrigins(config),
         },
       });
       const server = await listen(app.fetch, config.port, undefined, { port: 'PORT' });

@@ -4,14 +4,16 @@ import { html } from 'hono/html';
 import type { Kysely } from 'kysely';
 import type { Database } from '@notify/migrations';
 import { fromKysely } from '@notify/outbox';
+import type { ProviderOrigins } from '@notify/providers';
 import { type Clock, type Logger, errorSummary } from '@notify/runtime';
 import { isUnstorableText } from '../problem.js';
 import { authRoutes, logoutRoute, requireSession } from './auth.js';
-import type { ConsoleEnv } from './context.js';
+import { type ConsoleEnv, notFoundPage } from './context.js';
 import { deadPages } from './dead-page.js';
+import { endpointPages } from './endpoints.js';
 import { healthPages } from './health-page.js';
 import { backLink, layout } from './layout.js';
-import { notFoundPage, notificationPages } from './notifications-page.js';
+import { notificationPages } from './notifications-page.js';
 import { optOutPages } from './opt-outs-page.js';
 import type { PipelineProbe } from './pipeline.js';
 import { templatePages } from './templates-page.js';
@@ -27,6 +29,12 @@ export interface ConsoleOptions {
   readonly showContent?: boolean;
   /** Outbox and consumer lag for the pipeline page (from `notify start`); without it the page says they are not available. */
   readonly pipeline?: PipelineProbe;
+  /**
+   * The endpoint origins of the email and SMS providers (`providerOrigins(config)`), so a
+   * notification's page finds its endpoint as the dispatcher does. Without them only webhook
+   * notifications show their endpoint's state (a webhook's endpoint is its URL's origin).
+   */
+  readonly endpointOrigins?: ProviderOrigins;
   /** Session lifetime. Default 8 h. */
   readonly sessionTtlMs?: number;
 }
@@ -52,6 +60,7 @@ export function consoleApp(deps: {
     retry: deps.retry,
     showContent: deps.options.showContent ?? false,
     pipeline: deps.options.pipeline,
+    endpointOrigins: deps.options.endpointOrigins ?? {},
     sessionTtlMs: deps.options.sessionTtlMs ?? 8 * 3_600_000,
   };
   const app = new Hono<ConsoleEnv>();
@@ -94,7 +103,15 @@ export function consoleApp(deps: {
     return session(c, next);
   });
   secured.get('/', (c) => c.redirect('/console/notifications', 303));
-  for (const pages of [logoutRoute(d), notificationPages(d), deadPages(d), templatePages(d), optOutPages(d), healthPages(d)])
+  for (const pages of [
+    logoutRoute(d),
+    notificationPages(d),
+    deadPages(d),
+    templatePages(d),
+    optOutPages(d),
+    healthPages(d),
+    endpointPages(d),
+  ])
     secured.route('/', pages);
   secured.all('*', (c) => notFoundPage(c, 'page'));
   app.route('/', secured);

@@ -2,8 +2,10 @@ import type { Context } from 'hono';
 import type { Kysely } from 'kysely';
 import type { Database } from '@notify/migrations';
 import type { SqlExecutor } from '@notify/outbox';
+import type { ProviderOrigins } from '@notify/providers';
 import type { Clock, Logger } from '@notify/runtime';
 import type { AppEnv } from '../env.js';
+import { html } from 'hono/html';
 import { type Html, layout } from './layout.js';
 import type { PipelineProbe } from './pipeline.js';
 import type { ConsoleSession } from './session-store.js';
@@ -23,6 +25,8 @@ export interface ConsoleDeps {
   /** NOTIFY_CONSOLE_SHOW_CONTENT: show bodies and data. */
   readonly showContent: boolean;
   readonly pipeline: PipelineProbe | undefined;
+  /** The email and SMS providers' endpoint origins, to find a notification's endpoint as the dispatcher does. */
+  readonly endpointOrigins: ProviderOrigins;
   /** Session lifetime, ms. */
   readonly sessionTtlMs: number;
 }
@@ -38,6 +42,8 @@ const NOTICES: Readonly<Record<string, string>> = {
   activated: 'Version activated: notifications without a pinned version render it from now on.',
   added: 'Opt-out recorded.',
   removed: 'Opt-out removed.',
+  'endpoint-enabled': 'Endpoint enabled: its notifications are delivered from their next attempt.',
+  'endpoint-disabled': 'Endpoint disabled: its notifications end dead (endpoint_disabled) at their next attempt.',
   stale:
     'Nothing was done: it had changed since the confirmation page was shown (or that confirmation was already used). Check it here and act again if it still needs it.',
   'bulk-again': 'Nothing more was done: that confirmation had already run. It re-queued the dead notifications of the group',
@@ -57,6 +63,15 @@ export function page(
   return c.html(
     layout({ title: opts.title, active: opts.active, csrf: s.csrfToken, tenantId: s.tenantId, notice, error: opts.error }, body),
     opts.status ?? 200,
+  );
+}
+
+/** The 404 page: another tenant's id looks exactly like one that does not exist. */
+export function notFoundPage(c: Context<ConsoleEnv>, what: string) {
+  return page(
+    c,
+    { title: 'Not found', status: 404 },
+    html`<p>There is no ${what} here. <a href="/console/notifications">Back to notifications</a></p>`,
   );
 }
 

@@ -2,6 +2,7 @@ import { Hono } from 'hono';
 import { html } from 'hono/html';
 import { deliveryRate } from '../sql/delivery-rate.js';
 import { type ConsoleDeps, type ConsoleEnv, page } from './context.js';
+import { endpointsSection } from './endpoints.js';
 import { type Bar, barChart } from './pipeline.js';
 import { table } from './layout.js';
 
@@ -10,7 +11,10 @@ const OUTCOMES = ['sent', 'transient', 'permanent', 'expired', 'suppressed'] as 
 /** The caption of the table with the delivery charts' figures, which their descriptions name. */
 const FIGURES = 'Delivery attempts and notifications ending dead per minute, last hour (minutes with none left out)';
 
-/** Pipeline health: outbox lag, consumer lag, deliveries per minute by outcome and the dead rate over the last hour. */
+/**
+ * Pipeline health: the tenant's endpoints that are not delivering (open circuit, disabled), outbox
+ * lag, consumer lag, deliveries per minute by outcome and the dead rate over the last hour.
+ */
 export function healthPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
   const app = new Hono<ConsoleEnv>();
   app.get('/health', async (c) => {
@@ -18,10 +22,11 @@ export function healthPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
     const now = deps.clock.now();
     const to = new Date(Math.floor(now.getTime() / 60_000) * 60_000 + 60_000);
     const from = new Date(to.getTime() - 60 * 60_000);
-    const [rate, outbox, consumer] = await Promise.all([
+    const [rate, outbox, consumer, endpoints] = await Promise.all([
       deliveryRate(deps.exec, { tenantId: s.tenantId, from, to }),
       deps.pipeline ? deps.pipeline.outboxLag().catch(() => undefined) : Promise.resolve(undefined),
       deps.pipeline ? deps.pipeline.consumerLag().catch(() => undefined) : Promise.resolve(undefined),
+      endpointsSection(deps, c),
     ]);
     const minutes = Array.from({ length: 60 }, (_, i) => new Date(from.getTime() + i * 60_000));
     const byMinute = new Map<number, { outcome: Record<string, number>; sent: number; dead: number }>();
@@ -46,7 +51,8 @@ export function healthPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
     return page(
       c,
       { title: 'Pipeline health', active: '/console/health' },
-      html`<h2>Outbox</h2>
+      html`${endpoints}
+        <h2>Outbox</h2>
         ${
           outbox
             ? html`<p>

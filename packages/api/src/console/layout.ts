@@ -7,7 +7,8 @@ export type Html = HtmlEscapedString | Promise<HtmlEscapedString>;
 // Colours checked for WCAG AA (4.5:1 for text) against their backgrounds:
 // text #1b1b1b / #fff 17.1:1; muted #4d4d4d / #fff 8.4:1; links and buttons #0b57d0 / #fff 5.6:1;
 // sent #0d5c2e / #e6f4ea 7.0:1; dead #8c1d18 / #fce8e6 7.6:1; queued #5c4400 / #fef7e0 8.6:1;
-// cancelled #3c3c3c / #eeeeee 9.4:1; the nav #fff / #1f2a44 14.2:1.
+// cancelled #3c3c3c / #eeeeee 9.4:1; the nav #fff / #1f2a44 14.2:1. Endpoint badges reuse them (ok as
+// sent, circuit open as queued, disabled as dead); the endpoint warning box is text and links on #fef7e0.
 /** Every text colour of the stylesheet with its background, checked for WCAG AA (≥ 4.5:1) by layout.test.ts. */
 /** @internal Exported for its tests. */
 export const TEXT_COLOUR_PAIRS: readonly (readonly [string, string])[] = [
@@ -23,6 +24,8 @@ export const TEXT_COLOUR_PAIRS: readonly (readonly [string, string])[] = [
   ['#1b1b1b', '#f2f2f2'],
   ['#1b1b1b', '#eef3fc'],
   ['#1b1b1b', '#fce8e6'],
+  ['#1b1b1b', '#fef7e0'],
+  ['#0b57d0', '#fef7e0'],
 ];
 
 const STYLE = `
@@ -44,9 +47,11 @@ caption{text-align:left;font-weight:600;padding:.25rem 0}
 th,td{text-align:left;padding:.35rem .5rem;border-bottom:1px solid #c4c4c4;vertical-align:top}
 th{background:#f2f2f2}tbody th{background:#fff;font-weight:400}
 .muted{color:#4d4d4d}
-.badge{display:inline-block;padding:0 .4rem;border-radius:.3rem;font-weight:600}
+.badge{display:inline-block;padding:0 .4rem;border-radius:.3rem;font-weight:600;white-space:nowrap}
 .s-sent{color:#0d5c2e;background:#e6f4ea}.s-dead{color:#8c1d18;background:#fce8e6}
 .s-queued{color:#5c4400;background:#fef7e0}.s-cancelled{color:#3c3c3c;background:#eee}
+.s-ok{color:#0d5c2e;background:#e6f4ea}.s-open{color:#5c4400;background:#fef7e0}.s-disabled{color:#8c1d18;background:#fce8e6}
+.warn{border-left:4px solid #a35200;background:#fef7e0;padding:.25rem 1rem;margin:.25rem 0}
 form.inline{display:inline}
 #confirm-summary{overflow-wrap:anywhere}
 .pager{display:flex;gap:1.5rem;flex-wrap:wrap;margin:.75rem 0}

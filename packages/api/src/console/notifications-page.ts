@@ -19,7 +19,8 @@ import { notificationGet } from '../sql/notification-get.js';
 import { decodeCursor, encodeCursor } from '../views.js';
 import { confirmPage, isConfirmed } from './confirm.js';
 import { deadGroupText } from './dead-page.js';
-import { type ConsoleDeps, type ConsoleEnv, formText, page } from './context.js';
+import { notificationEndpointState } from './endpoints.js';
+import { type ConsoleDeps, type ConsoleEnv, formText, notFoundPage, page } from './context.js';
 import { counted, csrfField, invalidIf, stateBadge, table, time } from './layout.js';
 import { cursorParam, listUrl, pagerLinks } from './paging.js';
 import { notificationPage } from './sql/notification-page.js';
@@ -61,15 +62,6 @@ function deathBefore(attempts: readonly { readonly finished_at: Date }[], action
 }
 
 const short = (s: string | null, n = 80) => (s === null ? '' : s.length > n ? `${s.slice(0, n)}…` : s);
-
-/** The 404 page: another tenant's id looks exactly like one that does not exist. */
-export function notFoundPage(c: Parameters<typeof page>[0], what: string) {
-  return page(
-    c,
-    { title: 'Not found', status: 404 },
-    html`<p>There is no ${what} here. <a href="/console/notifications">Back to notifications</a></p>`,
-  );
-}
 
 /** Notifications: search and detail, with Retry and Cancel. */
 export function notificationPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
@@ -227,9 +219,10 @@ export function notificationPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
     const tenantId = c.get('session').tenantId;
     const n = isNotificationId(id) ? await notificationGet(deps.exec, { tenantId, id }) : undefined;
     if (!n) return notFoundPage(c, `notification ${id}`);
-    const [attempts, actions] = await Promise.all([
+    const [attempts, actions, endpoint] = await Promise.all([
       attemptList(deps.exec, { notificationId: n.id }),
       notificationActionList(deps.exec, { notificationId: n.id }),
+      notificationEndpointState(deps, n),
     ]);
     const csrf = c.get('session').csrfToken;
     // A retry after expires_at would only die again (the API answers 409 notification_expired).
@@ -273,6 +266,7 @@ export function notificationPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
       html`<dl>
           <dt>State</dt>
           <dd>${stateBadge(n.state)}${n.dead_reason ? html` <span>reason: ${n.dead_reason}</span>` : ''}</dd>
+          ${endpoint}
           <dt>Channel and recipient</dt>
           <dd>${n.channel} → ${n.recipient}</dd>
           <dt>Priority and ordering</dt>

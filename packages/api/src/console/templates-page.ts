@@ -10,9 +10,8 @@ import { templateList } from '../sql/template-list.js';
 import { templateVersionList } from '../sql/template-version-list.js';
 import { templateActivationGet } from './sql/template-activation-get.js';
 import { confirmPage, isConfirmed } from './confirm.js';
-import { type ConsoleDeps, type ConsoleEnv, formText, page } from './context.js';
+import { type ConsoleDeps, type ConsoleEnv, formText, notFoundPage, page } from './context.js';
 import { type Html, csrfField, invalidIf, table, time } from './layout.js';
-import { notFoundPage } from './notifications-page.js';
 
 /** A form field holding a JSON object; `name` is the field's name, `label` how the error calls it. */
 function jsonField(raw: unknown, name: string, label: string): Record<string, unknown> | undefined {
