@@ -543,6 +543,19 @@ describe('the console in Chromium', () => {
     expect(await text('#endpoints-summary')).toBe("All of this tenant's endpoints are ok: no circuit is open and none is disabled.");
     await page.goto(`${notify.url}/console/notifications/${waiting}`);
     expect(await page.$('#endpoint-state')).toBeNull();
+
+    // The list's next attempt: the scheduled one's send time, nothing for a finished one.
+    const sendAt = ((await (await api('acme', `/v1/notifications/${waiting}`)).json()) as { next_attempt_at: string }).next_attempt_at;
+    await page.goto(`${notify.url}/console/notifications`);
+    const nextCell = (id: string) =>
+      page.evaluate(`(() => {
+        const row = document.querySelector('#notifications a[href="/console/notifications/${id}"]').closest('tr');
+        const i = [...document.querySelectorAll('#notifications thead th')].findIndex((th) => th.textContent.trim() === 'Next attempt');
+        const cell = row.cells[i];
+        return { text: cell.innerText.trim(), datetime: cell.querySelector('time')?.getAttribute('datetime') ?? null };
+      })()`) as Promise<{ text: string; datetime: string | null }>;
+    expect(await nextCell(waiting)).toEqual({ text: expect.stringMatching(/ \(scheduled\)$/), datetime: new Date(sendAt).toISOString() });
+    expect(await nextCell(deadId)).toEqual({ text: '', datetime: null });
   });
 
   it('5g. the pipeline charts keep their text readable on a 375-px screen (at least 10 CSS px, inside the chart, no label over another)', async () => {

@@ -1237,6 +1237,34 @@ describe('console, endpoints that are not delivering (open circuit, disabled)', 
   });
 });
 
+describe("console, the list's next attempt", () => {
+  it('shows when a queued notification is next attempted (a scheduled one: its send time), and nothing for a finished one', async () => {
+    const s = await signIn('tyrell');
+    const due = await enqueue('tyrell', { channel: 'email', to: 'next-due@example.com', body: 'x' });
+    const sendAt = new Date(clock.now().getTime() + 7_200_000);
+    const scheduled = await enqueue('tyrell', { channel: 'email', to: 'next-due@example.com', body: 'x', send_at: sendAt.toISOString() });
+    const sent = await enqueue('tyrell', { channel: 'email', to: 'next-due@example.com', body: 'x' });
+    await t.pool.query(`UPDATE notifications SET state = 'sent', sent_at = $2, next_attempt_at = NULL, attempts = 1 WHERE id = $1`, [
+      sent,
+      clock.now(),
+    ]);
+    const retrying = await enqueue('tyrell', { channel: 'email', to: 'next-due@example.com', body: 'x' });
+    const retryAt = new Date(clock.now().getTime() + 90_000);
+    await t.pool.query(`UPDATE notifications SET attempts = 1, next_attempt_at = $2 WHERE id = $1`, [retrying, retryAt]);
+    const page = await (await app.request('/console/notifications?to=next-due%40example.com', { headers: s.headers })).text();
+    expect(page).toMatch(/<th scope="col">Created<\/th>\s*<th scope="col">Next attempt<\/th>/);
+    const cell = (id: string) => {
+      const row = new RegExp(`<tr>\\s*<td><a href="/console/notifications/${id}">[\\s\\S]*?</tr>`).exec(page)![0];
+      return [...row.matchAll(/<td[^>]*>([\s\S]*?)<\/td>/g)][6]![1]!.replace(/\s+/g, ' ').trim();
+    };
+    const dueAt = (await t.pool.query('SELECT next_attempt_at FROM notifications WHERE id = $1', [due])).rows[0].next_attempt_at as Date;
+    expect(cell(due)).toBe(`<time datetime="${dueAt.toISOString()}">${iso(dueAt.getTime())}</time>`);
+    expect(cell(scheduled)).toBe(`<time datetime="${sendAt.toISOString()}">${iso(sendAt.getTime())}</time> (scheduled)`);
+    expect(cell(retrying)).toBe(`<time datetime="${retryAt.toISOString()}">${iso(retryAt.getTime())}</time>`);
+    expect(cell(sent)).toBe('');
+  });
+});
+
 /** An instant as the console writes it in a <time>: `2026-06-01 12:00:00Z`. */
 function iso(ms: number): string {
   return new Date(ms)

@@ -28,6 +28,8 @@ export const TEXT_COLOUR_PAIRS: readonly (readonly [string, string])[] = [
   ['#0b57d0', '#fef7e0'],
 ];
 
+// The notification list has eight columns since the next attempt's: its two wrapping ones take
+// 10rem at least (not 12), so it stays inside main's 72rem at 1280 px (the browser test's 5e).
 const STYLE = `
 *{box-sizing:border-box}
 body{font:15px/1.5 system-ui,sans-serif;color:#1b1b1b;background:#fff;margin:0}
@@ -43,6 +45,7 @@ main:focus{outline:none}
 .table{overflow-x:auto;margin:.5rem 0}
 table{border-collapse:collapse;width:100%;overflow-wrap:normal}
 td.wrap{overflow-wrap:anywhere;min-width:12rem}
+#notifications td.wrap{min-width:10rem}
 caption{text-align:left;font-weight:600;padding:.25rem 0}
 th,td{text-align:left;padding:.35rem .5rem;border-bottom:1px solid #c4c4c4;vertical-align:top}
 th{background:#f2f2f2}tbody th{background:#fff;font-weight:400}

@@ -21,7 +21,7 @@ import { confirmPage, isConfirmed } from './confirm.js';
 import { deadGroupText } from './dead-page.js';
 import { notificationEndpointState } from './endpoints.js';
 import { type ConsoleDeps, type ConsoleEnv, formText, notFoundPage, page } from './context.js';
-import { counted, csrfField, invalidIf, stateBadge, table, time } from './layout.js';
+import { type Html, counted, csrfField, invalidIf, stateBadge, table, time } from './layout.js';
 import { cursorParam, listUrl, pagerLinks } from './paging.js';
 import { notificationPage } from './sql/notification-page.js';
 
@@ -59,6 +59,15 @@ function deathBefore(attempts: readonly { readonly finished_at: Date }[], action
     if (t <= at && (last === undefined || t > last)) last = t;
   }
   return new Date(last ?? at);
+}
+
+/**
+ * When a queued notification is next attempted: its send time while it waits for it (scheduled,
+ * no attempt made yet), else when its next attempt is due; nothing for a finished one.
+ */
+function nextAttempt(n: Notification): Html | '' {
+  if (n.state !== 'queued' || n.next_attempt_at === null) return '';
+  return n.send_at !== null && n.attempts === 0 ? html`${time(n.next_attempt_at)} (scheduled)` : time(n.next_attempt_at);
 }
 
 const short = (s: string | null, n = 80) => (s === null ? '' : s.length > n ? `${s.slice(0, n)}…` : s);
@@ -196,7 +205,7 @@ export function notificationPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
         ${table(
           'notifications',
           'Notifications, newest first',
-          ['Id', 'Channel', 'Recipient', 'State', 'Attempts', 'Created', 'Last error'],
+          ['Id', 'Channel', 'Recipient', 'State', 'Attempts', 'Created', 'Next attempt', 'Last error'],
           shown.map(
             (n) =>
               html`<tr>
@@ -206,6 +215,7 @@ export function notificationPages(deps: ConsoleDeps): Hono<ConsoleEnv> {
                 <td>${stateBadge(n.state)}</td>
                 <td>${n.attempts}/${n.max_attempts}</td>
                 <td>${time(n.created_at)}</td>
+                <td>${nextAttempt(n)}</td>
                 <td class="wrap">${short(n.last_error)}</td>
               </tr>`,
           ),
