@@ -496,8 +496,9 @@ describe('the console in Chromium', () => {
   });
 
   it("5f. shows an endpoint's open circuit on its notification and on the health page, disables and enables it there", async () => {
-    // Six transient failures in a row (each notification has one attempt) open the circuit of the failing receiver's origin.
-    for (let i = 0; i < 6; i++) await waitForState(await enqueue('acme', `${failingBase}/hooks/customer-y-${i}`), 'dead');
+    // Five transient failures in a row (NOTIFY_ENDPOINT_FAILURE_THRESHOLD's default; each notification has one attempt)
+    // open the circuit of the failing receiver's origin.
+    for (let i = 0; i < 5; i++) await waitForState(await enqueue('acme', `${failingBase}/hooks/customer-y-${i}`), 'dead');
     const endpoint = await waitFor(
       async () => {
         const list = (await (await api('acme', '/v1/endpoints?state=open')).json()) as { data: { id: string; origin: string }[] };
@@ -510,7 +511,8 @@ describe('the console in Chromium', () => {
     await page.goto(`${notify.url}/console/notifications/${waiting}`);
     const state = await text('#endpoint-state');
     expect(state).toContain(`circuit open ${failingBase} since`);
-    expect(state).toMatch(/6 failures in a row, last 503/);
+    // Probes that failed since it opened add to the streak.
+    expect(Number(/(\d+) failures in a row, last 503/.exec(state)?.[1])).toBeGreaterThanOrEqual(5);
     expect(state).toContain('Waiting: while the circuit is open its attempts are put off without spending one');
     // Near the notification's state: the badge just above it.
     const [stateTop, endpointTop] = (await page.evaluate(
