@@ -22,8 +22,22 @@ export interface AppEnv {
     rateLimit: RateLimitCheck | undefined;
     /** The API-key lookup with its cache (`apiKeyLookup`), when the app has one: `bearerAuth` uses it. */
     apiKeyLookup: ApiKeyLookup | undefined;
+    /** The request's in-flight slot (`shedOverload`), given back while the body is still arriving. */
+    inFlightSlot: InFlightSlot | undefined;
   };
 }
 
 /** Checks one authenticated request against its buckets; throws a 429 problem when one is empty. */
 export type RateLimitCheck = (c: Context<AppEnv>, auth: AuthContext) => Promise<void>;
+
+/**
+ * The in-flight slot of the request in progress (`shedOverload`, middleware/shed.ts, sets it as `inFlightSlot`): the
+ * body reader gives it back while it waits for the client to send the rest of its body, and takes
+ * it again once the body is in.
+ */
+export interface InFlightSlot {
+  /** Gives the request's slot back. Call `retake` exactly once after it. */
+  release(): void;
+  /** Takes a slot again; throws 503 `overloaded` (the slot counted, `shedOverload` gives it back) when none is free. */
+  retake(): void;
+}

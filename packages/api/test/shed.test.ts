@@ -10,6 +10,7 @@ import { createDb } from '@notify/runtime';
 import { createTestDatabase, type TestDatabase } from '../../../test/support/db.js';
 import { serveFetch } from '../../../test/support/http.js';
 import { waitFor } from '../../../test/support/wait.js';
+import { lockApiKeys } from '../../../test/support/api-key-lock.js';
 import { apiKeyInsert } from '../src/sql/api-key-insert.js';
 import { eventLoopPressure, shedOnEventLoopDelay } from '../src/middleware/pressure.js';
 import type { AppEnv } from '../src/env.js';
@@ -42,28 +43,6 @@ function getUnknown(app: ReturnType<typeof createApp>): Promise<Response> {
   return Promise.resolve(app.request(UNKNOWN, { headers: { authorization: `Bearer ${key}` } }));
 }
 
-/** Locks api_keys (every key lookup blocks) until `release`; `waiters(n)` waits for n blocked lookups. */
-async function lockApiKeys() {
-  const locker = new pg.Client({ connectionString: t.url });
-  await locker.connect();
-  await locker.query('BEGIN');
-  await locker.query('LOCK TABLE api_keys IN ACCESS EXCLUSIVE MODE');
-  return {
-    waiters: (n: number, message: string) =>
-      waitFor(
-        async () => {
-          const { rows } = await locker.query<{ n: number }>(
-            "SELECT count(*)::int AS n FROM pg_locks WHERE relation = 'api_keys'::regclass AND NOT granted",
-          );
-          return rows[0]!.n >= n;
-        },
-        { message },
-      ),
-    release: () => locker.query('COMMIT'),
-    end: () => locker.end(),
-  };
-}
-
 describe('maxInFlight', () => {
   it('answers 503 overloaded with Retry-After past the bound, without waiting for the database, and serves again after', async () => {
     const reasons: string[] = [];
@@ -75,7 +54,7 @@ describe('maxInFlight', () => {
     });
     const get = () => getUnknown(app);
     // Hold the key lookup: every request blocks in authentication until the lock goes.
-    const lock = await lockApiKeys();
+    const lock = await lockApiKeys(t.url);
     try {
       const held = [get(), get()];
       // Both are waiting on the lock (so both hold a slot) before the third arrives.
@@ -103,7 +82,7 @@ describe('a bounded wait for a database connection (NOTIFY_DB_POOL_WAIT_MS)', ()
     const db = createDb({ connectionString: t.url, max: 1, connectionWaitMs: 300 });
     const app = createApp({ db, config: { retry: { maxAttempts: 3, defaultTtlMs: 3_600_000 } } });
     const get = () => getUnknown(app);
-    const lock = await lockApiKeys();
+    const lock = await lockApiKeys(t.url);
     try {
       const held = get();
       await lock.waiters(1, 'the first request holding the only connection, waiting on the lock');

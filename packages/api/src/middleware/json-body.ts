@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http';
 import type { Readable } from 'node:stream';
 import type { MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
@@ -61,7 +62,22 @@ export function jsonBody(maxBytes: number = MAX_BODY_BYTES, options: { readonly 
     if (isReadable(incoming)) {
       const length = Number(c.req.header('content-length'));
       if (length > maxBytes) throw tooLarge(maxBytes);
-      parse(await readText(incoming, maxBytes));
+      // The whole body has usually arrived with the headers (`complete`). When the client is still
+      // sending it, the wait costs the server nothing: the in-flight slot is given back meanwhile,
+      // so slow (or deliberately stalled) senders cannot hold every slot and shed everyone else.
+      const slot = incoming.complete ? undefined : c.get('inFlightSlot');
+      if (slot === undefined) {
+        parse(await readText(incoming, maxBytes));
+        return next();
+      }
+      slot.release();
+      let text: string;
+      try {
+        text = await readText(incoming, maxBytes);
+      } finally {
+        slot.retake();
+      }
+      parse(text);
       return next();
     }
     return limit(c, async () => {
@@ -78,7 +94,7 @@ function tooLarge(maxBytes: number): ProblemError {
   return new ProblemError('payload_too_large', `the request body is larger than ${maxBytes} bytes`);
 }
 
-function isReadable(value: unknown): value is Readable {
+function isReadable(value: unknown): value is IncomingMessage {
   // Read already (by anything): left to c.req.text(), which reports it.
   return (
     typeof value === 'object' &&
