@@ -77,7 +77,7 @@ export interface AppDeps {
   readonly enqueueGroup?: { readonly maxGroupSize?: number; readonly maxInFlight?: number };
   /**
    * A /v1 request with no answer after this long is answered 503 `database_unreachable` with
-   * Retry-After, while its work goes on (`notify start`: twice NOTIFY_DB_POOL_WAIT_MS). The pool's
+   * Retry-After (408 `request_timeout` when its body is still arriving), while its work goes on (`notify start`: twice NOTIFY_DB_POOL_WAIT_MS). The pool's
    * wait bounds only getting a connection: a statement on a connection whose server stopped
    * answering (not refusing) waits for ever, and the group commit queues every later POST behind
    * it. What the request started may still be written: a repeat with the same Idempotency-Key
@@ -157,6 +157,14 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
       let timer: NodeJS.Timeout | undefined;
       const passed = new Promise<never>((_, reject) => {
         timer = setTimeout(() => {
+          // A client still sending its body is the one that is late, not the database: 408, as
+          // Node answers a request that does not arrive within its own timeout.
+          const incoming = (c.env as { incoming?: { complete?: unknown } } | undefined)?.incoming;
+          if (incoming?.complete === false) {
+            logger.warn({ reqId: c.get('reqId'), deadlineMs: ms }, 'request body still arriving at its deadline: answered 408');
+            reject(new ProblemError('request_timeout', `the request body did not arrive within ${ms} ms`));
+            return;
+          }
           logger.warn({ reqId: c.get('reqId'), deadlineMs: ms }, 'request passed its deadline: answered 503, its work goes on');
           reject(
             new ProblemError(

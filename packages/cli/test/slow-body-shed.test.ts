@@ -96,4 +96,31 @@ describe('maxInFlight and clients that send their body slowly', () => {
       await new Promise((r) => server.close(r));
     }
   });
+
+  it('a body still arriving at the request deadline is answered 408 request_timeout, not 503 database_unreachable', async () => {
+    const app = createApp({ db: t.db, config: { retry: { maxAttempts: 3, defaultTtlMs: 3_600_000 } }, requestDeadlineMs: 300 });
+    const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' });
+    await new Promise<void>((r) => (server.listening ? r() : server.once('listening', () => r())));
+    const socket = net.connect((server.address() as AddressInfo).port, '127.0.0.1');
+    try {
+      socket.write(
+        `POST /v1/notifications HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\n` +
+          'Content-Length: 100\r\nConnection: close\r\n\r\n{',
+      );
+      const answer = await new Promise<string>((resolve) => {
+        let text = '';
+        socket.on('data', (d: Buffer) => {
+          text += d.toString();
+          if (text.includes('}')) resolve(text);
+        });
+        socket.on('close', () => resolve(text));
+      });
+      expect(answer.split('\r\n')[0]).toBe('HTTP/1.1 408 Request Timeout');
+      expect(answer).toContain('"type":"https://notify.dev/problems/request_timeout"');
+      expect(answer.toLowerCase()).not.toContain('retry-after');
+    } finally {
+      socket.destroy();
+      await new Promise((r) => server.close(r));
+    }
+  });
 });
