@@ -10,14 +10,19 @@ export class DatabaseUnreachableError extends Error {
 }
 
 /** Query parameters of a connection URL that hold a secret (pg-connection-string reads them as libpq does). */
-const SECRET_PARAMETERS = ['password', 'sslpassword'];
+// Query parameters whose names say they carry a secret: pg's password and sslpassword, and what
+// provider URLs carry (an SMS gateway's ?api_key= or ?token=, a signature, credentials).
+const SECRET_PARAMETER = /pass|secret|token|key|auth|sig|credential/i;
 
-/** The URL without its password (in the user part or as `?password=`), for messages and logs. */
+/**
+ * The URL without its password (in the user part) and without the value of every query parameter
+ * whose name says it is a secret (`?password=`, `?api_key=`, `?token=`, …), for messages and logs.
+ */
 export function redactUrl(url: string): string {
   try {
     const u = new URL(url);
     if (u.password) u.password = '***';
-    for (const name of SECRET_PARAMETERS) if (u.searchParams.has(name)) u.searchParams.set(name, '***');
+    for (const name of new Set(u.searchParams.keys())) if (SECRET_PARAMETER.test(name)) u.searchParams.set(name, '***');
     return u.toString();
   } catch {
     return '(unparseable DATABASE_URL)';

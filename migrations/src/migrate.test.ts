@@ -13,6 +13,11 @@ describe('migrations', () => {
     expect(redactUrl('postgres://u:secret@h:5432/db')).toBe('postgres://u:***@h:5432/db');
     expect(redactUrl('postgres://u@h:5432/db?password=secret&sslmode=disable')).toBe('postgres://u@h:5432/db?password=***&sslmode=disable');
     expect(redactUrl('postgresql://u@h/db?sslpassword=secret')).not.toContain('secret');
+    // Provider URLs (config-check prints them): an SMS gateway's key in the query, not only a password.
+    expect(redactUrl('https://u:pw@gw.example/send?api_key=s1&from=Acme&access_token=s2&Signature=s3')).toBe(
+      'https://u:***@gw.example/send?api_key=***&from=Acme&access_token=***&Signature=***',
+    );
+    expect(redactUrl('smtp://mx.example:587/?pool=true&authToken=s4')).toBe('smtp://mx.example:587/?pool=true&authToken=***');
     expect(databaseName('postgres://u@h:5432/notify')).toBe('notify');
     expect(withDatabase('postgres://u@h:5432/notify?sslmode=disable', 'x')).toBe('postgres://u@h:5432/x?sslmode=disable');
   });

@@ -70,8 +70,8 @@ const SECRET_FIELDS: ReadonlySet<string> = new Set([...REDACT_PATHS.map((p) => p
 /**
  * The configuration as dotted paths (`retry.maxAttempts`) → value, for people and `--json`. A
  * field the logger would censor (`password`, `authToken`, `signingSecret`, `key`, …) and the
- * secrets key print as `[redacted]` when set; a URL prints without its password (`redactUrl`), so
- * DATABASE_URL and an SMTP URL with credentials are safe to paste.
+ * secrets key print as `[redacted]` when set; a URL prints without its password and its secret-named
+ * query parameters (`redactUrl`), so DATABASE_URL and SMTP / SMS URLs with credentials are safe to paste.
  */
 /** @internal Exported for its tests. */
 export function printableSettings(config: Config): Record<string, SettingValue> {
