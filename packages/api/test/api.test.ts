@@ -729,6 +729,10 @@ describe('operations and documents', () => {
     const html = await call('GET', '/docs', { tenant: null });
     expect(html.status).toBe(200);
     expect(html.headers.get('content-type')).toContain('text/html');
+    // A page of its own: nothing runs in it, nothing frames it.
+    expect(html.headers.get('content-security-policy')).toMatch(/^default-src 'none';.*frame-ancestors 'none'/);
+    expect(html.headers.get('x-frame-options')).toBe('DENY');
+    expect(html.headers.get('x-content-type-options')).toBe('nosniff');
   });
 
   it('unknown routes are a 404 problem', async () => {
