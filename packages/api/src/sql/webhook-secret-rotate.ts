@@ -1,4 +1,5 @@
 import type { SqlExecutor } from '@notify/outbox';
+import { legacySecretClear, webhookSecretStore } from './webhook-secret-store.js';
 
 /** Parameters of `webhookSecretRotate`. */
 export interface WebhookSecretRotateParams {
@@ -40,30 +41,14 @@ export async function webhookSecretRotate(
      RETURNING id`,
     [params.tenantId, params.graceUntil],
   );
-  let previous = retired.length > 0;
   const legacy = tenant[0]?.webhook_signing_secret ?? null;
-  if (legacy !== null) {
-    await db.query('INSERT INTO tenant_webhook_secrets (tenant_id, sealed, created_at, expires_at) VALUES ($1, $2, $3, $4)', [
-      params.tenantId,
-      params.sealLegacy(legacy),
-      params.now,
-      params.graceUntil,
-    ]);
-    await db.query('UPDATE tenants SET webhook_signing_secret = NULL WHERE id = $1', [params.tenantId]);
-    previous = true;
+  // What signed until now without a sealed row of its own, kept for the grace: the legacy
+  // plaintext secret, or, for a tenant with no secret at all, NOTIFY_WEBHOOK_SECRET.
+  const kept = legacy !== null ? params.sealLegacy(legacy) : retired.length === 0 ? params.sealedGlobal : undefined;
+  if (kept !== undefined) {
+    await webhookSecretStore(db, { tenantId: params.tenantId, sealed: kept, createdAt: params.now, expiresAt: params.graceUntil });
   }
-  if (!previous && params.sealedGlobal !== undefined) {
-    await db.query('INSERT INTO tenant_webhook_secrets (tenant_id, sealed, created_at, expires_at) VALUES ($1, $2, $3, $4)', [
-      params.tenantId,
-      params.sealedGlobal,
-      params.now,
-      params.graceUntil,
-    ]);
-    previous = true;
-  }
-  const { rows } = await db.query<{ id: string }>(
-    'INSERT INTO tenant_webhook_secrets (tenant_id, sealed, created_at) VALUES ($1, $2, $3) RETURNING id::text AS id',
-    [params.tenantId, params.sealed, params.now],
-  );
-  return { id: rows[0]!.id, previousExpiresAt: previous ? params.graceUntil : null };
+  if (legacy !== null) await legacySecretClear(db, params.tenantId);
+  const id = await webhookSecretStore(db, { tenantId: params.tenantId, sealed: params.sealed, createdAt: params.now, expiresAt: null });
+  return { id, previousExpiresAt: retired.length > 0 || kept !== undefined ? params.graceUntil : null };
 }

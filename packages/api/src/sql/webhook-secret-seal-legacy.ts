@@ -1,4 +1,5 @@
 import type { SqlExecutor } from '@notify/outbox';
+import { legacySecretClear, webhookSecretStore } from './webhook-secret-store.js';
 
 /** Parameters of `webhookSecretSealLegacy`. */
 export interface WebhookSecretSealLegacyParams {
@@ -50,12 +51,8 @@ export async function webhookSecretSealLegacy(
     }
     sealed.push(row.id);
     if (params.dryRun) continue;
-    await db.query('INSERT INTO tenant_webhook_secrets (tenant_id, sealed, created_at) VALUES ($1, $2, $3)', [
-      row.id,
-      params.seal(row.id, row.plain),
-      params.now,
-    ]);
-    await db.query('UPDATE tenants SET webhook_signing_secret = NULL WHERE id = $1', [row.id]);
+    await webhookSecretStore(db, { tenantId: row.id, sealed: params.seal(row.id, row.plain), createdAt: params.now, expiresAt: null });
+    await legacySecretClear(db, row.id);
   }
   return { sealed, skipped };
 }
