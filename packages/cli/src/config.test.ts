@@ -15,6 +15,7 @@ describe('loadConfig', () => {
       adminPort: 9464,
       adminHost: '127.0.0.1',
     });
+    expect(c.apiMaxConnections).toBe(1024);
   });
   it.each([
     ['NOTIFY_MAX_ATTEMPTS', 'many', /NOTIFY_MAX_ATTEMPTS: expected a whole number/],
@@ -27,6 +28,8 @@ describe('loadConfig', () => {
     ['NOTIFY_KAFKA_SESSION_TIMEOUT_MS', '1000', /NOTIFY_KAFKA_SESSION_TIMEOUT_MS: expected a number from 6000/],
     ['NOTIFY_SHUTDOWN_TIMEOUT_MS', '50', /NOTIFY_SHUTDOWN_TIMEOUT_MS: expected a number from 100/],
     ['NOTIFY_API_MAX_IN_FLIGHT', '0', /NOTIFY_API_MAX_IN_FLIGHT: expected a number from 1/],
+    ['NOTIFY_API_MAX_CONNECTIONS', '-1', /NOTIFY_API_MAX_CONNECTIONS: expected a number from 0 to 1000000, got -1/],
+    ['NOTIFY_API_MAX_CONNECTIONS', '1k', /NOTIFY_API_MAX_CONNECTIONS: expected a whole number, got "1k"/],
     ['NOTIFY_API_MAX_EVENT_LOOP_UTILIZATION', '101', /NOTIFY_API_MAX_EVENT_LOOP_UTILIZATION: expected a number from 0/],
     ['NOTIFY_DB_POOL_WAIT_MS', '-1', /NOTIFY_DB_POOL_WAIT_MS: expected a number from 0/],
     ['NOTIFY_MAX_UNFINISHED', '31', /NOTIFY_MAX_UNFINISHED: must be at least NOTIFY_MAX_IN_FLIGHT \(32\)/],

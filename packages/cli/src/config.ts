@@ -32,6 +32,11 @@ export interface Config extends ProvidersConfig {
   readonly apiKeyCacheMs: number;
   /** NOTIFY_API_MAX_IN_FLIGHT: /v1 requests one API process works on at once; more are shed with 503 `overloaded`. */
   readonly apiMaxInFlight: number;
+  /**
+   * NOTIFY_API_MAX_CONNECTIONS: open connections the API port keeps at most; past it, each new one
+   * is closed as soon as it is accepted (0: no cap).
+   */
+  readonly apiMaxConnections: number;
   /** NOTIFY_CORS_ORIGINS: origins (`https://admin.example.com`, or `*`) whose pages may call /v1 from a browser; empty: no CORS. */
   readonly corsOrigins: readonly string[];
   /**
@@ -328,6 +333,9 @@ export function loadConfig(env: Env): Config {
     apiRateLimits: { perKey: rateLimit(env, 'NOTIFY_API_RATE_LIMIT'), perTenant: rateLimit(env, 'NOTIFY_API_TENANT_RATE_LIMIT') },
     apiKeyCacheMs: int(env, 'NOTIFY_API_KEY_CACHE_MS', 5_000, 0, 300_000),
     apiMaxInFlight: int(env, 'NOTIFY_API_MAX_IN_FLIGHT', 64, 1, 100_000),
+    // 1024: 16 × NOTIFY_API_MAX_IN_FLIGHT, room for keep-alive pools and load balancers, yet a
+    // bound on the sockets (and file descriptors) idle or slow clients can hold (docs/configuration.md).
+    apiMaxConnections: int(env, 'NOTIFY_API_MAX_CONNECTIONS', 1_024, 0, 1_000_000),
     corsOrigins: origins(env, 'NOTIFY_CORS_ORIGINS'),
     apiGroupCommit: {
       maxGroupSize: int(env, 'NOTIFY_API_GROUP_COMMIT', 100, 1, 1_000),

@@ -28,6 +28,7 @@ import { watchDispatcher, watchRelay } from './observability/lifecycle-metrics.j
 import { createMetrics } from './observability/metrics.js';
 import { createPipelineProbe, dispatcherLagGroups } from './observability/pipeline-probe.js';
 import { CliError } from './cli-error.js';
+import { capConnections } from './connection-cap.js';
 import { type Role, needsKafka } from './roles.js';
 import {
   autovacuumWarning,
@@ -229,7 +230,13 @@ export async function startNotify(config: Config, roles: readonly Role[], deps: 
           endpointOrigins: providerOrigins(config),
         },
       });
-      const server = await listen(app.fetch, config.port, undefined, { port: 'PORT' });
+      const server = await listen(app.fetch, config.port, undefined, { port: 'PORT' }, (s) =>
+        capConnections(
+          s,
+          { maxConnections: config.apiMaxConnections, variable: 'NOTIFY_API_MAX_CONNECTIONS' },
+          { logger: logger.child({ role: 'api' }), onDrop: () => metrics.observeConnectionDropped() },
+        ),
+      );
       servers.push(server);
       url = httpUrl('127.0.0.1', (server.address() as AddressInfo).port);
     }
@@ -365,9 +372,12 @@ function listen(
   port: number,
   hostname: string | undefined,
   variables: { readonly port: string; readonly host?: string },
+  // Runs before the first connection is accepted (serve() starts listening; accepting waits for the event loop).
+  configure: (server: ServerType) => void = () => {},
 ): Promise<ServerType> {
   return new Promise((resolve, reject) => {
     const server = serve({ fetch, port, ...(hostname !== undefined ? { hostname } : {}) }, () => resolve(server));
+    configure(server);
     // A request Node's parser refuses is answered with problem+json too, not a bare 400.
     server.on('clientError', answerClientError);
     server.once('error', (err: NodeJS.ErrnoException) => {

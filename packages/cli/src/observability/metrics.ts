@@ -63,6 +63,8 @@ export interface Metrics {
   observeHttp(labels: { method: string; route: string; status: number }, seconds: number): void;
   /** A request the API shed with 503 `overloaded`, by reason (event_loop_delay, event_loop_utilization, in_flight). */
   observeShed(reason: string): void;
+  /** A connection to the API port closed as soon as it was accepted: NOTIFY_API_MAX_CONNECTIONS were open. */
+  observeConnectionDropped(): void;
   /** A group of POST /v1/notifications requests written in one statement; `isolated`: it failed and each was written on its own. */
   observeEnqueueGroup(size: number, isolated: boolean): void;
   observeAttempt(attempt: AttemptObservation): void;
@@ -109,6 +111,11 @@ export function createMetrics(options: CreateMetricsOptions = {}): Metrics {
     name: 'notify_api_requests_shed_total',
     help: 'Requests the API answered 503 overloaded before any work, by reason (event_loop_delay, event_loop_utilization, in_flight)',
     labelNames: ['reason'] as const,
+    registers: [registry],
+  });
+  const connectionsDropped = new Counter({
+    name: 'notify_api_connections_dropped_total',
+    help: 'Connections to the API port closed as soon as they were accepted, because NOTIFY_API_MAX_CONNECTIONS were open',
     registers: [registry],
   });
   const enqueueGroupSize = new Histogram({
@@ -398,6 +405,9 @@ export function createMetrics(options: CreateMetricsOptions = {}): Metrics {
     },
     observeShed(reason) {
       shed.inc({ reason });
+    },
+    observeConnectionDropped() {
+      connectionsDropped.inc();
     },
     observeEnqueueGroup(size, isolated) {
       enqueueGroupSize.observe(size);
