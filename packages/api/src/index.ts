@@ -41,6 +41,7 @@ export { type ReadinessCheck } from './routes/ops.js';
 export { cancelNotification, retryNotification, type ActionParams, type RetryParams, type ActionResult } from './notification-actions.js';
 export { NOTIFICATION_ACTIONS, type NotificationAction } from './sql/notification-action-list.js';
 export { type HttpMetrics, noMetrics } from './metrics.js';
+export { NoContentServerResponse } from './no-content-response.js';
 export { parseTraceparent, formatTraceparent, newTraceparent, withServerSpan, TRACER_NAME, type RequestTrace } from './tracing.js';
 export { apiKeyFindByHash, type ApiKeyFindByHashParams } from './sql/api-key-find-by-hash.js';
 export { apiKeyInsert, type ApiKeyInsertParams } from './sql/api-key-insert.js';

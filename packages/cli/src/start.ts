@@ -23,7 +23,7 @@ import {
   providerOrigins,
 } from '@notify/providers';
 import { dispatcherConfigFrom, relayConfigFrom } from './role-configs.js';
-import { answerClientError, createAdminApp, createApp } from '@notify/api';
+import { NoContentServerResponse, answerClientError, createAdminApp, createApp } from '@notify/api';
 import { watchDispatcher, watchRelay } from './observability/lifecycle-metrics.js';
 import { createMetrics } from './observability/metrics.js';
 import { createPipelineProbe, dispatcherLagGroups } from './observability/pipeline-probe.js';
@@ -376,7 +376,16 @@ function listen(
   configure: (server: ServerType) => void = () => {},
 ): Promise<ServerType> {
   return new Promise((resolve, reject) => {
-    const server = serve({ fetch, port, ...(hostname !== undefined ? { hostname } : {}) }, () => resolve(server));
+    const server = serve(
+      {
+        fetch,
+        port,
+        ...(hostname !== undefined ? { hostname } : {}),
+        // A 204 without the Content-Type @hono/node-server would give it.
+        serverOptions: { ServerResponse: NoContentServerResponse },
+      },
+      () => resolve(server),
+    );
     configure(server);
     // A request Node's parser refuses is answered with problem+json too, not a bare 400.
     server.on('clientError', answerClientError);
