@@ -4,13 +4,14 @@ import { createInterface } from 'node:readline';
 import pg from 'pg';
 import { Hono } from 'hono';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApp, generateApiKey, hashApiKey, noMetrics } from '@notify/api';
+import { createApp, generateApiKey, hashApiKey } from '@notify/api';
 import { fromKysely } from '@notify/outbox';
 import { createDb } from '@notify/runtime';
 import { createTestDatabase, type TestDatabase } from '../../../test/support/db.js';
 import { serveFetch } from '../../../test/support/http.js';
 import { waitFor } from '../../../test/support/wait.js';
 import { lockApiKeys } from '../../../test/support/api-key-lock.js';
+import { UNKNOWN_NOTIFICATION as UNKNOWN, createSheddingApp } from '../../../test/support/shedding-app.js';
 import { apiKeyInsert } from '../src/sql/api-key-insert.js';
 import { eventLoopPressure, shedOnEventLoopDelay } from '../src/middleware/pressure.js';
 import type { AppEnv } from '../src/env.js';
@@ -35,9 +36,6 @@ afterAll(async () => {
   await t.close();
 });
 
-/** A notification that does not exist: 404 unless the app sheds the request. */
-const UNKNOWN = '/v1/notifications/ntf_01JZZZZZZZZZZZZZZZZZZZZZZZ';
-
 /** GET of `UNKNOWN` with the test key. */
 function getUnknown(app: ReturnType<typeof createApp>): Promise<Response> {
   return Promise.resolve(app.request(UNKNOWN, { headers: { authorization: `Bearer ${key}` } }));
@@ -45,13 +43,7 @@ function getUnknown(app: ReturnType<typeof createApp>): Promise<Response> {
 
 describe('maxInFlight', () => {
   it('answers 503 overloaded with Retry-After past the bound, without waiting for the database, and serves again after', async () => {
-    const reasons: string[] = [];
-    const app = createApp({
-      db: t.db,
-      config: { retry: { maxAttempts: 3, defaultTtlMs: 3_600_000 } },
-      maxInFlight: 2,
-      metrics: { ...noMetrics, observeShed: (reason) => reasons.push(reason), render: async () => '', contentType: 'text/plain' },
-    });
+    const { app, reasons } = createSheddingApp(t.db, { maxInFlight: 2 });
     const get = () => getUnknown(app);
     // Hold the key lookup: every request blocks in authentication until the lock goes.
     const lock = await lockApiKeys(t.url);
@@ -214,13 +206,7 @@ describe('maxEventLoopUtilization', () => {
 
 describe('maxEventLoopDelayMs', () => {
   it('sheds with 503 overloaded + Retry-After while the process is starved, within a bounded time, and serves again after', async () => {
-    const shed: string[] = [];
-    const app = createApp({
-      db: t.db,
-      config: { retry: { maxAttempts: 3, defaultTtlMs: 3_600_000 } },
-      maxEventLoopDelayMs: 100,
-      metrics: { ...noMetrics, observeShed: (reason) => shed.push(reason), render: async () => '', contentType: 'text/plain' },
-    });
+    const { app, reasons: shed } = createSheddingApp(t.db, { maxEventLoopDelayMs: 100 });
     const { url, close } = await serveFetch(app.fetch);
     try {
       const child = spawn(process.execPath, ['--input-type=module', '-e', CLIENT, `${url}${UNKNOWN}`, key, '5000'], {

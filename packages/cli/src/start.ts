@@ -195,9 +195,10 @@ export async function startNotify(config: Config, roles: readonly Role[], deps: 
 
     let url: string | undefined;
     if (roles.includes('api')) {
+      const apiLogger = logger.child({ role: 'api' });
       const storedRetry = followStoredRetry(fromKysely(db), settings, {
         refreshMs: deps.settingsRefreshMs ?? 5_000,
-        logger: logger.child({ role: 'api' }),
+        logger: apiLogger,
       });
       cleanup.push(async () => storedRetry.stop());
       const app = createApp({
@@ -205,7 +206,7 @@ export async function startNotify(config: Config, roles: readonly Role[], deps: 
         // The attempt budget and default expiry the API writes are notify_settings', not this process's own.
         config: { ...config, retry: storedRetry.retry },
         clock,
-        logger: logger.child({ role: 'api' }),
+        logger: apiLogger,
         metrics,
         secrets: {
           key: config.webhook.secretsKey,
@@ -234,7 +235,7 @@ export async function startNotify(config: Config, roles: readonly Role[], deps: 
         capConnections(
           s,
           { maxConnections: config.apiMaxConnections, variable: 'NOTIFY_API_MAX_CONNECTIONS' },
-          { logger: logger.child({ role: 'api' }), onDrop: () => metrics.observeConnectionDropped() },
+          { logger: apiLogger, onDrop: () => metrics.observeConnectionDropped() },
         ),
       );
       servers.push(server);

@@ -3,10 +3,11 @@ import type { AddressInfo } from 'node:net';
 import type { IncomingMessage } from 'node:http';
 import { serve } from '@hono/node-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApp, generateApiKey, hashApiKey, noMetrics } from '@notify/api';
+import { createApp, generateApiKey, hashApiKey } from '@notify/api';
 import { createTestDatabase, type TestDatabase } from '../../../test/support/db.js';
 import { waitFor } from '../../../test/support/wait.js';
 import { lockApiKeys } from '../../../test/support/api-key-lock.js';
+import { UNKNOWN_NOTIFICATION as UNKNOWN, createSheddingApp } from '../../../test/support/shedding-app.js';
 
 // NOTIFY_API_MAX_IN_FLIGHT against clients that stall in the middle of their body, on the Node
 // server `notify start` uses (@hono/node-server, so the body arrives as the client sends it).
@@ -30,18 +31,9 @@ afterAll(async () => {
   await t.close();
 });
 
-/** A notification that does not exist: 404 unless the app sheds the request. */
-const UNKNOWN = '/v1/notifications/ntf_01JZZZZZZZZZZZZZZZZZZZZZZZ';
-
 describe('maxInFlight and clients that send their body slowly', () => {
   it('a request waiting for the rest of its body holds no slot: stalled senders do not shed the others', async () => {
-    const reasons: string[] = [];
-    const app = createApp({
-      db: t.db,
-      config: { retry: { maxAttempts: 3, defaultTtlMs: 3_600_000 } },
-      maxInFlight: 2,
-      metrics: { ...noMetrics, observeShed: (reason) => reasons.push(reason), render: async () => '', contentType: 'text/plain' },
-    });
+    const { app, reasons } = createSheddingApp(t.db, { maxInFlight: 2 });
     // `reading` counts requests whose body the app has started to read (a 'data' listener on the Node request).
     let reading = 0;
     const server = serve({

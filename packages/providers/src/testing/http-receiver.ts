@@ -90,9 +90,13 @@ export async function startHttpReceiver(options: HttpReceiverOptions = {}): Prom
         receivedAt: Date.now(),
         answer,
       });
-      if (answer === 'hang') {
+      // An answer left open counts until the client hangs up (or close() ends it).
+      const holdOpen = () => {
         open++;
         res.on('close', () => open--);
+      };
+      if (answer === 'hang') {
+        holdOpen();
         return;
       }
       if (answer === 'reset') {
@@ -100,8 +104,7 @@ export async function startHttpReceiver(options: HttpReceiverOptions = {}): Prom
         return;
       }
       if (answer === 'endless') {
-        open++;
-        res.on('close', () => open--);
+        holdOpen();
         res.writeHead(200, { 'content-type': 'text/plain' });
         const chunk = Buffer.alloc(16 * 1024, 'x');
         const pump = () => {
@@ -120,8 +123,7 @@ export async function startHttpReceiver(options: HttpReceiverOptions = {}): Prom
         return;
       }
       if (answer.bodyEnd === 'never') {
-        open++;
-        res.on('close', () => open--);
+        holdOpen();
         res.write(answer.body ?? '');
         return;
       }
